@@ -1,0 +1,31 @@
+"""The tier space of pre-gen metrics and the vectorized sweep over it.
+
+A pre-gen metric is one choice per tier: filter (tier 1), caption score (tier 2), image
+aggregator (tier 3), dataset aggregator (tier 4). Each choice is a registered pure function
+(see ``_registry`` for the signatures); a ``Space`` is a tuple of them per tier; ``sweep``
+evaluates every metric of a space on every stratum in one compiled computation.
+
+Extending the space from user code::
+
+    import jax.numpy as jnp
+    from pregen_jax import tiers
+
+    @tiers.register_filter("top2prefix")
+    def top2prefix(probs, ranks, mask):
+        '''The longest prefix whose true tokens all rank in the model's top 2.'''
+        return mask & (jnp.cumsum(mask & (ranks >= 2), axis=-1) == 0)
+
+    space = tiers.DEFAULT_SPACE.extend(filters=["top2prefix"])
+    scores = tiers.sweep(ref_probs, strata, space)   # f[S, len(space)]
+"""
+from . import _builtins  # noqa: F401  (registers the spec's functions)
+from ._registry import (JOIN, REGISTRIES, TIER_NAMES, TierFn, describe, get, register,
+                        register_aggregator, register_caption_score, register_filter)
+from ._space import COMPAT_2018, DEFAULT_SPACE, Space, parse_metric_name
+from ._sweep import check_strata, compiled_sweep, sweep, sweep_arrays
+
+__all__ = [
+    "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Space", "TierFn",
+    "check_strata", "compiled_sweep", "describe", "get", "parse_metric_name", "register",
+    "register_aggregator", "register_caption_score", "register_filter", "sweep", "sweep_arrays",
+]

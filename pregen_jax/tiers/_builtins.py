@@ -1,0 +1,122 @@
+"""The built-in tier functions of the spec (../shared/docs/pregen-spec.md)."""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from ._registry import register_aggregator, register_caption_score, register_filter
+
+# ---------------------------------------------------------------- tier 1: filters
+
+
+@register_filter("none")
+def keep_all(probs, ranks, mask):
+    """All m+1 positions."""
+    return mask
+
+
+@register_filter("filter0")
+def keep_top(probs, ranks, mask):
+    """Positions whose true token is the model's top choice (rank 0), as the paper's text says."""
+    return mask & (ranks == 0)
+
+
+@register_filter("miss0")
+def keep_missed(probs, ranks, mask):
+    """Positions whose true token is NOT the top choice: what the 2018 code's ``filter0`` kept."""
+    return mask & (ranks != 0)
+
+
+@register_filter("prefix0")
+def keep_top_prefix(probs, ranks, mask):
+    """The longest prefix in which every true token is the model's top choice."""
+    misses_so_far = jnp.cumsum(mask & (ranks != 0), axis=-1)
+    return mask & (misses_so_far == 0)
+
+
+# ---------------------------------------------------------------- tier 2: caption scores
+
+
+@register_caption_score("prob")
+def caption_prob(probs, keep, mask):
+    """Product of the kept probabilities; 0 when nothing is kept."""
+    product = jnp.prod(jnp.where(keep, probs, 1.0), axis=-1)
+    return jnp.where(keep.any(-1), product, 0.0)
+
+
+@register_caption_score("pplx")
+def caption_pplx(probs, keep, mask):
+    """Perplexity 2 ** (-mean(log2 p)) of the kept positions; +inf when nothing is kept or a kept p is 0."""
+    count = keep.sum(-1)
+    log2_sum = jnp.sum(jnp.where(keep, jnp.log2(jnp.where(keep, probs, 1.0)), 0.0), axis=-1)
+    pplx = jnp.exp2(-log2_sum / jnp.maximum(count, 1))
+    return jnp.where(count > 0, pplx, jnp.inf)
+
+
+@register_caption_score("count")
+def caption_count(probs, keep, mask):
+    """How many positions were kept."""
+    return keep.sum(-1).astype(probs.dtype)
+
+
+@register_caption_score("normcount")
+def caption_normcount(probs, keep, mask):
+    """Kept positions over the reference's full length m+1 (end token included)."""
+    return keep.sum(-1).astype(probs.dtype) / jnp.maximum(mask.sum(-1), 1).astype(probs.dtype)
+
+
+# ---------------------------------------------------------------- tiers 3 and 4: aggregators
+
+
+def _count(mask, dtype):
+    return jnp.maximum(mask.sum(-1), 1).astype(dtype)
+
+
+@register_aggregator("sum")
+def agg_sum(values, mask):
+    """Sum of the masked values."""
+    return jnp.sum(jnp.where(mask, values, 0.0), axis=-1)
+
+
+@register_aggregator("mean")
+def agg_mean(values, mask):
+    """Arithmetic mean of the masked values."""
+    return agg_sum(values, mask) / _count(mask, values.dtype)
+
+
+def kth_masked(values, mask, k):
+    """The k-th (0-based) masked entry of ``values`` sorted ascending along the last axis.
+
+    values: f[..., N] sorted ascending; mask: bool[..., N]; k: i[...] -> f[...].
+    """
+    position = jnp.cumsum(mask, axis=-1) - 1
+    hit = mask & (position == k[..., None])
+    return jnp.max(jnp.where(hit, values, -jnp.inf), axis=-1)
+
+
+@register_aggregator("median")
+def agg_median(values, mask):
+    """Median of the masked values (mean of the two middle ones for an even count)."""
+    n = mask.sum(-1)
+    low = kth_masked(values, mask, (n - 1) // 2)
+    high = kth_masked(values, mask, n // 2)
+    return jnp.where(low == high, low, (low + high) / 2)  # inf stays inf, never inf-inf
+
+
+@register_aggregator("geomean")
+def agg_geomean(values, mask):
+    """Geometric mean exp(mean(log x)); 0 when any value is 0 (and +inf stays +inf)."""
+    any_zero = jnp.any(mask & (values == 0), axis=-1)
+    log_sum = jnp.sum(jnp.where(mask, jnp.log(jnp.where(mask & (values != 0), values, 1.0)), 0.0), axis=-1)
+    return jnp.where(any_zero, 0.0, jnp.exp(log_sum / _count(mask, values.dtype)))
+
+
+@register_aggregator("max")
+def agg_max(values, mask):
+    """Largest masked value."""
+    return jnp.max(jnp.where(mask, values, -jnp.inf), axis=-1)
+
+
+@register_aggregator("min")
+def agg_min(values, mask):
+    """Smallest masked value."""
+    return jnp.min(jnp.where(mask, values, jnp.inf), axis=-1)

@@ -1,0 +1,163 @@
+"""Registries of tier functions, filled by the same decorators users call.
+
+A tier function is a pure jax.numpy function with one fixed signature per tier; the shapes
+below use ``...`` for leading batch axes that the sweep adds (filters, strata, metrics).
+
+  tier 1, filter:      fn(probs: f[..., T], ranks: i32[..., T], mask: bool[..., T]) -> bool[..., T]
+                       (the positions kept; the sweep also ANDs the result with ``mask``)
+  tier 2, caption:     fn(probs: f[..., T], keep: bool[..., T], mask: bool[..., T]) -> f[...]
+                       (``mask`` is the reference's real positions, for lengths)
+  tier 3/4, aggregator: fn(values: f[..., N], mask: bool[..., N]) -> f[...]
+                       (reduce the last axis over the masked entries; at least one is True;
+                       ``values`` and ``mask`` always arrive with the same shape, and
+                       ``values`` sorted ascending along the last axis, NaN last: the sweep
+                       sorts each column once, for all strata, so an order statistic such
+                       as the median costs O(N) per stratum instead of a sort)
+
+Tier 3 aggregates a reference's caption scores into an image score, tier 4 the image scores
+of a stratum into a dataset score; one aggregator may serve both tiers. The tier-3 entry
+``join`` is structural (it does no reduction) and is handled by the sweep itself.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+TIER_NAMES = {1: "filter", 2: "caption score", 3: "image aggregator", 4: "dataset aggregator"}
+JOIN = "join"
+
+_NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class TierFn:
+    """One registered tier function: its tier (1-4), its name and the function."""
+
+    tier: int
+    name: str
+    fn: Callable | None  # None only for the structural tier-3 ``join``
+    doc: str = ""
+
+    def renamed(self, name: str) -> "TierFn":
+        """The same function under another name (how COMPAT_2018 calls its filter ``filter0``)."""
+        _check_name(name)
+        return dataclasses.replace(self, name=name)
+
+    @property
+    def is_join(self) -> bool:
+        return self.tier == 3 and self.fn is None
+
+
+REGISTRIES: dict[int, dict[str, TierFn]] = {1: {}, 2: {}, 3: {}, 4: {}}
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"tier function name {name!r} must be lower-case letters and digits "
+                         "(words joined by single underscores), starting with a letter")
+
+
+def _probe(tier: int, name: str, fn: Callable) -> None:
+    """Trace ``fn`` on small abstract inputs and check the output's shape and dtype."""
+    batch, length = (2, 3), 4
+    f32 = jax.ShapeDtypeStruct((*batch, length), jnp.float32)
+    i32 = jax.ShapeDtypeStruct((*batch, length), jnp.int32)
+    bool_ = jax.ShapeDtypeStruct((*batch, length), jnp.bool_)
+    if tier == 1:
+        args, want_shape = (f32, i32, bool_), (*batch, length)
+    elif tier == 2:
+        args, want_shape = (f32, bool_, bool_), batch
+    else:
+        args, want_shape = (f32, bool_), batch
+    label = f"tier-{tier} {TIER_NAMES[tier]} {name!r}"
+    try:
+        out = jax.eval_shape(fn, *args)
+    except Exception as err:  # report any tracing failure as a registration error
+        raise ValueError(f"{label} failed on inputs of shape {(*batch, length)}: {type(err).__name__}: {err}") from err
+    if not hasattr(out, "shape"):
+        raise ValueError(f"{label} must return one array, got {type(out).__name__}")
+    if tuple(out.shape) != want_shape:
+        raise ValueError(f"{label} returned shape {tuple(out.shape)} for inputs of shape {(*batch, length)}; "
+                         f"expected {want_shape}" + (" (a filter keeps the position axis)" if tier == 1
+                                                     else " (it must reduce the last axis)"))
+    if tier == 1 and out.dtype != jnp.bool_:
+        raise ValueError(f"{label} must return bool, got {out.dtype}")
+    if tier > 1 and not (jnp.issubdtype(out.dtype, jnp.floating) or jnp.issubdtype(out.dtype, jnp.integer)):
+        raise ValueError(f"{label} must return numbers, got {out.dtype}")
+
+
+def register(tier: int | tuple[int, ...], name: str | None = None, *, overwrite: bool = False):
+    """Decorator: register ``fn`` as a tier function (tier 1-4, or a tuple such as (3, 4)).
+
+    The function is traced once on small inputs to check its signature and output shape,
+    so a mistake is reported here rather than deep inside a sweep. Registering a name that
+    is already taken in that tier raises ``ValueError`` unless ``overwrite=True``.
+
+    >>> @register(1, "top2prefix")
+    ... def top2prefix(probs, ranks, mask):
+    ...     return jnp.cumprod(ranks < 2, axis=-1).astype(bool) & mask
+    """
+    tiers = (tier,) if isinstance(tier, int) else tuple(tier)
+    for t in tiers:
+        if t not in REGISTRIES:
+            raise ValueError(f"tier must be 1, 2, 3 or 4, got {t!r}")
+
+    def decorate(fn: Callable) -> Callable:
+        fn_name = name or fn.__name__
+        _check_name(fn_name)
+        if fn_name == JOIN:
+            raise ValueError(f"{JOIN!r} is reserved for the structural tier-3 entry")
+        for t in tiers:
+            if fn_name in REGISTRIES[t] and not overwrite:
+                raise ValueError(f"a tier-{t} {TIER_NAMES[t]} named {fn_name!r} is already registered "
+                                 "(choose another name, or pass overwrite=True)")
+        for t in tiers:
+            _probe(t, fn_name, fn)
+        for t in tiers:
+            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip())
+        return fn
+
+    return decorate
+
+
+def register_filter(name: str | None = None, **kwargs):
+    """Register a tier-1 filter: ``fn(probs, ranks, mask) -> keep: bool[..., T]``."""
+    return register(1, name, **kwargs)
+
+
+def register_caption_score(name: str | None = None, **kwargs):
+    """Register a tier-2 caption score: ``fn(probs, keep, mask) -> f[...]``."""
+    return register(2, name, **kwargs)
+
+
+def register_aggregator(name: str | None = None, tiers: tuple[int, ...] = (3, 4), **kwargs):
+    """Register an aggregator for tier 3 and/or 4: ``fn(values, mask) -> f[...]``."""
+    if not set(tiers) <= {3, 4}:
+        raise ValueError(f"aggregators belong to tiers 3 and 4, got {tiers}")
+    return register(tuple(tiers), name, **kwargs)
+
+
+def get(tier: int, name: str) -> TierFn:
+    """The registered tier function ``name`` of ``tier``; ``ValueError`` lists what exists."""
+    try:
+        return REGISTRIES[tier][name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRIES[tier]))
+        raise ValueError(f"no tier-{tier} {TIER_NAMES[tier]} named {name!r}; registered: {known}") from None
+
+
+def describe() -> str:
+    """A readable list of every registered tier function and its docstring's first line."""
+    lines = []
+    for tier, registry in REGISTRIES.items():
+        lines.append(f"tier {tier} ({TIER_NAMES[tier]}):")
+        for tier_fn in registry.values():
+            lines.append(f"  {tier_fn.name:12s} {tier_fn.doc.splitlines()[0] if tier_fn.doc else ''}")
+    return "\n".join(lines)
+
+
+REGISTRIES[3][JOIN] = TierFn(3, JOIN, None, "No aggregation: every caption score of every image goes to tier 4.")

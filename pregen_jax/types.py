@@ -1,0 +1,141 @@
+"""The data that flows through pregen-jax, with its dimensions named once.
+
+Dimensions (used in every docstring):
+  I  images            R  references per image (padded)
+  T  positions per reference (padded; m words + the end token)
+  S  strata             C  pre-gen metrics (columns of a space)
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+Array = Any  # a numpy or jax array
+
+
+@dataclasses.dataclass(frozen=True)
+class RefProbs:
+    """What a model says about the reference captions, read in one teacher-forced pass.
+
+    Attributes:
+      probs: f32[I, R, T] probability the model gives the true token at each position.
+      ranks: i32[I, R, T] how many vocabulary tokens the model scored higher than the
+        true one (0 = the true token is the model's top choice).
+      mask:  bool[I, R, T] real positions. A reference of m words has m+1 real positions
+        (the end token included), left-aligned; an image may have fewer than R references,
+        its missing references being all-False rows.
+
+    Accepts numpy or jax arrays; validates on construction and raises ``ValueError``
+    naming the image/reference at fault. ``source`` (optional) names the file or model the
+    numbers came from so that errors can say where they came from.
+    """
+
+    probs: Array
+    ranks: Array
+    mask: Array
+    source: str | None = None
+
+    def __post_init__(self):
+        probs = np.asarray(self.probs)
+        ranks = np.asarray(self.ranks)
+        mask = np.asarray(self.mask)
+        where = f" in {self.source}" if self.source else ""
+        if probs.ndim != 3:
+            raise ValueError(f"RefProbs{where}: probs must be 3-D [images, refs, positions], got shape {probs.shape}")
+        for name, arr in (("ranks", ranks), ("mask", mask)):
+            if arr.shape != probs.shape:
+                raise ValueError(f"RefProbs{where}: {name} has shape {arr.shape} but probs has {probs.shape}")
+        if not np.issubdtype(probs.dtype, np.floating):
+            raise ValueError(f"RefProbs{where}: probs must be floating point, got {probs.dtype}")
+        if not np.issubdtype(ranks.dtype, np.integer):
+            raise ValueError(f"RefProbs{where}: ranks must be integers, got {ranks.dtype}")
+        if mask.dtype != np.bool_:
+            raise ValueError(f"RefProbs{where}: mask must be bool, got {mask.dtype}")
+        if probs.shape[0] == 0:
+            raise ValueError(f"RefProbs{where}: no images")
+        bad = ~np.isfinite(probs) & mask
+        if bad.any():
+            i, r, t = np.argwhere(bad)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}, position {t}: probability is {probs[i, r, t]} (NaN or inf)")
+        bad = ((probs < 0) | (probs > 1)) & mask
+        if bad.any():
+            i, r, t = np.argwhere(bad)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}, position {t}: probability {probs[i, r, t]} is outside [0, 1]")
+        bad = (ranks < 0) & mask
+        if bad.any():
+            i, r, t = np.argwhere(bad)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}, position {t}: negative rank {ranks[i, r, t]}")
+        lengths = mask.sum(-1)
+        # Left-aligned: position t is real only if t < length.
+        aligned = np.arange(mask.shape[-1]) < lengths[..., None]
+        if (aligned != mask).any():
+            i, r = np.argwhere((aligned != mask).any(-1))[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}: mask is not a left-aligned run of real positions")
+        has_ref = lengths > 0
+        no_ref = ~has_ref.any(-1)
+        if no_ref.any():
+            i = int(np.argmax(no_ref))
+            raise ValueError(f"RefProbs{where}: image {i} has no reference (every reference needs at least one position, the end token)")
+        # Missing references must come after the real ones, so that R-padding is uniform.
+        ref_aligned = np.arange(mask.shape[1]) < has_ref.sum(-1, keepdims=True)
+        if (ref_aligned != has_ref).any():
+            i, r = np.argwhere(ref_aligned != has_ref)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r} has no positions but a later reference does "
+                             "(every reference needs at least one position; pad missing references at the end)")
+
+    @property
+    def num_images(self) -> int:
+        return int(np.shape(self.probs)[0])
+
+    @property
+    def ref_mask(self) -> np.ndarray:
+        """bool[I, R]: which references exist."""
+        return np.asarray(self.mask).any(-1)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """i32[I, R]: real positions per reference (m+1; 0 for a missing reference)."""
+        return np.asarray(self.mask).sum(-1)
+
+    def take(self, image_indices) -> "RefProbs":
+        """The same references for a subset of images (numpy indexing on axis 0)."""
+        idx = np.asarray(image_indices)
+        return RefProbs(np.asarray(self.probs)[idx], np.asarray(self.ranks)[idx], np.asarray(self.mask)[idx], self.source)
+
+    def save(self, path) -> None:
+        """Write the documented ``.npz`` format: arrays ``probs``, ``ranks``, ``mask``."""
+        np.savez_compressed(path, probs=np.asarray(self.probs), ranks=np.asarray(self.ranks), mask=np.asarray(self.mask))
+
+    @classmethod
+    def load(cls, path) -> "RefProbs":
+        """Read a ``.npz`` with arrays ``probs`` f[I,R,T], ``ranks`` int[I,R,T], ``mask`` bool[I,R,T]."""
+        try:
+            npz = np.load(path, allow_pickle=False)
+        except Exception as err:
+            raise ValueError(f"{path}: not a readable .npz file ({type(err).__name__}: {err})") from err
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError(f"{path}: expected an .npz archive with arrays probs, ranks, mask")
+        with npz:
+            missing = {"probs", "ranks", "mask"} - set(npz.files)
+            if missing:
+                raise ValueError(f"{path}: missing arrays {sorted(missing)} (need probs, ranks, mask)")
+            return cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path))
+
+    @classmethod
+    def from_lists(cls, probs, ranks, source=None) -> "RefProbs":
+        """Pad ragged nested lists ``probs[i][r][t]``, ``ranks[i][r][t]`` into a RefProbs."""
+        num_images = len(probs)
+        max_refs = max((len(refs) for refs in probs), default=0)
+        max_len = max((len(ref) for refs in probs for ref in refs), default=0)
+        p = np.zeros((num_images, max_refs, max_len), np.float64)
+        k = np.zeros((num_images, max_refs, max_len), np.int32)
+        m = np.zeros((num_images, max_refs, max_len), bool)
+        for i, refs in enumerate(probs):
+            for r, ref in enumerate(refs):
+                n = len(ref)
+                p[i, r, :n] = ref
+                k[i, r, :n] = ranks[i][r]
+                m[i, r, :n] = True
+        return cls(p, k, m, source)

@@ -1,0 +1,86 @@
+"""Ranking: Pearson against scipy, the exclusion rule, the 2018 table and the rank command."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from pregen_jax import cli, ranking, tables
+from tests.conftest import shared
+
+
+def test_pearson_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 4)) * [1, 1e6, 1e-6, 1]
+    y = x[:, 0] * 0.3 + rng.normal(size=30)
+    r, p = ranking.pearson(x, y)
+    for c in range(4):
+        want = stats.pearsonr(x[:, c], y)
+        assert r[c] == pytest.approx(want.statistic, rel=1e-9)
+        assert p[c] == pytest.approx(want.pvalue, rel=1e-6)
+
+
+def toy_table():
+    rng = np.random.default_rng(1)
+    n = 12
+    quality = rng.uniform(0, 1, n)
+    return pd.DataFrame({
+        "dataset": ["a"] * 6 + ["b"] * 6,
+        "CIDEr": quality,
+        "mean_max_normcount_prefix0": quality * 2 + rng.normal(0, 0.01, n),
+        "mean_mean_pplx_none": 10 - quality * 5 + rng.normal(0, 0.5, n),
+        "sum_sum_pplx_prefix0": np.where(np.arange(n) == 3, np.inf, quality),
+        "max_max_count_none": np.where(np.arange(n) < 6, 5.0, quality),  # constant in group a
+    })
+
+
+def test_rank_orders_and_excludes_with_reasons():
+    table = toy_table()
+    pregen = tables.pregen_columns(table)
+    assert pregen == ["mean_max_normcount_prefix0", "mean_mean_pplx_none", "sum_sum_pplx_prefix0",
+                      "max_max_count_none"]
+    result = ranking.rank(table, ["CIDEr"], pregen, group_by="dataset")
+    df = result.correlations["CIDEr"]
+    assert df["pregen"].tolist() == ["mean_max_normcount_prefix0", "mean_mean_pplx_none"]
+    assert list(df.columns) == ["pregen", "a_R^2", "a_R", "a_p", "b_R^2", "b_R", "b_p", "all_R^2", "all_R", "all_p"]
+    assert df["all_R"].iloc[1] < 0  # sign ignored by the ranking, kept in R
+    reasons = dict(zip(result.excluded["pregen"], result.excluded["reason"]))
+    assert reasons == {"sum_sum_pplx_prefix0": "inf or NaN in group a", "max_max_count_none": "constant in group a"}
+
+
+def test_rank_reproduces_2018_table():
+    table = tables.read_table(shared("pregen-metrics-2018", "data.txt"))
+    result = ranking.rank(table, ["METEOR", "CIDEr", "SPICE", "WMD"], tables.pregen_columns(table), "dataset")
+    assert len(result.excluded) == 504 - 361
+    best = {post: (df["pregen"].iloc[0], round(df["all_R^2"].iloc[0], 3)) for post, df in result.correlations.items()}
+    assert best == {"METEOR": ("mean_max_normcount_prefix0", 0.965), "CIDEr": ("mean_max_normcount_prefix0", 0.937),
+                    "SPICE": ("mean_max_normcount_prefix0", 0.950), "WMD": ("mean_max_normcount_prefix0", 0.954)}
+
+
+def test_rank_command_writes_tables(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    toy_table().to_csv(path, index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "out"), "--group-by", "dataset"]) == 0
+    written = pd.read_csv(tmp_path / "out" / "correlations_CIDEr.tsv", sep="\t")
+    assert written["pregen"].iloc[0] == "mean_max_normcount_prefix0"
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "Tokenizer:" in summary and "left out 2" in summary
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["correlations_CIDEr.tsv", "excluded.tsv", "summary.md"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "empty file"),
+    ("CIDEr,mean_max_normcount_prefix0\n", "no rows"),
+    ("CIDEr,foo\n1,2\n2,3\n3,4\n", "no pre-gen columns"),
+    ("CIDEr,mean_max_normcount_prefix0\n1,2\n2,oops\n3,4\n", "row 3 .* 'oops' is not a number"),
+    ("x,mean_max_normcount_prefix0\n1,2\n2,3\n3,4\n", "no post-gen columns"),
+])
+def test_rank_command_bad_tables(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    out = tmp_path / "out"
+    assert cli.main(["rank", "--table", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv" in err
+    import re
+    assert re.search(message, err), err
+    assert not out.exists() or not any(out.iterdir())
