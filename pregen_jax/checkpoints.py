@@ -1,0 +1,55 @@
+"""Single-file checkpoints written atomically (temp file, fsync, rename).
+
+A crash mid-write leaves the previous checkpoint intact; a truncated or foreign file is a
+clear ``ValueError`` naming it. Format: Flax msgpack of a dict of arrays and a JSON string
+of metadata (model config, vocabulary fingerprint, training progress). A plain file rather
+than orbax: one small pytree per model, read back whole, no background threads to join
+before a process exits.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import jax
+import numpy as np
+from flax import serialization
+
+
+def save(path, tree: dict, meta: dict) -> None:
+    """Write ``tree`` (a pytree of arrays) and ``meta`` (JSON-serialisable) to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = serialization.msgpack_serialize({"tree": jax.tree_util.tree_map(np.asarray, tree),
+                                               "meta": json.dumps(meta)})
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(path) -> tuple[dict, dict]:
+    """(tree, meta) from ``path``; ValueError if it is missing, truncated or not a checkpoint."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: checkpoint not found")
+    try:
+        payload = serialization.msgpack_restore(path.read_bytes())
+        return payload["tree"], json.loads(payload["meta"])
+    except Exception as err:
+        raise ValueError(f"{path}: corrupt or truncated checkpoint ({type(err).__name__}: {err}); "
+                         "delete it to retrain") from err
+
+
+def fingerprint(path) -> str:
+    """Content hash of a checkpoint file, for cache keys."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

@@ -1,0 +1,298 @@
+"""The built-in visual captioning dataset: coloured shapes on textured backgrounds.
+
+Deterministic from a seed. Each image (48x48 RGB) holds 1-3 objects, each with a shape (7
+kinds), a colour (8), a size (small/big) and a place (a 3x3 grid cell); pairs of objects
+stand in spatial relations. Five references per image come from a stochastic grammar that
+behaves like different annotators: each mentions its own subset of objects and attributes,
+uses synonyms ("square", "box", "block"), and picks among list, existential, relational,
+counting and locative sentence forms, 3 to 15 words long.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .corpus import CaptionDataset, CaptionSplit
+
+VERSION = 1
+SIZE = 48
+
+SHAPES = {  # shape -> nouns annotators use for it
+    "circle": ["circle", "ball", "disc", "dot"],
+    "square": ["square", "box", "block"],
+    "triangle": ["triangle"],
+    "diamond": ["diamond", "rhombus"],
+    "cross": ["cross", "plus"],
+    "ring": ["ring", "donut", "hoop"],
+    "bar": ["bar", "stripe", "rectangle"],
+}
+COLOURS = {
+    "red": (220, 30, 30), "green": (30, 180, 40), "blue": (30, 60, 220), "yellow": (235, 220, 30),
+    "purple": (140, 40, 180), "orange": (245, 140, 20), "white": (245, 245, 245), "black": (15, 15, 15),
+}
+SIZE_WORDS = {"small": ["small", "little", "tiny"], "big": ["big", "large"]}
+ROWS, COLS = ["top", "middle", "bottom"], ["left", "middle", "right"]
+BACKGROUNDS = {"speckled": ["speckled", "grey", "noisy"], "striped": ["striped"], "checkered": ["checkered"]}
+NUMBERS = ["one", "two", "three"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapesConfig:
+    """Size and seed of the built-in dataset (defaults: Flickr8k's 6000/1000/1000 split)."""
+
+    train: int = 6000
+    val: int = 1000
+    test: int = 1000
+    refs_per_image: int = 5
+    seed: int = 0
+
+    @property
+    def folder_name(self) -> str:
+        return f"shapes-v{VERSION}-seed{self.seed}-{self.train}-{self.val}-{self.test}-r{self.refs_per_image}"
+
+
+@dataclasses.dataclass
+class Obj:
+    shape: str
+    colour: str
+    size: str
+    row: int
+    col: int
+    cx: float
+    cy: float
+    radius: float
+
+
+# ------------------------------------------------------------------------ scenes and pixels
+
+
+def _scene(rng) -> tuple[list[Obj], str]:
+    n = int(rng.choice([1, 2, 3], p=[0.3, 0.4, 0.3]))
+    cells = rng.choice(9, n, replace=False)
+    objs = []
+    for cell in cells:
+        row, col = divmod(int(cell), 3)
+        size = "big" if rng.random() < 0.5 else "small"
+        radius = rng.uniform(6.5, 8.0) if size == "big" else rng.uniform(3.5, 4.8)
+        cx = 8 + col * 16 + rng.uniform(-1.5, 1.5)
+        cy = 8 + row * 16 + rng.uniform(-1.5, 1.5)
+        objs.append(Obj(str(rng.choice(list(SHAPES))), str(rng.choice(list(COLOURS))), size, row, col, cx, cy, radius))
+    return objs, str(rng.choice(list(BACKGROUNDS)))
+
+
+def _shape_mask(obj: Obj, yy, xx):
+    dx, dy, r = xx - obj.cx, yy - obj.cy, obj.radius
+    dist2 = dx ** 2 + dy ** 2
+    if obj.shape == "circle":
+        return dist2 <= r ** 2
+    if obj.shape == "square":
+        return np.maximum(abs(dx), abs(dy)) <= r * 0.85
+    if obj.shape == "triangle":
+        return (dy <= 0.8 * r) & (abs(dx) <= (dy + r) * 0.6)
+    if obj.shape == "diamond":
+        return abs(dx) + abs(dy) <= r
+    if obj.shape == "cross":
+        return ((abs(dx) <= r / 3) & (abs(dy) <= r)) | ((abs(dy) <= r / 3) & (abs(dx) <= r))
+    if obj.shape == "ring":
+        return (dist2 <= r ** 2) & (dist2 >= (0.55 * r) ** 2)
+    return (abs(dx) <= r) & (abs(dy) <= 0.4 * r)  # bar
+
+
+def _render(objs: list[Obj], background: str, rng) -> np.ndarray:
+    yy, xx = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32)
+    base = rng.uniform(90, 160, 3)
+    image = np.broadcast_to(base, (SIZE, SIZE, 3)) + rng.normal(0, 12, (SIZE, SIZE, 3))
+    if background == "striped":
+        period = rng.integers(4, 8)
+        image = image + 25 * (((xx + yy * rng.integers(0, 2)) // period) % 2)[..., None]
+    elif background == "checkered":
+        period = rng.integers(4, 8)
+        image = image + 25 * (((xx // period) + (yy // period)) % 2)[..., None]
+    for obj in objs:
+        colour = np.asarray(COLOURS[obj.colour], np.float32) + rng.normal(0, 10, 3)
+        image = np.where(_shape_mask(obj, yy, xx)[..., None], colour, image)
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def attribute_names() -> list[str]:
+    """Names of the multi-hot attribute labels the image encoder learns to predict."""
+    names = [f"{c}_{s}" for s in SHAPES for c in COLOURS] + list(SHAPES) + list(COLOURS)
+    names += [f"{z}_{s}" for s in SHAPES for z in SIZE_WORDS] + [f"cell{k}" for k in range(9)]
+    return names + [f"bg_{b}" for b in BACKGROUNDS] + [f"count{n}" for n in (1, 2, 3)]
+
+
+def _labels(objs: list[Obj], background: str) -> np.ndarray:
+    index = {name: k for k, name in enumerate(attribute_names())}
+    labels = np.zeros(len(index), np.uint8)
+    for obj in objs:
+        for name in (f"{obj.colour}_{obj.shape}", obj.shape, obj.colour, f"{obj.size}_{obj.shape}",
+                     f"cell{obj.row * 3 + obj.col}"):
+            labels[index[name]] = 1
+    labels[index[f"bg_{background}"]] = labels[index[f"count{len(objs)}"]] = 1
+    return labels
+
+
+# ------------------------------------------------------------------------ the grammar
+
+
+class _Annotator:
+    """One description of one scene: a random style, then a random sentence form."""
+
+    def __init__(self, rng, objs, background):
+        self.rng, self.objs, self.background = rng, objs, background
+        self.p_colour = rng.uniform(0.6, 1.0)
+        self.p_size = rng.uniform(0.1, 0.7)
+
+    def pick(self, options):
+        return options[int(self.rng.integers(len(options)))]
+
+    def np(self, obj, det=None, force_colour=False):
+        words = [det or self.pick(["a", "a", "the"])]
+        if self.rng.random() < self.p_size:
+            words.append(self.pick(SIZE_WORDS[obj.size]))
+        if force_colour or self.rng.random() < self.p_colour:
+            words.append(obj.colour)
+        words.append(self.pick(SHAPES[obj.shape]))
+        if words[0] == "a" and words[1][0] in "aeiou":
+            words[0] = "an"
+        return words
+
+    def place(self, obj):
+        row, col = ROWS[obj.row], COLS[obj.col]
+        if row == "middle" and col == "middle":
+            return self.pick([["in", "the", "middle"], ["in", "the", "center"]])
+        if row == "middle":
+            return ["on", "the", col]
+        if col == "middle":
+            return ["at", "the", row]
+        return ["in", "the", row, col, "corner"]
+
+    def relation(self, a, b):
+        dx, dy = b.cx - a.cx, b.cy - a.cy
+        if self.rng.random() < 0.2:
+            return self.pick([["next", "to"], ["near"]])
+        if abs(dy) >= abs(dx):
+            return ["above"] if dy > 0 else ["below"]
+        return ["to", "the", "left", "of"] if dx > 0 else ["to", "the", "right", "of"]
+
+    def background_phrase(self):
+        return ["on", "a", self.pick(BACKGROUNDS[self.background]), "background"]
+
+    def sentence(self) -> list[str]:
+        objs = list(self.objs)
+        self.rng.shuffle(objs)
+        mentioned = objs[: int(self.rng.integers(1, len(objs) + 1))] if self.rng.random() < 0.5 else objs
+        forms = ["list", "there", "picture", "place"]
+        if len(mentioned) >= 2:
+            forms += ["relation", "relation"]
+        if len(self.objs) >= 2:
+            forms.append("count")
+        form = self.pick(forms)
+        if form == "relation":
+            a, b = mentioned[0], mentioned[1]
+            words = self.np(a) + self.relation(a, b) + self.np(b)
+        elif form == "count":
+            one = self.pick(list(self.objs))
+            noun = self.pick(["shapes", "objects", "things"])
+            words = [NUMBERS[len(self.objs) - 1], noun]
+            if self.rng.random() < 0.6:
+                words += ["one", "of", "them"] + ([one.colour] if self.rng.random() < 0.7 else ["a", self.pick(SHAPES[one.shape])])
+            else:
+                words += self.background_phrase()
+        elif form == "there":
+            if len(mentioned) == 1:
+                words = ["there", "is"] + self.np(mentioned[0], det="a") + (self.place(mentioned[0]) if self.rng.random() < 0.5 else [])
+            else:
+                words = ["there", "are", NUMBERS[len(mentioned) - 1], "shapes"] + self._list(mentioned)
+        elif form == "picture":
+            words = ["a", self.pick(["picture", "photo", "drawing"]), "of"] + self._list(mentioned)
+            if self.rng.random() < 0.3:
+                words += self.background_phrase()
+        elif form == "place":
+            obj = mentioned[0]
+            words = self.np(obj) + self.place(obj)
+        else:
+            words = self._list(mentioned)
+            if self.rng.random() < 0.25:
+                words += self.background_phrase()
+        return words
+
+    def _list(self, objs):
+        words = []
+        for k, obj in enumerate(objs):
+            if k:
+                words.append("and")
+            words += self.np(obj, det="a")
+        return words
+
+
+def _describe(rng, objs, background, count) -> list[list[str]]:
+    refs = []
+    while len(refs) < count:
+        words = _Annotator(rng, objs, background).sentence()
+        if 3 <= len(words) <= 15:
+            refs.append(words)
+    return refs
+
+
+# ------------------------------------------------------------------------ building and caching
+
+
+def generate(config: ShapesConfig) -> CaptionDataset:
+    """Generate the dataset in memory (a few seconds for the default 8,000 images)."""
+    splits = {}
+    for offset, (split, count) in enumerate((("train", config.train), ("val", config.val), ("test", config.test))):
+        rng = np.random.default_rng([config.seed, VERSION, offset])
+        pixels = np.empty((count, SIZE, SIZE, 3), np.uint8)
+        labels = np.empty((count, len(attribute_names())), np.uint8)
+        captions = []
+        for n in range(count):
+            objs, background = _scene(rng)
+            pixels[n] = _render(objs, background, rng)
+            labels[n] = _labels(objs, background)
+            captions.append(_describe(rng, objs, background, config.refs_per_image))
+        splits[split] = CaptionSplit([f"{split}-{n:05d}" for n in range(count)], captions, pixels, labels=labels)
+    return CaptionDataset("shapes", splits)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("PREGEN_JAX_CACHE", Path.home() / ".cache" / "pregen-jax"))
+
+
+def load_shapes(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> CaptionDataset:
+    """The built-in dataset, generated once into ``cache_dir`` (with its seed and version)."""
+    folder = Path(cache_dir or default_cache_dir()) / config.folder_name
+    if not (folder / "meta.json").is_file():
+        dataset = generate(config)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+        try:
+            for split, data in dataset.splits.items():
+                np.save(staging / f"{split}_pixels.npy", data.pixels)
+                np.save(staging / f"{split}_labels.npy", data.labels)
+                (staging / f"{split}_captions.json").write_text(json.dumps(
+                    {"image_ids": data.image_ids, "captions": [[" ".join(r) for r in refs] for refs in data.captions]}))
+            (staging / "meta.json").write_text(json.dumps({"version": VERSION, **dataclasses.asdict(config)}))
+            if folder.exists():
+                shutil.rmtree(folder)
+            staging.rename(folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return dataset
+    splits = {}
+    for split in ("train", "val", "test"):
+        try:
+            data = json.loads((folder / f"{split}_captions.json").read_text())
+            pixels = np.load(folder / f"{split}_pixels.npy")
+            labels = np.load(folder / f"{split}_labels.npy")
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{folder}: damaged dataset cache ({err}); delete the folder to regenerate it") from err
+        splits[split] = CaptionSplit(data["image_ids"], [[r.split() for r in refs] for refs in data["captions"]], pixels,
+                                     labels=labels)
+    return CaptionDataset("shapes", splits)

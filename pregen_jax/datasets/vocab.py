@@ -1,0 +1,69 @@
+"""The vocabulary of the 2018 models: train tokens seen at least N times, an edge and an unknown token."""
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+EDGE = "<edge>"  # start and end of every caption
+UNK = "<unk>"
+
+
+class Vocabulary:
+    """Token <-> id. Id 0 is the edge token, 1 the unknown token, then words by frequency."""
+
+    def __init__(self, words: list[str]):
+        self.tokens = [EDGE, UNK, *words]
+        self.index = {token: i for i, token in enumerate(self.tokens)}
+        if len(self.index) != len(self.tokens):
+            raise ValueError("vocabulary has repeated tokens")
+
+    @classmethod
+    def build(cls, captions, min_count: int = 5) -> "Vocabulary":
+        """From ``captions[n][r]`` token lists: words seen at least ``min_count`` times."""
+        counts = collections.Counter(t for refs in captions for ref in refs for t in ref)
+        words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+        return cls(words)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def edge_id(self) -> int:
+        return 0
+
+    @property
+    def unk_id(self) -> int:
+        return 1
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        return [self.index.get(t, 1) for t in tokens]
+
+    def decode(self, ids) -> list[str]:
+        """Ids up to (not including) the first edge token."""
+        out = []
+        for i in np.asarray(ids).tolist():
+            if i == 0:
+                break
+            out.append(self.tokens[i])
+        return out
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256("\n".join(self.tokens).encode()).hexdigest()[:16]
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps({"tokens": self.tokens, "fingerprint": self.fingerprint()}))
+
+    @classmethod
+    def load(cls, path) -> "Vocabulary":
+        try:
+            data = json.loads(Path(path).read_text())
+            tokens = data["tokens"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}: not a vocabulary file ({err})") from err
+        if tokens[:2] != [EDGE, UNK]:
+            raise ValueError(f"{path}: a vocabulary must start with {EDGE} and {UNK}")
+        return cls(tokens[2:])

@@ -1,0 +1,98 @@
+"""The four caption-generator architectures of Tanti, Gatt, Camilleri (2018), in Flax Linen.
+
+    init : image -> RNN initial state;          words -> RNN -> softmax
+    pre  : image is the RNN's first input word;   words -> RNN -> softmax
+    par  : [word ; image] at every RNN step      -> RNN -> softmax
+    merge: words -> RNN; [RNN state ; image]      -> softmax   (image kept out of the RNN)
+
+The module exposes two methods, ``start`` (image -> decoder state) and ``step`` (state,
+previous token -> state, logits), so that teacher forcing, greedy and beam search are all
+``jax.lax`` loops over the same ``step`` (see ``pregen_jax.decoding``).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+ARCHITECTURES = ("init", "pre", "par", "merge")
+CELLS = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell, "rnn": nn.SimpleCell}
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptionerConfig:
+    """Hyperparameters of one caption generator (defaults as the 2018 models, scaled down)."""
+
+    arch: str = "merge"          # init | pre | par | merge
+    cell: str = "gru"            # gru | lstm | rnn
+    embed_size: int = 256        # word embedding size
+    hidden_size: int = 256       # RNN state size
+    image_size: int = 256        # projected image vector size (init/pre use the RNN/embedding size)
+    dropout: float = 0.5         # on embeddings and RNN outputs
+    learn_init_state: bool = False  # learnable initial RNN state (pre, par, merge)
+    normalize_image: bool = False   # L2-normalise the image feature vector first
+
+    def __post_init__(self):
+        if self.arch not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {self.arch!r}; choose from {ARCHITECTURES}")
+        if self.cell not in CELLS:
+            raise ValueError(f"unknown RNN cell {self.cell!r}; choose from {sorted(CELLS)}")
+
+
+class Captioner(nn.Module):
+    """A caption generator over a vocabulary of ``vocab_size`` tokens (id 0 = edge token)."""
+
+    config: CaptionerConfig
+    vocab_size: int
+
+    def setup(self):
+        cfg = self.config
+        self.embed = nn.Embed(self.vocab_size, cfg.embed_size)
+        image_width = {"init": cfg.hidden_size, "pre": cfg.embed_size}.get(cfg.arch, cfg.image_size)
+        self.image_proj = nn.Dense(image_width)
+        self.cell = CELLS[cfg.cell](features=cfg.hidden_size)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.out = nn.Dense(self.vocab_size)
+        if self._learns_init_state:
+            self.init_state = self.param("init_state", nn.initializers.zeros, (cfg.hidden_size,))
+
+    @property
+    def _learns_init_state(self) -> bool:
+        return self.config.learn_init_state and self.config.arch != "init"  # init's state is the image
+
+    def _image(self, features):
+        if self.config.normalize_image:
+            features = features / jnp.maximum(jnp.linalg.norm(features, axis=-1, keepdims=True), 1e-8)
+        return nn.relu(self.image_proj(features))
+
+    def _zero_state(self, batch):
+        h = self.init_state[None].repeat(batch, 0) if self._learns_init_state else jnp.zeros(
+            (batch, self.config.hidden_size))
+        return (h, h) if self.config.cell == "lstm" else h
+
+    def start(self, features, train: bool = False):
+        """features: f[B, D] -> decoder state (RNN carry, image vector)."""
+        image = self._image(features)
+        if self.config.arch == "init":
+            carry = (image, image) if self.config.cell == "lstm" else image
+        else:
+            carry = self._zero_state(features.shape[0])
+        if self.config.arch == "pre":
+            carry, _ = self.cell(carry, self.drop(image, deterministic=not train))
+        return carry, image
+
+    def step(self, state, tokens, train: bool = False):
+        """state, tokens: i32[B] (previous token) -> (state, logits: f[B, V])."""
+        carry, image = state
+        word = self.drop(self.embed(tokens), deterministic=not train)
+        rnn_in = jnp.concatenate([word, image], -1) if self.config.arch == "par" else word
+        carry, hidden = self.cell(carry, rnn_in)
+        hidden = self.drop(hidden, deterministic=not train)
+        if self.config.arch == "merge":
+            hidden = jnp.concatenate([hidden, image], -1)
+        return (carry, image), self.out(hidden)
+
+    def __call__(self, features, tokens, train: bool = False):
+        """Initialisation entry point: features f[B, D], tokens i32[B] -> logits f[B, V]."""
+        return self.step(self.start(features, train), tokens, train)[1]

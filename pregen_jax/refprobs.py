@@ -1,0 +1,99 @@
+"""Reference probabilities (the pre-gen input) and generated captions for a whole split.
+
+Both stream fixed-size, padded batches through jit-compiled functions, so memory stays
+bounded for any test-set size and jit compiles one shape per length bucket.
+"""
+from __future__ import annotations
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from . import decoding
+from .datasets import Vocabulary
+from .models import Captioner
+from .types import RefProbs
+
+BUCKET = 8  # caption lengths are padded up to a multiple of this
+
+
+def encode_references(captions, vocab: Vocabulary, source: str = "references"):
+    """Captions ``[n][r] -> tokens`` to (image, ref, ids) triples; errors name the image."""
+    triples = []
+    for n, refs in enumerate(captions):
+        if not refs:
+            raise ValueError(f"{source}: image {n} has no reference captions")
+        for r, tokens in enumerate(refs):
+            if not tokens:
+                raise ValueError(f"{source}: image {n}, reference {r} is an empty caption")
+            triples.append((n, r, vocab.encode(tokens)))
+    return triples
+
+
+def check_model_vocab(model: Captioner, params, vocab: Vocabulary) -> None:
+    out_size = params["params"]["out"]["kernel"].shape[-1]
+    if out_size != len(vocab) or model.vocab_size != len(vocab):
+        raise ValueError(f"the model predicts {out_size} tokens but the vocabulary has {len(vocab)}: "
+                         "model and vocabulary do not match")
+
+
+def compute_ref_probs(model: Captioner, params, features: np.ndarray, captions, vocab: Vocabulary,
+                      batch_size: int = 256, progress: bool = True, source: str = "references") -> RefProbs:
+    """Teacher-forced probability and rank of every reference token (m words + end token).
+
+    features: f32[I, D]; captions[i][r]: token lists -> RefProbs [I, R, T] with T = longest m+1.
+    Unknown words are read as the unknown token, as the model saw them in training.
+    """
+    check_model_vocab(model, params, vocab)
+    if len(features) != len(captions):
+        raise ValueError(f"{source}: {len(features)} feature rows for {len(captions)} images")
+    triples = encode_references(captions, vocab, source)
+    num_refs = max(len(refs) for refs in captions)
+    positions = max(len(ids) for _, _, ids in triples) + 1
+    probs = np.zeros((len(captions), num_refs, positions), np.float32)
+    ranks = np.zeros((len(captions), num_refs, positions), np.int32)
+    mask = np.zeros((len(captions), num_refs, positions), bool)
+    order = sorted(range(len(triples)), key=lambda k: len(triples[k][2]))
+    batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=not progress, leave=False):
+        longest = max(len(triples[k][2]) for k in batch) + 1
+        width = -(-longest // BUCKET) * BUCKET
+        inputs = np.zeros((batch_size, width), np.int32)   # padding rows/positions: edge tokens
+        targets = np.zeros((batch_size, width), np.int32)
+        image_rows = np.zeros(batch_size, np.int64)
+        for row, k in enumerate(batch):
+            n, _, ids = triples[k]
+            inputs[row, 1:len(ids) + 1] = ids
+            targets[row, :len(ids)] = ids                 # the last target is the edge (end) token
+            image_rows[row] = n
+        batch_probs, batch_ranks = decoding.true_token_probs(model, params, features[image_rows], inputs, targets)
+        batch_probs, batch_ranks = np.asarray(batch_probs), np.asarray(batch_ranks)
+        for row, k in enumerate(batch):
+            n, r, ids = triples[k]
+            length = len(ids) + 1
+            probs[n, r, :length] = batch_probs[row, :length]
+            ranks[n, r, :length] = batch_ranks[row, :length]
+            mask[n, r, :length] = True
+    bad = mask & ~np.isfinite(probs)
+    if bad.any():
+        n, r, t = np.argwhere(bad)[0]
+        raise ValueError(f"{source}: the model gave a non-finite probability (image {n}, reference {r}, "
+                         f"position {t}); the checkpoint may be diverged")
+    return RefProbs(probs, ranks, mask, source=source)
+
+
+def generate_captions(model: Captioner, params, features: np.ndarray, vocab: Vocabulary, beam_width: int = 1,
+                      max_len: int = 50, min_len: int = 5, batch_size: int = 250, progress: bool = True):
+    """Captions (token lists) for every row of ``features``: greedy when beam_width is 1."""
+    check_model_vocab(model, params, vocab)
+    captions = []
+    batches = range(0, len(features), batch_size)
+    for start in tqdm(batches, desc=f"generation (beam {beam_width})", unit="batch", disable=not progress, leave=False):
+        chunk = features[start:start + batch_size]
+        padded = np.zeros((batch_size, chunk.shape[1]), chunk.dtype)
+        padded[:len(chunk)] = chunk
+        if beam_width == 1:
+            tokens = decoding.greedy(model, params, padded, max_len, min_len)
+        else:
+            tokens = decoding.beam_search(model, params, padded, beam_width, max_len, min_len)
+        captions += [vocab.decode(row) for row in np.asarray(tokens)[:len(chunk)]]
+    return captions

@@ -1,0 +1,182 @@
+"""Training caption generators: optax Adam, length-bucketed minibatches, early stopping on
+validation perplexity, a checkpoint each epoch (atomic), resume, and snapshots."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import serialization
+from tqdm.auto import tqdm
+
+from . import checkpoints, decoding
+from .datasets import Vocabulary
+from .models import Captioner, CaptionerConfig
+from .refprobs import BUCKET, compute_ref_probs, encode_references
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """How to train one caption generator."""
+
+    epochs: int = 10                  # at most this many epochs
+    batch_size: int = 128             # captions per minibatch
+    learning_rate: float = 1e-3       # Adam, as in 2018
+    patience: int = 2                 # stop after this many epochs without a better val perplexity
+    snapshot_epochs: tuple[int, ...] = ()  # also keep the parameters of these epochs
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    model: Captioner
+    params: dict
+    history: list[dict]
+    path: Path | None = None
+
+
+def _batches(pairs, batch_size, rng):
+    """Shuffle, then sort within chunks by length so a batch's captions are of similar length."""
+    order = rng.permutation(len(pairs))
+    chunk = batch_size * 32
+    batches = []
+    for start in range(0, len(order), chunk):
+        block = sorted(order[start:start + chunk], key=lambda k: len(pairs[k][1]))
+        batches += [block[s:s + batch_size] for s in range(0, len(block) - batch_size + 1, batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def _pad(pairs, batch, features):
+    width = -(-(max(len(pairs[k][1]) for k in batch) + 1) // BUCKET) * BUCKET
+    inputs = np.zeros((len(batch), width), np.int32)
+    targets = np.zeros((len(batch), width), np.int32)
+    weights = np.zeros((len(batch), width), np.float32)
+    for row, k in enumerate(batch):
+        ids = pairs[k][1]
+        inputs[row, 1:len(ids) + 1] = ids
+        targets[row, :len(ids)] = ids
+        weights[row, :len(ids) + 1] = 1.0
+    return features[[pairs[k][0] for k in batch]], inputs, targets, weights
+
+
+def make_train_step(model: Captioner, optimizer):
+    @jax.jit
+    def train_step(params, opt_state, rng, features, inputs, targets, weights):
+        def loss_fn(p):
+            logits = decoding.teacher_forced_logits(model, p, features, inputs, train=True, rng=rng)
+            losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), targets)
+            return jnp.sum(losses * weights) / jnp.sum(weights)
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+    return train_step
+
+
+def val_perplexity(model, params, features, captions, vocab) -> float:
+    rp = compute_ref_probs(model, params, features, captions, vocab, progress=False, source="validation")
+    log_probs = np.log(np.clip(np.asarray(rp.probs, np.float64), 1e-30, None))
+    return float(np.exp(-log_probs[rp.mask].mean()))
+
+
+def init_params(model: Captioner, feature_size: int, seed: int):
+    return model.init(jax.random.PRNGKey(seed), jnp.zeros((1, feature_size)), jnp.zeros((1,), jnp.int32))
+
+
+def train_captioner(model_config: CaptionerConfig, train_config: TrainConfig, vocab: Vocabulary,
+                    train_features, train_captions, val_features, val_captions, workdir,
+                    progress: bool = True, description: str = "") -> TrainedModel:
+    """Train (or resume, or load when finished) a caption generator in ``workdir``.
+
+    Writes ``workdir/checkpoint.msgpack`` after every epoch, ``workdir/model.msgpack`` (the
+    best parameters by validation perplexity) at the end, and ``snapshot-epochN.msgpack``
+    for the chosen epochs. A matching checkpoint resumes; a mismatched one is an error.
+    """
+    workdir = Path(workdir)
+    model = Captioner(model_config, len(vocab))
+    meta = {"model_config": dataclasses.asdict(model_config), "train_config": dataclasses.asdict(train_config),
+            "vocab_size": len(vocab), "vocab_fingerprint": vocab.fingerprint(),
+            "feature_size": int(train_features.shape[1])}
+    final = workdir / "model.msgpack"
+    if final.is_file():
+        return load_trained(final, vocab)
+
+    optimizer = optax.adam(train_config.learning_rate)
+    params = init_params(model, train_features.shape[1], train_config.seed)
+    opt_state = optimizer.init(params)
+    state = {"epoch": 0, "best_val": math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
+    best_params = params
+    ckpt = workdir / "checkpoint.msgpack"
+    if ckpt.is_file():
+        tree, saved = checkpoints.load(ckpt)
+        _check_meta(ckpt, saved, meta)
+        params = serialization.from_state_dict(params, tree["params"])
+        best_params = serialization.from_state_dict(params, tree["best_params"])
+        opt_state = serialization.from_state_dict(opt_state, tree["opt_state"])
+        state = saved["state"]
+
+    pairs = [(n, ids) for n, _, ids in encode_references(train_captions, vocab, "training captions")]
+    train_step = make_train_step(model, optimizer)
+    train_features = np.asarray(train_features, np.float32)
+    while state["epoch"] < train_config.epochs and state["bad_epochs"] < train_config.patience:
+        epoch = state["epoch"] + 1
+        rng = np.random.default_rng([train_config.seed, epoch])
+        batches = _batches(pairs, train_config.batch_size, rng)
+        bar = tqdm(batches, desc=f"{description} epoch {epoch}/{train_config.epochs}".strip(), unit="batch",
+                   disable=not progress, leave=False)
+        start, losses = time.perf_counter(), []
+        key = jax.random.PRNGKey(train_config.seed * 100003 + epoch)
+        for step, batch in enumerate(bar):
+            params, opt_state, loss = train_step(params, opt_state, jax.random.fold_in(key, step),
+                                                 *_pad(pairs, batch, train_features))
+            if step % 20 == 0:
+                losses.append(float(loss))
+                rate = (step + 1) * train_config.batch_size / (time.perf_counter() - start)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}", captions_per_s=f"{rate:.0f}")
+        val = val_perplexity(model, params, val_features, val_captions, vocab)
+        improved = val < state["best_val"]
+        if improved:
+            best_params, state["best_val"], state["best_epoch"], state["bad_epochs"] = params, val, epoch, 0
+        else:
+            state["bad_epochs"] += 1
+        state["epoch"] = epoch
+        state["history"].append({"epoch": epoch, "train_loss": float(np.mean(losses)) if losses else None,
+                                 "val_perplexity": val, "seconds": time.perf_counter() - start})
+        if epoch in train_config.snapshot_epochs:
+            checkpoints.save(workdir / f"snapshot-epoch{epoch}.msgpack", {"params": params},
+                             {**meta, "epoch": epoch, "val_perplexity": val})
+        checkpoints.save(ckpt, {"params": params, "best_params": best_params,
+                                "opt_state": serialization.to_state_dict(opt_state)}, {**meta, "state": state})
+        if progress:
+            tqdm.write(f"{description} epoch {epoch}: val perplexity {val:.3f}{' (best)' if improved else ''}")
+    checkpoints.save(final, {"params": best_params}, {**meta, "epoch": state["best_epoch"],
+                                                      "history": state["history"]})
+    return TrainedModel(model, best_params, state["history"], final)
+
+
+def _check_meta(path, saved: dict, meta: dict) -> None:
+    for key in ("model_config", "train_config", "vocab_fingerprint", "feature_size"):
+        if json.dumps(saved.get(key), sort_keys=True) != json.dumps(meta[key], sort_keys=True):
+            raise ValueError(f"{path}: checkpoint was made with a different {key.replace('_', ' ')} "
+                             f"({saved.get(key)} vs {meta[key]}); use another workdir or delete it")
+
+
+def load_trained(path, vocab: Vocabulary) -> TrainedModel:
+    """A model saved by ``train_captioner`` (model.msgpack or a snapshot), checked against ``vocab``."""
+    tree, meta = checkpoints.load(path)
+    if meta.get("vocab_fingerprint") != vocab.fingerprint() or meta.get("vocab_size") != len(vocab):
+        raise ValueError(f"{path}: the model was trained with a different vocabulary "
+                         f"({meta.get('vocab_size')} tokens) than the one given ({len(vocab)} tokens)")
+    model = Captioner(CaptionerConfig(**meta["model_config"]), len(vocab))
+    template = init_params(model, meta["feature_size"], 0)
+    try:
+        params = serialization.from_state_dict(template, tree["params"])
+    except Exception as err:
+        raise ValueError(f"{path}: parameters do not fit the model config ({err})") from err
+    return TrainedModel(model, params, meta.get("history", []), Path(path))

@@ -1,0 +1,170 @@
+"""The four architectures: shapes, training, checkpoints, resume, probabilities and decoding."""
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pregen_jax import checkpoints, decoding, refprobs, training
+from pregen_jax.datasets import Vocabulary
+from pregen_jax.models import ARCHITECTURES, Captioner, CaptionerConfig
+
+TINY = dict(embed_size=12, hidden_size=16, image_size=8, dropout=0.5)
+FEATURES = 10
+
+
+def toy_data(seed=0, images=24):
+    rng = np.random.default_rng(seed)
+    words = ["a", "red", "blue", "box", "ball", "above", "small"]
+    captions = [[list(rng.choice(words, rng.integers(2, 7))) for _ in range(rng.integers(1, 4))] for _ in range(images)]
+    return rng.normal(size=(images, FEATURES)).astype(np.float32), captions
+
+
+VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])  # "small" is unknown
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
+def test_one_train_step_changes_every_parameter(arch, cell):
+    model = Captioner(CaptionerConfig(arch=arch, cell=cell, learn_init_state=True, normalize_image=True, **TINY),
+                      len(VOCAB))
+    params = training.init_params(model, FEATURES, 0)
+    features, captions = toy_data()
+    pairs = [(n, ids) for n, _, ids in refprobs.encode_references(captions, VOCAB)]
+    import optax
+    optimizer = optax.adam(1e-2)
+    step = training.make_train_step(model, optimizer)
+    batch = training._pad(pairs, list(range(8)), features)
+    new, _, loss = step(params, optimizer.init(params), jax.random.PRNGKey(0), *batch)
+    assert np.isfinite(float(loss))
+    logits = decoding.teacher_forced_logits(model, params, jnp.asarray(batch[0]), jnp.asarray(batch[1]))
+    assert logits.shape == (8, batch[1].shape[1], len(VOCAB))
+    changed = jax.tree_util.tree_map(lambda a, b: bool(jnp.any(a != b)), params, new)
+    assert all(jax.tree_util.tree_leaves(changed)), changed
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_ref_probs_equal_step_by_step_decoding(arch):
+    model = Captioner(CaptionerConfig(arch=arch, cell="lstm", **TINY), len(VOCAB))
+    params = training.init_params(model, FEATURES, 1)
+    features, captions = toy_data(1, images=9)
+    rp = refprobs.compute_ref_probs(model, params, features, captions, VOCAB, batch_size=5, progress=False)
+    for n in (0, 4, 8):
+        for r, tokens in enumerate(captions[n]):
+            ids = VOCAB.encode(tokens) + [0]
+            state = model.apply(params, features[n:n + 1], method=Captioner.start)
+            prev = 0
+            for t, target in enumerate(ids):
+                state, logits = model.apply(params, state, jnp.array([prev]), method=Captioner.step)
+                probs = jax.nn.softmax(logits[0])
+                assert rp.mask[n, r, t]
+                np.testing.assert_allclose(rp.probs[n, r, t], probs[target], atol=1e-5)
+                assert rp.ranks[n, r, t] == int(jnp.sum(logits[0] > logits[0, target]))
+                prev = target
+            assert not rp.mask[n, r, len(ids):].any()
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_beam_width_one_equals_greedy(arch):
+    model = Captioner(CaptionerConfig(arch=arch, **TINY), len(VOCAB))
+    params = training.init_params(model, FEATURES, 2)
+    features = np.random.default_rng(2).normal(size=(6, FEATURES)).astype(np.float32) * 3
+    greedy = np.asarray(decoding.greedy(model, params, features, 12, 3))
+    beam1 = np.asarray(decoding.beam_search(model, params, features, 1, 12, 3))
+    np.testing.assert_array_equal(greedy, beam1)
+    beam3 = np.asarray(decoding.beam_search(model, params, features, 3, 12, 3))
+    assert beam3.shape == (6, 12)
+    for row in (greedy, beam3):  # minimum length 3: no end token among the first 3 words
+        assert (row[:, :3] != 0).all()
+
+
+def test_beam_search_scores_at_least_greedy():
+    model = Captioner(CaptionerConfig(arch="par", **TINY), len(VOCAB))
+    params = training.init_params(model, FEATURES, 3)
+    features = np.random.default_rng(3).normal(size=(8, FEATURES)).astype(np.float32) * 3
+
+    def log_prob(tokens):
+        words = VOCAB.decode(tokens)
+        inputs = jnp.array([[0] + VOCAB.encode(words)])
+        targets = jnp.array([VOCAB.encode(words) + [0]])
+        return [float(jnp.sum(jnp.log(p))) for p in decoding.true_token_probs(model, params, features[i:i + 1],
+                                                                               inputs, targets)[0]][0]
+    greedy = np.asarray(decoding.greedy(model, params, features, 10, 2))
+    beam = np.asarray(decoding.beam_search(model, params, features, 4, 10, 2))
+    for i in range(8):
+        if (greedy[i] != 0).all() or (beam[i] != 0).all():
+            continue  # truncated at max_len: scores not comparable with an ended caption
+        assert log_prob(beam[i]) >= log_prob(greedy[i]) - 1e-4
+
+
+def _train(workdir, epochs=2, **overrides):
+    features, captions = toy_data(4, images=30)
+    config = CaptionerConfig(arch="merge", **TINY)
+    train_config = training.TrainConfig(epochs=epochs, batch_size=8, patience=5, snapshot_epochs=(1,), **overrides)
+    return training.train_captioner(config, train_config, VOCAB, features, captions, features[:10], captions[:10],
+                                    workdir, progress=False)
+
+
+def test_training_checkpoints_snapshots_and_resume(tmp_path, monkeypatch):
+    straight = _train(tmp_path / "a")
+    assert (tmp_path / "a" / "snapshot-epoch1.msgpack").is_file()
+    assert [h["epoch"] for h in straight.history] == [1, 2]
+    # Interrupt the second epoch (after the first epoch's checkpoint), then resume.
+    calls = {"n": 0}
+    original = training.val_perplexity
+
+    def crash_on_second(*args):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return original(*args)
+    monkeypatch.setattr(training, "val_perplexity", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        _train(tmp_path / "b")
+    assert not (tmp_path / "b" / "model.msgpack").exists()
+    _, meta = checkpoints.load(tmp_path / "b" / "checkpoint.msgpack")
+    assert meta["state"]["epoch"] == 1
+    monkeypatch.setattr(training, "val_perplexity", original)
+    resumed = _train(tmp_path / "b")
+    jax.tree_util.tree_map(np.testing.assert_allclose, straight.params, resumed.params)
+    # A finished run loads instead of training.
+    assert _train(tmp_path / "b").history == resumed.history
+    # A checkpoint made with other settings is refused rather than silently mixed.
+    (tmp_path / "b" / "model.msgpack").unlink()
+    with pytest.raises(ValueError, match="checkpoint.msgpack: checkpoint was made with a different train config"):
+        _train(tmp_path / "b", epochs=3)
+
+
+def test_corrupt_checkpoint_and_vocab_mismatch(tmp_path):
+    trained = _train(tmp_path / "m", epochs=1)
+    wrong_vocab = Vocabulary(["a", "red"])
+    with pytest.raises(ValueError, match="different vocabulary"):
+        training.load_trained(trained.path, wrong_vocab)
+    with pytest.raises(ValueError, match="do not match"):
+        refprobs.compute_ref_probs(trained.model, trained.params, *toy_data(), wrong_vocab, progress=False)
+    data = trained.path.read_bytes()
+    trained.path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="model.msgpack: corrupt or truncated checkpoint"):
+        training.load_trained(trained.path, VOCAB)
+
+
+def test_bad_references_are_clear_errors():
+    model = Captioner(CaptionerConfig(**TINY), len(VOCAB))
+    params = training.init_params(model, FEATURES, 0)
+    features, captions = toy_data()
+    captions[3][0] = []
+    with pytest.raises(ValueError, match="image 3, reference 0 is an empty caption"):
+        refprobs.compute_ref_probs(model, params, features, captions, VOCAB, progress=False)
+    captions[3] = []
+    with pytest.raises(ValueError, match="image 3 has no reference captions"):
+        refprobs.compute_ref_probs(model, params, features, captions, VOCAB, progress=False)
+    with pytest.raises(ValueError, match="feature rows for"):
+        refprobs.compute_ref_probs(model, params, features[:5], toy_data()[1], VOCAB, progress=False)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="unknown architecture 'post'"):
+        CaptionerConfig(arch="post")
+    with pytest.raises(ValueError, match="unknown RNN cell"):
+        dataclasses.replace(CaptionerConfig(), cell="transformer")
