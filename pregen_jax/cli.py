@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -27,35 +25,12 @@ def _rank(args) -> int:
     result = ranking.rank(table, postgen, pregen, group_by=args.group_by)
     tokenizer = (", ".join(map(str, table["tokenizer"].unique())) if "tokenizer" in table.columns
                  else "as in the input table (no tokenizer column)")
-    write_ranking(result, Path(args.out), tokenizer, source=str(args.table))
+    ranking.write_ranking(result, Path(args.out), tokenizer, source=str(args.table))
     print(f"ranked {len(pregen) - len(result.excluded)} of {len(pregen)} pre-gen metrics against "
           f"{', '.join(result.correlations)}; wrote {args.out}")
     for post, df in result.correlations.items():
         print(f"  {post:8s} best {df['pregen'].iloc[0]}  R^2={df['all_R^2'].iloc[0]:.3f}")
     return 0
-
-
-def write_ranking(result, out: Path, tokenizer: str, source: str) -> None:
-    """Write correlations_<POSTGEN>.tsv, excluded.tsv and summary.md into ``out``.
-
-    Everything is written into a temporary folder beside ``out`` first and moved in at the
-    end, so a failure leaves no partial output.
-    """
-    from . import ranking, tables
-
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
-    try:
-        for post, df in result.correlations.items():
-            tables.write_tsv_atomic(df, staging / f"correlations_{post}.tsv")
-        tables.write_tsv_atomic(result.excluded, staging / "excluded.tsv")
-        summary = ranking.summary_markdown(result, tokenizer=tokenizer)
-        summary = summary.replace("# Pre-gen metric ranking\n", f"# Pre-gen metric ranking\n\nSource: `{source}`\n", 1)
-        tables.write_text_atomic(summary, staging / "summary.md")
-        for path in staging.iterdir():
-            path.replace(out / path.name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--postgen", default=None, help="comma-separated post-gen columns (default: detected)")
     rank.set_defaults(func=_rank)
 
+    from .pipeline.cli import add_commands
+    add_commands(sub)
     return parser
 
 

@@ -8,6 +8,9 @@ constant; the reason is kept.
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -148,3 +151,26 @@ def summary_markdown(ranking: Ranking, top: int = 10, tokenizer: str | None = No
             why = ranking.excluded.set_index("pregen").loc[PERPLEXITY_BASELINE, "reason"]
             lines.append(f"\nPerplexity baseline `{PERPLEXITY_BASELINE}`: left out ({why}).")
     return "\n".join(lines) + "\n"
+
+
+def write_ranking(result, out: Path, tokenizer: str, source: str) -> None:
+    """Write correlations_<POSTGEN>.tsv, excluded.tsv and summary.md into ``out``.
+
+    Everything is written into a temporary folder beside ``out`` first and moved in at the
+    end, so a failure leaves no partial output.
+    """
+    from . import tables
+
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
+    try:
+        for post, df in result.correlations.items():
+            tables.write_tsv_atomic(df.assign(tokenizer=tokenizer), staging / f"correlations_{post}.tsv")
+        tables.write_tsv_atomic(result.excluded, staging / "excluded.tsv")
+        summary = summary_markdown(result, tokenizer=tokenizer)
+        summary = summary.replace("# Pre-gen metric ranking\n", f"# Pre-gen metric ranking\n\nSource: `{source}`\n", 1)
+        tables.write_text_atomic(summary, staging / "summary.md")
+        for path in staging.iterdir():
+            path.replace(out / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

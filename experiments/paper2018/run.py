@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pregen_jax import cli, ranking, tables
+from pregen_jax import ranking, tables
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT.parent / "shared" / "data" / "pregen-metrics-2018" / "data.txt"
@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     table = tables.read_table(args.table)
     pregen = tables.pregen_columns(table)
     result = ranking.rank(table, ["METEOR", "CIDEr", "SPICE", "WMD"], pregen, group_by="dataset")
-    cli.write_ranking(result, Path(args.out), "2018 study's own (lower-cased alphanumeric tokens)", args.table)
+    ranking.write_ranking(result, Path(args.out), "2018 study's own (lower-cased alphanumeric tokens)", args.table)
     print(f"{len(pregen)} pre-gen metrics, {len(result.excluded)} left out, "
           f"{len(pregen) - len(result.excluded)} ranked over {len(table)} data points")
     for post, df in result.correlations.items():

