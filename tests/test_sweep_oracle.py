@@ -139,3 +139,21 @@ def test_sweep_validates_strata():
         tiers.sweep(ref_probs, np.array([[True] * MAX_IMAGES, [False] * MAX_IMAGES]))
     with pytest.raises(ValueError, match="images"):
         tiers.sweep(ref_probs, np.ones((2, 3), bool))
+
+
+@pytest.mark.parametrize("use_x64", [False, True])
+def test_stable_argsort_matches_numpy(use_x64):
+    import jax
+    from pregen_jax.tiers._sweep import stable_argsort
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", use_x64)
+    try:
+        rng = np.random.default_rng(11)
+        values = np.round(rng.normal(size=(7, 300)), 1)  # many ties
+        values[0, :5] = [np.inf, -np.inf, 0.0, -0.0, np.inf]
+        dtype = np.float64 if use_x64 else np.float32
+        ours = np.asarray(jax.jit(stable_argsort)(values.astype(dtype)))
+        np.testing.assert_array_equal(ours[1:], np.argsort(values.astype(dtype)[1:], axis=-1, kind="stable"))
+        np.testing.assert_array_equal(np.sort(values.astype(dtype), -1), np.take_along_axis(values.astype(dtype), ours, -1))
+    finally:
+        jax.config.update("jax_enable_x64", previous)
