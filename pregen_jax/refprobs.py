@@ -37,7 +37,7 @@ def check_model_vocab(model: Captioner, params, vocab: Vocabulary) -> None:
 
 
 def compute_ref_probs(model: Captioner, params, features: np.ndarray, captions, vocab: Vocabulary,
-                      batch_size: int = 256, progress: bool = True, source: str = "references") -> RefProbs:
+                      batch_size: int = 512, progress: bool = True, source: str = "references") -> RefProbs:
     """Teacher-forced probability and rank of every reference token (m words + end token).
 
     features: f32[I, D]; captions[i][r]: token lists -> RefProbs [I, R, T] with T = longest m+1.
@@ -48,31 +48,33 @@ def compute_ref_probs(model: Captioner, params, features: np.ndarray, captions, 
         raise ValueError(f"{source}: {len(features)} feature rows for {len(captions)} images")
     triples = encode_references(captions, vocab, source)
     num_refs = max(len(refs) for refs in captions)
-    positions = max(len(ids) for _, _, ids in triples) + 1
+    lengths = np.array([len(ids) for _, _, ids in triples]) + 1          # m words + the end token
+    positions = int(lengths.max())
+    image_of = np.array([n for n, _, _ in triples])
+    ref_of = np.array([r for _, r, _ in triples])
+    # All references as one padded id matrix, shortest first so batches share a bucket length.
+    ids = np.zeros((len(triples), positions + 1), np.int32)            # padding is the edge token (id 0)
+    for k, (_, _, token_ids) in enumerate(triples):
+        ids[k, 1:len(token_ids) + 1] = token_ids
+    order = np.argsort(lengths, kind="stable")
     probs = np.zeros((len(captions), num_refs, positions), np.float32)
     ranks = np.zeros((len(captions), num_refs, positions), np.int32)
     mask = np.zeros((len(captions), num_refs, positions), bool)
-    order = sorted(range(len(triples)), key=lambda k: len(triples[k][2]))
+    mask[image_of, ref_of] = np.arange(positions) < lengths[:, None]
     batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
     for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=not progress, leave=False):
-        longest = max(len(triples[k][2]) for k in batch) + 1
-        width = -(-longest // BUCKET) * BUCKET
-        inputs = np.zeros((batch_size, width), np.int32)   # padding rows/positions: edge tokens
-        targets = np.zeros((batch_size, width), np.int32)
-        image_rows = np.zeros(batch_size, np.int64)
-        for row, k in enumerate(batch):
-            n, _, ids = triples[k]
-            inputs[row, 1:len(ids) + 1] = ids
-            targets[row, :len(ids)] = ids                 # the last target is the edge (end) token
-            image_rows[row] = n
-        batch_probs, batch_ranks = decoding.true_token_probs(model, params, features[image_rows], inputs, targets)
-        batch_probs, batch_ranks = np.asarray(batch_probs), np.asarray(batch_ranks)
-        for row, k in enumerate(batch):
-            n, r, ids = triples[k]
-            length = len(ids) + 1
-            probs[n, r, :length] = batch_probs[row, :length]
-            ranks[n, r, :length] = batch_ranks[row, :length]
-            mask[n, r, :length] = True
+        width = -(-int(lengths[batch].max()) // BUCKET) * BUCKET
+        rows = np.zeros(batch_size, np.int64)                           # padding rows repeat reference 0
+        rows[:len(batch)] = batch
+        padded = np.zeros((batch_size, width + 1), np.int32)
+        copy = min(width + 1, positions + 1)
+        padded[:, :copy] = ids[rows, :copy]
+        inputs, targets = padded[:, :-1], padded[:, 1:]                 # targets end with the edge token
+        batch_probs, batch_ranks = decoding.true_token_probs(model, params, features[image_of[rows]], inputs, targets)
+        keep = min(width, positions)
+        valid = mask[image_of[batch], ref_of[batch], :keep]
+        probs[image_of[batch], ref_of[batch], :keep] = np.where(valid, np.asarray(batch_probs)[:len(batch), :keep], 0)
+        ranks[image_of[batch], ref_of[batch], :keep] = np.where(valid, np.asarray(batch_ranks)[:len(batch), :keep], 0)
     bad = mask & ~np.isfinite(probs)
     if bad.any():
         n, r, t = np.argwhere(bad)[0]

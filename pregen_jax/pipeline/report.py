@@ -1,9 +1,11 @@
 """A search's outputs: table.tsv, correlations, plots like the 2018 paper's, report.md, config.toml."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -65,11 +67,22 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
             plot(result.table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
                  out / f"plot_baseline_{post}.png")
             plots[post].append(f"plot_baseline_{post}.png")
-    tables.write_text_atomic(report_markdown(result, config, plots), out / "report.md")
+    history = timing_history(out, result.timings)
+    tables.write_text_atomic(report_markdown(result, config, plots, history), out / "report.md")
     return out / "report.md"
 
 
-def report_markdown(result: SearchResult, config: SearchConfig, plots: dict) -> str:
+def timing_history(out: Path, timings: dict) -> list[dict]:
+    """Stage times of every invocation on this run folder (a rerun served from the cache
+    takes seconds; the first run's times stay in the report)."""
+    path = out / "timings.json"
+    history = json.loads(path.read_text()) if path.is_file() else []
+    history.append({"when": time.strftime("%Y-%m-%d %H:%M:%S"), **{k: round(v, 2) for k, v in timings.items()}})
+    tables.write_text_atomic(json.dumps(history, indent=1), path)
+    return history
+
+
+def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, history: list[dict]) -> str:
     facts, table = result.facts, result.table
     models = table.groupby(["architecture", "run", "epoch"], sort=False).ngroups
     lines = [f"# pregen-jax search: {config.name}", "",
@@ -89,8 +102,12 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict) -> 
         lines.append(f"**{name} unavailable:** {why}")
     if result.unavailable:
         lines.append("")
-    lines += ["## Time per stage", "", "| stage | seconds |", "|---|---|"]
-    lines += [f"| {stage} | {seconds:.1f} |" for stage, seconds in result.timings.items()]
+    runs = history[-4:]  # the latest invocations, oldest first; cached stages take ~0 s
+    lines += ["## Time per stage (seconds)", "", "| stage | " + " | ".join(r["when"] for r in runs) + " |",
+              "|---|" + "---|" * len(runs)]
+    stages = list(dict.fromkeys(k for r in runs for k in r if k != "when"))
+    lines += [f"| {stage} | " + " | ".join(f"{r[stage]:.1f}" if stage in r else "" for r in runs) + " |"
+              for stage in stages]
     lines += ["", "## Post-gen scores per model (whole test set)", ""]
     whole = table[table["num_strata"] == 1][["architecture", "run", "epoch", *result.postgen_names]]
     lines += [whole.to_markdown(index=False, floatfmt=".4f"), ""]
