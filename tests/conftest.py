@@ -16,18 +16,20 @@ def shared(*parts) -> Path:
     return path
 
 
-@pytest.fixture
-def x64():
-    """Run the test with jax_enable_x64 on, restoring the previous setting after."""
+def _with_x64(enabled: bool):
     previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", enabled)
     yield
     jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.fixture
+def x64():
+    """Run the test with jax_enable_x64 on (float64 results), restoring the setting after."""
+    yield from _with_x64(True)
 
 
 @pytest.fixture
 def x32():
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", False)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+    """Run the test with jax_enable_x64 off (float32 results), restoring the setting after."""
+    yield from _with_x64(False)
