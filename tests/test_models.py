@@ -98,16 +98,17 @@ def test_beam_search_scores_at_least_greedy():
         assert log_prob(beam[i]) >= log_prob(greedy[i]) - 1e-4
 
 
-def _train(workdir, epochs=2, **overrides):
+def _train(workdir, epochs=2, arch="merge", **overrides):
     features, captions = toy_data(4, images=30)
-    config = CaptionerConfig(arch="merge", **TINY)
+    config = CaptionerConfig(arch=arch, **TINY)
     train_config = training.TrainConfig(epochs=epochs, batch_size=8, patience=5, snapshot_epochs=(1,), **overrides)
     return training.train_captioner(config, train_config, VOCAB, features, captions, features[:10], captions[:10],
                                     workdir, progress=False)
 
 
-def test_training_checkpoints_snapshots_and_resume(tmp_path, monkeypatch):
-    straight = _train(tmp_path / "a")
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_training_checkpoints_snapshots_and_resume(tmp_path, monkeypatch, arch):
+    straight = _train(tmp_path / "a", arch=arch)
     assert (tmp_path / "a" / "snapshot-epoch1.msgpack").is_file()
     assert [h["epoch"] for h in straight.history] == [1, 2]
     # Interrupt the second epoch (after the first epoch's checkpoint), then resume.
@@ -121,19 +122,19 @@ def test_training_checkpoints_snapshots_and_resume(tmp_path, monkeypatch):
         return original(*args)
     monkeypatch.setattr(training, "val_perplexity", crash_on_second)
     with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path / "b")
+        _train(tmp_path / "b", arch=arch)
     assert not (tmp_path / "b" / "model.msgpack").exists()
     _, meta = checkpoints.load(tmp_path / "b" / "checkpoint.msgpack")
     assert meta["state"]["epoch"] == 1
     monkeypatch.setattr(training, "val_perplexity", original)
-    resumed = _train(tmp_path / "b")
+    resumed = _train(tmp_path / "b", arch=arch)
     jax.tree_util.tree_map(np.testing.assert_allclose, straight.params, resumed.params)
     # A finished run loads instead of training.
-    assert _train(tmp_path / "b").history == resumed.history
+    assert _train(tmp_path / "b", arch=arch).history == resumed.history
     # A checkpoint made with other settings is refused rather than silently mixed.
     (tmp_path / "b" / "model.msgpack").unlink()
     with pytest.raises(ValueError, match="checkpoint.msgpack: checkpoint was made with a different train config"):
-        _train(tmp_path / "b", epochs=3)
+        _train(tmp_path / "b", epochs=3, arch=arch)
 
 
 def test_corrupt_checkpoint_and_vocab_mismatch(tmp_path):

@@ -134,3 +134,37 @@ def test_demo_quick_end_to_end_then_cached(tmp_path, monkeypatch):
     assert cli.main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     assert model_file.stat().st_mtime_ns == stamp  # reused, not retrained
     pd.testing.assert_frame_equal(table, pd.read_csv(out / "table.tsv", sep="\t"))
+
+
+def test_run_trains_on_a_karpathy_corpus_with_features_then_reuses_checkpoints(tmp_path):
+    rng = np.random.default_rng(1)
+    images = []
+    for n in range(60):
+        split = "train" if n < 30 else ("val" if n < 40 else "test")
+        images.append({"filename": f"{n}.jpg", "split": split,
+                       "sentences": [{"raw": " ".join(rng.choice(WORDS, rng.integers(3, 7)))} for _ in range(3)]})
+    (tmp_path / "dataset_toy.json").write_text(json.dumps({"dataset": "toy", "images": images}))
+    np.save(tmp_path / "feats.npy", rng.normal(size=(60, 6)).astype(np.float32))
+    import tomli_w
+    config = {"name": "karpathy", "data": {"source": "karpathy", "karpathy_json": str(tmp_path / "dataset_toy.json"),
+                                           "features": str(tmp_path / "feats.npy"), "min_count": 1},
+              "models": {"architectures": ["par"], "runs": 1, "embed_size": 8, "hidden_size": 8, "image_size": 8},
+              "training": {"epochs": 2, "batch_size": 16, "snapshot_epochs": [1]},
+              "generation": {"beam_width": 2, "max_len": 8},
+              "postgen": {"metrics": ["CIDEr", "Bleu_4"]}}
+    (tmp_path / "train.toml").write_text(tomli_w.dumps(config))
+    out = tmp_path / "trained"
+    assert run(tmp_path / "train.toml", out) == 0
+    table = pd.read_csv(out / "table.tsv", sep="\t")
+    assert len(table) == 2 * 15 and set(table["epoch"].astype(str)) == {"final", "1"}
+    captions = next((out / "models" / "par-1").glob("captions-*.txt")).read_text().splitlines()
+    assert len(captions) == 20 and all(1 <= len(c.split()) <= 8 for c in captions)
+    # The trained model, reused from its checkpoint by another search.
+    config["models"]["checkpoints"] = [str(out / "models" / "par-1" / "model.msgpack")]
+    config["models"]["vocabulary"] = str(out / "vocabulary.json")
+    (tmp_path / "reuse.toml").write_text(tomli_w.dumps(config))
+    assert run(tmp_path / "reuse.toml", tmp_path / "reused") == 0
+    reused = pd.read_csv(tmp_path / "reused" / "table.tsv", sep="\t")
+    final = table[table["epoch"].astype(str) == "final"].reset_index(drop=True)
+    np.testing.assert_allclose(reused[tiers.DEFAULT_SPACE.names].to_numpy(), final[tiers.DEFAULT_SPACE.names].to_numpy(),
+                               rtol=1e-6)

@@ -81,6 +81,7 @@ def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult
     with timer("training"):
         candidates = sources.precomputed_candidates(config, len(test))  # bad input fails before any write
         out.mkdir(parents=True, exist_ok=True)
+        vocab.save(out / "vocabulary.json")  # what [models] checkpoints + vocabulary need to reuse the models
         if config.models.checkpoints:
             candidates += sources.checkpoint_candidates(config, vocab)
         elif not config.precomputed:
