@@ -5,6 +5,8 @@ bounded for any test-set size and jit compiles one shape per length bucket.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -47,6 +49,12 @@ def compute_ref_probs(model: Captioner, params, features: np.ndarray, captions, 
     if len(features) != len(captions):
         raise ValueError(f"{source}: {len(features)} feature rows for {len(captions)} images")
     triples = encode_references(captions, vocab, source)
+    unknown = sum(1 for refs in captions for ref in refs for token in ref if token not in vocab.index)
+    if unknown:
+        total = sum(len(ref) for refs in captions for ref in refs)
+        warnings.warn(f"{source}: {unknown} of {total} reference tokens are not in the model's vocabulary "
+                      f"and are read as {vocab.tokens[vocab.unk_id]} (as the model saw rare words in training)",
+                      stacklevel=2)
     num_refs = max(len(refs) for refs in captions)
     lengths = np.array([len(ids) for _, _, ids in triples]) + 1          # m words + the end token
     positions = int(lengths.max())

@@ -49,7 +49,9 @@ def test_ref_probs_equal_step_by_step_decoding(arch):
     model = Captioner(CaptionerConfig(arch=arch, cell="lstm", **TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 1)
     features, captions = toy_data(1, images=9)
-    rp = refprobs.compute_ref_probs(model, params, features, captions, VOCAB, batch_size=5, progress=False)
+    captions[0][0] = captions[0][0] + ["small"]  # not in VOCAB: read as the unknown token, with a warning
+    with pytest.warns(UserWarning, match=r"reference tokens are not in the model's vocabulary and are read as <unk>"):
+        rp = refprobs.compute_ref_probs(model, params, features, captions, VOCAB, batch_size=5, progress=False)
     for n in (0, 4, 8):
         for r, tokens in enumerate(captions[n]):
             ids = VOCAB.encode(tokens) + [0]
