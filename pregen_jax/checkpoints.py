@@ -10,31 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import jax
 import numpy as np
 from flax import serialization
 
+from . import atomic
+
 
 def save(path, tree: dict, meta: dict) -> None:
     """Write ``tree`` (a pytree of arrays) and ``meta`` (JSON-serialisable) to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = serialization.msgpack_serialize({"tree": jax.tree_util.tree_map(np.asarray, tree),
-                                               "meta": json.dumps(meta)})
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_bytes(serialization.msgpack_serialize({"tree": jax.tree_util.tree_map(np.asarray, tree),
+                                                        "meta": json.dumps(meta)}), path)
 
 
 def load(path) -> tuple[dict, dict]:

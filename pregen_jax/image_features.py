@@ -1,12 +1,14 @@
 """Image features for the built-in dataset: train the shared CNN encoder once, then freeze it."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import serialization
 from tqdm.auto import tqdm
 
 from . import checkpoints
@@ -40,9 +42,14 @@ def _train_encoder(pixels, labels, epochs, batch_size, seed, progress):
     return encoder, params
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _encode(encoder: ImageEncoder, params, pixels):
+    """u8[B, 48, 48, 3] -> (features, attribute logits); compiled once per encoder and batch shape."""
+    return encoder.apply(params, pixels)
+
+
 def _extract(encoder, params, pixels, batch_size=500):
-    fn = jax.jit(lambda p, x: encoder.apply(p, x)[0])
-    return np.concatenate([np.asarray(fn(params, pixels[s:s + batch_size]))
+    return np.concatenate([np.asarray(_encode(encoder, params, pixels[s:s + batch_size])[0])
                            for s in range(0, len(pixels), batch_size)]).astype(np.float32)
 
 
@@ -61,7 +68,6 @@ def attach_image_features(dataset: CaptionDataset, cache_dir, epochs: int = 4, b
     if path.is_file():
         tree, _ = checkpoints.load(path)
         template = encoder.init(jax.random.PRNGKey(0), jnp.zeros((1, *train.pixels.shape[1:]), jnp.uint8))
-        from flax import serialization
         params = serialization.from_state_dict(template, tree["params"])
     else:
         encoder, params = _train_encoder(train.pixels, train.labels, epochs, batch_size, seed, progress)
@@ -69,6 +75,6 @@ def attach_image_features(dataset: CaptionDataset, cache_dir, epochs: int = 4, b
     for split in dataset.splits.values():
         split.features = _extract(encoder, params, split.pixels)
     test = dataset.splits.get("test", train)
-    logits = jax.jit(lambda p, x: encoder.apply(p, x)[1])(params, test.pixels[:500])
+    logits = _encode(encoder, params, test.pixels[:500])[1]
     accuracy = float(((np.asarray(logits) > 0) == (test.labels[:500] > 0)).mean())
     return {"encoder": str(path), "attribute_accuracy": accuracy, "feature_size": int(train.features.shape[1])}

@@ -31,6 +31,25 @@ def encode_references(captions, vocab: Vocabulary, source: str = "references"):
     return triples
 
 
+def bucket_width(longest: int) -> int:
+    """Positions a batch is padded to: ``longest`` rounded up to a multiple of BUCKET."""
+    return -(-longest // BUCKET) * BUCKET
+
+
+def padded_ids(id_lists) -> tuple[np.ndarray, np.ndarray]:
+    """Token-id lists -> (ids i32[N, W + 1], lengths i32[N]) for teacher forcing.
+
+    Row k is the edge token, the m words, then edge tokens, with W = bucket_width(longest m+1),
+    so ``ids[:, :w]`` are the inputs and ``ids[:, 1:w + 1]`` the targets (the end token
+    included) of any bucket width w <= W; lengths are m+1.
+    """
+    lengths = np.array([len(token_ids) for token_ids in id_lists]) + 1
+    ids = np.zeros((len(id_lists), bucket_width(int(lengths.max())) + 1), np.int32)
+    for k, token_ids in enumerate(id_lists):
+        ids[k, 1:len(token_ids) + 1] = token_ids
+    return ids, lengths
+
+
 def check_model_vocab(model: Captioner, params, vocab: Vocabulary) -> None:
     out_size = params["params"]["out"]["kernel"].shape[-1]
     if out_size != len(vocab) or model.vocab_size != len(vocab):
@@ -56,28 +75,21 @@ def compute_ref_probs(model: Captioner, params, features: np.ndarray, captions, 
                       f"and are read as {vocab.tokens[vocab.unk_id]} (as the model saw rare words in training)",
                       stacklevel=2)
     num_refs = max(len(refs) for refs in captions)
-    lengths = np.array([len(ids) for _, _, ids in triples]) + 1          # m words + the end token
+    ids, lengths = padded_ids([token_ids for _, _, token_ids in triples])
     positions = int(lengths.max())
     image_of = np.array([n for n, _, _ in triples])
     ref_of = np.array([r for _, r, _ in triples])
-    # All references as one padded id matrix, shortest first so batches share a bucket length.
-    ids = np.zeros((len(triples), positions + 1), np.int32)            # padding is the edge token (id 0)
-    for k, (_, _, token_ids) in enumerate(triples):
-        ids[k, 1:len(token_ids) + 1] = token_ids
-    order = np.argsort(lengths, kind="stable")
+    order = np.argsort(lengths, kind="stable")  # shortest first, so batches share a bucket length
     probs = np.zeros((len(captions), num_refs, positions), np.float32)
     ranks = np.zeros((len(captions), num_refs, positions), np.int32)
     mask = np.zeros((len(captions), num_refs, positions), bool)
     mask[image_of, ref_of] = np.arange(positions) < lengths[:, None]
     batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
     for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=not progress, leave=False):
-        width = -(-int(lengths[batch].max()) // BUCKET) * BUCKET
+        width = bucket_width(int(lengths[batch].max()))
         rows = np.zeros(batch_size, np.int64)                           # padding rows repeat reference 0
         rows[:len(batch)] = batch
-        padded = np.zeros((batch_size, width + 1), np.int32)
-        copy = min(width + 1, positions + 1)
-        padded[:, :copy] = ids[rows, :copy]
-        inputs, targets = padded[:, :-1], padded[:, 1:]                 # targets end with the edge token
+        inputs, targets = ids[rows, :width], ids[rows, 1:width + 1]
         batch_probs, batch_ranks = decoding.true_token_probs(model, params, features[image_of[rows]], inputs, targets)
         keep = min(width, positions)
         valid = mask[image_of[batch], ref_of[batch], :keep]

@@ -7,12 +7,11 @@ name (``tier4_tier3_tier2_tier1`` with registered tier functions).
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from . import atomic
 from .tiers import parse_metric_name
 
 # Post-gen metric names as pycocoevalcap and the 2018 table spell them.
@@ -64,27 +63,9 @@ def check_numeric(table: pd.DataFrame, columns: list[str], path) -> None:
 
 def write_tsv_atomic(frame: pd.DataFrame, path) -> None:
     """Write a TSV so that readers never see a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            frame.to_csv(f, sep="\t", index=False, float_format="%.10g")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_text(frame.to_csv(sep="\t", index=False, float_format="%.10g"), path)
 
 
 def write_text_atomic(text: str, path) -> None:
     """Write a text file atomically (temp file + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_text(text, path)

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from . import checkpoints, decoding
 from .datasets import Vocabulary
 from .models import Captioner, CaptionerConfig
-from .refprobs import BUCKET, compute_ref_probs, encode_references
+from .refprobs import bucket_width, compute_ref_probs, encode_references, padded_ids
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,16 +54,11 @@ def _batches(pairs, batch_size, rng):
 
 
 def _pad(pairs, batch, features):
-    width = -(-(max(len(pairs[k][1]) for k in batch) + 1) // BUCKET) * BUCKET
-    inputs = np.zeros((len(batch), width), np.int32)
-    targets = np.zeros((len(batch), width), np.int32)
-    weights = np.zeros((len(batch), width), np.float32)
-    for row, k in enumerate(batch):
-        ids = pairs[k][1]
-        inputs[row, 1:len(ids) + 1] = ids
-        targets[row, :len(ids)] = ids
-        weights[row, :len(ids) + 1] = 1.0
-    return features[[pairs[k][0] for k in batch]], inputs, targets, weights
+    """One minibatch: (features, inputs, targets, weights), padded to the batch's bucket width."""
+    ids, lengths = padded_ids([pairs[k][1] for k in batch])
+    width = bucket_width(int(lengths.max()))
+    weights = (np.arange(width) < lengths[:, None]).astype(np.float32)
+    return features[[pairs[k][0] for k in batch]], ids[:, :width], ids[:, 1:width + 1], weights
 
 
 def make_train_step(model: Captioner, optimizer):

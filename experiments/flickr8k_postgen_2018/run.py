@@ -23,7 +23,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from pregen_jax import postgen, tables
-from pregen_jax.datasets import read_flickr8k, tokenize
+from pregen_jax.datasets import TOKENIZER_NAME, read_flickr8k, tokenize
 from pregen_jax.strata import spec_strata
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
             frames.append(pd.concat([pd.DataFrame({"architecture": arch, "run": run, "num_strata": strata.num_strata,
                                                    "stratum": strata.stratum}), scores], axis=1))
     ours = pd.concat(frames, ignore_index=True)
-    ours["tokenizer"] = "alnum-lower"
+    ours["tokenizer"] = TOKENIZER_NAME
     out = Path(args.out)
     tables.write_tsv_atomic(ours, out / "postgen.tsv")
 

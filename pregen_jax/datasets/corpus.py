@@ -8,7 +8,9 @@ import re
 
 import numpy as np
 
-TOKENIZER = "alnum-lower: re.findall('[a-z0-9]+', caption.lower())"
+TOKENIZER_NAME = "alnum-lower"
+"""The short name of the tokenizer used throughout, as outputs with scores record it."""
+TOKENIZER = f"{TOKENIZER_NAME}: re.findall('[a-z0-9]+', caption.lower())"
 """The tokenizer used throughout (the 2018 study's): lower-case alphanumeric runs."""
 
 
@@ -51,12 +53,6 @@ class CaptionSplit:
             if arr is not None and len(arr) != len(self.image_ids):
                 raise ValueError(f"{source}: {len(self.image_ids)} images but {len(arr)} rows of {name}")
 
-    def take(self, indices) -> "CaptionSplit":
-        idx = list(indices)
-        pick = lambda arr: None if arr is None else arr[idx]  # noqa: E731
-        return CaptionSplit([self.image_ids[i] for i in idx], [self.captions[i] for i in idx],
-                            pick(self.pixels), pick(self.features), pick(self.labels))
-
     def content_hash(self) -> str:
         """Hash of the image ids and captions (not pixels/features), for cache keys."""
         digest = hashlib.sha256(json.dumps([self.image_ids, self.captions]).encode())
@@ -72,6 +68,7 @@ class CaptionDataset:
     name: str
     splits: dict[str, CaptionSplit]
     tokenizer: str = TOKENIZER
+    file_order: list[str] | None = None  # every image id in the source file's order (feature rows follow it)
 
     def __getitem__(self, split: str) -> CaptionSplit:
         try:

@@ -22,6 +22,7 @@ def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
     except (KeyError, TypeError):
         raise ValueError(f"{path}: expected a Karpathy-split JSON object with an 'images' list") from None
     splits: dict[str, CaptionSplit] = {}
+    file_order = []
     for n, image in enumerate(images):
         try:
             split = image["split"]
@@ -33,10 +34,11 @@ def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
             split = "train"
         target = splits.setdefault(split, CaptionSplit([], []))
         target.image_ids.append(image_id)
+        file_order.append(image_id)
         target.captions.append(refs)
     for name, split in splits.items():
         split.check(f"{path} ({name} split)")
-    return CaptionDataset(str(data.get("dataset", path.stem)), splits)
+    return CaptionDataset(str(data.get("dataset", path.stem)), splits, file_order=file_order)
 
 
 def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:

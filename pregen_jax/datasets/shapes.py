@@ -127,8 +127,11 @@ def attribute_names() -> list[str]:
     return names + [f"bg_{b}" for b in BACKGROUNDS] + [f"count{n}" for n in (1, 2, 3)]
 
 
+_ATTRIBUTE_INDEX = {name: k for k, name in enumerate(attribute_names())}
+
+
 def _labels(objs: list[Obj], background: str) -> np.ndarray:
-    index = {name: k for k, name in enumerate(attribute_names())}
+    index = _ATTRIBUTE_INDEX
     labels = np.zeros(len(index), np.uint8)
     for obj in objs:
         for name in (f"{obj.colour}_{obj.shape}", obj.shape, obj.colour, f"{obj.size}_{obj.shape}",
@@ -152,11 +155,11 @@ class _Annotator:
     def pick(self, options):
         return options[int(self.rng.integers(len(options)))]
 
-    def np(self, obj, det=None, force_colour=False):
+    def noun_phrase(self, obj, det=None):
         words = [det or self.pick(["a", "a", "the"])]
         if self.rng.random() < self.p_size:
             words.append(self.pick(SIZE_WORDS[obj.size]))
-        if force_colour or self.rng.random() < self.p_colour:
+        if self.rng.random() < self.p_colour:
             words.append(obj.colour)
         words.append(self.pick(SHAPES[obj.shape]))
         if words[0] == "a" and words[1][0] in "aeiou":
@@ -196,7 +199,7 @@ class _Annotator:
         form = self.pick(forms)
         if form == "relation":
             a, b = mentioned[0], mentioned[1]
-            words = self.np(a) + self.relation(a, b) + self.np(b)
+            words = self.noun_phrase(a) + self.relation(a, b) + self.noun_phrase(b)
         elif form == "count":
             one = self.pick(list(self.objs))
             noun = self.pick(["shapes", "objects", "things"])
@@ -207,7 +210,7 @@ class _Annotator:
                 words += self.background_phrase()
         elif form == "there":
             if len(mentioned) == 1:
-                words = ["there", "is"] + self.np(mentioned[0], det="a") + (self.place(mentioned[0]) if self.rng.random() < 0.5 else [])
+                words = ["there", "is"] + self.noun_phrase(mentioned[0], det="a") + (self.place(mentioned[0]) if self.rng.random() < 0.5 else [])
             else:
                 words = ["there", "are", NUMBERS[len(mentioned) - 1], "shapes"] + self._list(mentioned)
         elif form == "picture":
@@ -216,7 +219,7 @@ class _Annotator:
                 words += self.background_phrase()
         elif form == "place":
             obj = mentioned[0]
-            words = self.np(obj) + self.place(obj)
+            words = self.noun_phrase(obj) + self.place(obj)
         else:
             words = self._list(mentioned)
             if self.rng.random() < 0.25:
@@ -228,7 +231,7 @@ class _Annotator:
         for k, obj in enumerate(objs):
             if k:
                 words.append("and")
-            words += self.np(obj, det="a")
+            words += self.noun_phrase(obj, det="a")
         return words
 
 
@@ -250,7 +253,7 @@ def generate(config: ShapesConfig) -> CaptionDataset:
     for offset, (split, count) in enumerate((("train", config.train), ("val", config.val), ("test", config.test))):
         rng = np.random.default_rng([config.seed, VERSION, offset])
         pixels = np.empty((count, SIZE, SIZE, 3), np.uint8)
-        labels = np.empty((count, len(attribute_names())), np.uint8)
+        labels = np.empty((count, len(_ATTRIBUTE_INDEX)), np.uint8)
         captions = []
         for n in range(count):
             objs, background = _scene(rng)

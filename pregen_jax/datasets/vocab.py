@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import atomic
+
 EDGE = "<edge>"  # start and end of every caption
 UNK = "<unk>"
 
@@ -32,10 +34,6 @@ class Vocabulary:
         return len(self.tokens)
 
     @property
-    def edge_id(self) -> int:
-        return 0
-
-    @property
     def unk_id(self) -> int:
         return 1
 
@@ -55,7 +53,7 @@ class Vocabulary:
         return hashlib.sha256("\n".join(self.tokens).encode()).hexdigest()[:16]
 
     def save(self, path) -> None:
-        Path(path).write_text(json.dumps({"tokens": self.tokens, "fingerprint": self.fingerprint()}))
+        atomic.write_text(json.dumps({"tokens": self.tokens, "fingerprint": self.fingerprint()}), path)
 
     @classmethod
     def load(cls, path) -> "Vocabulary":

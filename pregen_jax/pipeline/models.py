@@ -4,8 +4,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import numpy as np
-
 from .. import training
 from ..datasets import (CaptionDataset, ShapesConfig, Vocabulary, load_shapes, read_features, read_flickr8k,
                         read_karpathy_json, tokenize)
@@ -42,15 +40,11 @@ def load_data(config: SearchConfig, progress: bool) -> tuple[CaptionDataset, dic
                          **info}
     if data.source == "karpathy":
         dataset = read_karpathy_json(data.karpathy_json)
-        import json
-        all_ids = [im.get("filename") or str(im.get("imgid", n))
-                   for n, im in enumerate(json.loads(Path(data.karpathy_json).read_text())["images"])]
     else:
         dataset = read_flickr8k(data.flickr8k_dir)
-        all_ids = None
     if data.features:
         for split in dataset.splits.values():
-            split.features = read_features(data.features, split.image_ids, all_ids)
+            split.features = read_features(data.features, split.image_ids, dataset.file_order)
     return dataset, {"dataset": f"{dataset.name} ({data.source})", "features": data.features}
 
 
@@ -109,10 +103,3 @@ def precomputed_candidates(config: SearchConfig, num_test_images: int) -> list[C
             raise ValueError(f"{path}: line {empty[0] + 1} is an empty caption (zero tokens after tokenisation)")
         candidates.append(Candidate(entry.architecture, entry.run, "", ref_probs=ref_probs, captions=captions))
     return candidates
-
-
-def test_features(dataset: CaptionDataset) -> np.ndarray:
-    test = dataset["test"]
-    if test.features is None:
-        raise ValueError(f"dataset {dataset.name}: the test split has no image features")
-    return test.features

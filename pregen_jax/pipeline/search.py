@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import checkpoints, postgen, ranking, tables, tiers
-from ..datasets import TOKENIZER
+from .. import atomic, checkpoints, postgen, ranking, tables, tiers
+from ..datasets import TOKENIZER, TOKENIZER_NAME
 from ..refprobs import compute_ref_probs, generate_captions
 from ..strata import spec_strata
 from ..types import RefProbs
@@ -127,8 +127,9 @@ def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult
                     post = postgen.score_strata(metric_set, gts, res, strata.blocks(test.image_ids))
                     post.insert(0, "stratum", strata.stratum)
                     post.insert(0, "num_strata", strata.num_strata)
-                    np.save(folder / f"strata-{post_key}.npy", strata.mask)
-                    tables.write_tsv_atomic(post, post_path)
+                    with atomic.atomic_path(folder / f"strata-{post_key}.npy") as tmp:
+                        np.save(tmp, strata.mask)
+                    tables.write_tsv_atomic(post, post_path)  # written last: it marks the stage done
             strata_mask = np.load(folder / f"strata-{post_key}.npy")
 
             with timer("pre-gen sweep (504 metrics x 15 strata)"):
@@ -137,7 +138,8 @@ def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult
                     pre = np.load(pre_path)
                 else:
                     pre = tiers.sweep(ref_probs, strata_mask, space)
-                    np.save(pre_path, pre)
+                    with atomic.atomic_path(pre_path) as tmp:
+                        np.save(tmp, pre)
             ids = pd.DataFrame({"dataset": dataset.name, "architecture": candidate.architecture,
                                 "run": candidate.run, "epoch": candidate.epoch or "final"}, index=post.index)
             frames.append(pd.concat([ids, post, pd.DataFrame(pre, columns=space.names, index=post.index)], axis=1))
@@ -146,11 +148,10 @@ def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult
             metric_set.close()
 
     table = pd.concat(frames, ignore_index=True)
-    table["tokenizer"] = "alnum-lower"
-    unavailable = dict(metric_set.unavailable) if metric_set else {}
-    if not unavailable:  # all post-gen results were cached: still say which metrics could not run
-        unavailable = {n: why for n, (ok, why) in postgen.availability(config.postgen.corenlp_dir or None).items()
-                       if n in config.postgen.metrics and not ok}
+    table["tokenizer"] = TOKENIZER_NAME
+    # From availability, not from the metric set: a run served from the cache starts no metric.
+    unavailable = {n: why for n, (ok, why) in postgen.availability(config.postgen.corenlp_dir or None).items()
+                   if n in config.postgen.metrics and not ok}
     postgen_names = [c for c in postgen.METRICS if c in table.columns]
     with timer("ranking"):
         result = ranking.rank(table, postgen_names, space.names, group_by=config.pregen.group_by or None)
@@ -172,8 +173,8 @@ def _cached_ref_probs(candidate, folder: Path, key: str, features, captions, voc
     trained = candidate.trained
     ref_probs = compute_ref_probs(trained.model, trained.params, features, captions, vocab, progress=progress,
                                   source=f"{candidate.label} on the test references")
-    ref_probs.save(path.with_suffix(".tmp.npz"))
-    path.with_suffix(".tmp.npz").replace(path)
+    with atomic.atomic_path(path) as tmp:
+        ref_probs.save(tmp)
     return ref_probs
 
 
