@@ -22,19 +22,16 @@ import time
 from pathlib import Path
 
 import jax
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _inputs import spec_strata  # noqa: E402
 
-from pregen_jax import postgen, tiers, training  # noqa: E402
+from pregen_jax import postgen, tiers  # noqa: E402
+from pregen_jax.captioning import CaptionerConfig, generate_captions, reference_probs  # noqa: E402
+from pregen_jax.captioning import train as training  # noqa: E402
 from pregen_jax.datasets import ShapesConfig, Vocabulary, load_shapes  # noqa: E402
-from pregen_jax.datasets.shapes import default_cache_dir  # noqa: E402
-from pregen_jax.image_features import attach_image_features  # noqa: E402
-from pregen_jax.models import CaptionerConfig  # noqa: E402
-from pregen_jax.refprobs import compute_ref_probs, generate_captions  # noqa: E402
-
-SHARED_STOPWORDS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmd" / "stopwords_nltk_english.txt"
+from pregen_jax.datasets.shapes_encoder import attach_image_features  # noqa: E402
+from pregen_jax.io import default_cache_dir  # noqa: E402
 
 
 def timed(fn, *args, **kwargs):
@@ -64,8 +61,8 @@ def main(argv=None) -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="pregen-bench-"))
     start = time.perf_counter()
     trained = training.train_captioner(
-        CaptionerConfig(arch="merge", embed_size=size, hidden_size=size, image_size=size),
-        training.TrainConfig(epochs=2 if args.quick else 8, snapshot_epochs=(1,), patience=2), vocab,
+        "merge", CaptionerConfig(embed_size=size, hidden_size=size, image_size=size),
+        training.TrainConfig(epochs=2 if args.quick else 8, snapshot_epochs=[1], patience=2), 0, vocab,
         train.features, train.captions, val.features, val.captions, workdir, progress=False)
     train_s = time.perf_counter() - start
     model, params, features = trained.model, trained.params, test.features
@@ -78,7 +75,7 @@ def main(argv=None) -> int:
     cider_epoch1, cider_final = greedy_cider(epoch1.model, epoch1.params), greedy_cider(model, params)
 
     # (a) pre-gen
-    rp_first, rp_s, ref_probs = timed(compute_ref_probs, model, params, features, test.captions, vocab,
+    rp_first, rp_s, ref_probs = timed(reference_probs, model, params, features, test.captions, vocab,
                                       progress=False)
     strata = spec_strata(len(test))
     sweep_first, sweep_s, _ = timed(tiers.sweep, ref_probs, strata)
@@ -88,11 +85,10 @@ def main(argv=None) -> int:
     g3_first, g3_s, beam3 = timed(generate_captions, model, params, features, vocab, 3, progress=False)
     # (c) post-gen on the beam-3 captions
     res = {i: [" ".join(c)] for i, c in enumerate(beam3)}
-    stopwords = postgen.read_stopwords(SHARED_STOPWORDS) if SHARED_STOPWORDS.is_file() else frozenset()
     post_times, startup = {}, {}
     for name in ("CIDEr", "METEOR", "WMD"):
         start = time.perf_counter()
-        metric_set = postgen.make_metrics([name], stopwords)
+        metric_set = postgen.make_metrics([name])
         startup[name] = time.perf_counter() - start
         if not metric_set.metrics:
             print(f"{name} unavailable: {metric_set.unavailable[name]}")

@@ -1,53 +1,123 @@
-"""`pregen-search`: the command line (argparse subcommands)."""
+"""`pregen-search`: the command line (argparse subcommands).
+
+Handlers import what they need when they run, so that ``--help`` answers at once. Bad input
+ends in one line on stderr naming the file and the problem, exit code 2, and no output.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+
+def _search(config, out, progress: bool) -> int:
+    import time
+
+    from .pipeline import run_search, write_outputs
+    start = time.perf_counter()
+    result = run_search(config, out, progress=progress)
+    report = write_outputs(result, config)
+    print(f"\n{len(result.table)} data points; report: {report} ({time.perf_counter() - start:.0f} s)")
+    for name, why in result.unavailable.items():
+        print(f"{name} unavailable: {why}")
+    for model in result.models:
+        if model.quality["problems"]:
+            print(f"warning: {model.label} looks degenerate: {'; '.join(model.quality['problems'])}")
+    for post, df in result.ranking.correlations.items():
+        print(f"  {post:8s} best {df['pregen'].iloc[0]:32s} R^2={df['all_R^2'].iloc[0]:.3f}")
+    return 0
+
+
+def _demo(args) -> int:
+    from .pipeline import demo_config
+    return _search(demo_config(args.quick), args.out, not args.no_progress)
+
+
+def _run(args) -> int:
+    from .pipeline import SearchConfig
+    return _search(SearchConfig.load(args.config), args.out, not args.no_progress)
 
 
 def _rank(args) -> int:
-    from . import ranking, tables
-
-    table = tables.read_table(args.table)
-    pregen = tables.pregen_columns(table)
+    from . import io, postgen, ranking
+    out = io.check_out_folder(args.out)
+    table = ranking.read_table(args.table)
+    pregen = ranking.pregen_columns(table)
     if not pregen:
         raise ValueError(f"{args.table}: no pre-gen columns recognised (names like mean_max_normcount_prefix0)")
-    postgen = args.postgen.split(",") if args.postgen else tables.postgen_columns(table)
-    if not postgen:
-        raise ValueError(f"{args.table}: no post-gen columns found; name them with --postgen METEOR,CIDEr,...")
-    missing = [c for c in postgen if c not in table.columns]
-    if missing:
-        raise ValueError(f"{args.table}: no post-gen column(s) {missing}")
+    if args.postgen:
+        post = [name.strip() for name in args.postgen.split(",")]
+        missing = [c for c in post if c not in table.columns]
+        if missing:
+            raise ValueError(f"{args.table}: no post-gen column {missing[0]!r} (--postgen)")
+    else:
+        post = ranking.postgen_columns(table, (*ranking.KNOWN_POSTGEN, *postgen.names()))
+        if not post:
+            raise ValueError(f"{args.table}: no post-gen columns found; name them with --postgen METEOR,CIDEr,...")
+    if len(set(post)) != len(post):
+        raise ValueError(f"--postgen names a column twice: {args.postgen}")
     if args.group_by and args.group_by not in table.columns:
         raise ValueError(f"{args.table}: no column {args.group_by!r} to group by")
-    tables.check_numeric(table, pregen + postgen, args.table)
-    result = ranking.rank(table, postgen, pregen, group_by=args.group_by)
+    ranking.check_numeric(table, post, finite=True)
+    ranking.check_numeric(table, pregen, finite=False)
+    try:
+        result = ranking.rank(table, post, pregen, group_by=args.group_by)
+    except ValueError as err:
+        raise ValueError(f"{args.table}: {err}") from None
     tokenizer = (", ".join(map(str, table["tokenizer"].unique())) if "tokenizer" in table.columns
                  else "as in the input table (no tokenizer column)")
-    ranking.write_ranking(result, Path(args.out), tokenizer, source=str(args.table))
+    with io.staged_folder(out) as staging:
+        ranking.write_ranking(result, staging, tokenizer, source=str(args.table))
     print(f"ranked {len(pregen) - len(result.excluded)} of {len(pregen)} pre-gen metrics against "
-          f"{', '.join(result.correlations)}; wrote {args.out}")
-    for post, df in result.correlations.items():
-        print(f"  {post:8s} best {df['pregen'].iloc[0]}  R^2={df['all_R^2'].iloc[0]:.3f}")
+          f"{', '.join(result.correlations)}; wrote {out}")
+    for name, df in result.correlations.items():
+        print(f"  {name:8s} best {df['pregen'].iloc[0]}  R^2={df['all_R^2'].iloc[0]:.3f}")
+    return 0
+
+
+def _doctor(args) -> int:
+    import shutil
+
+    import jax
+
+    from . import postgen
+    java = shutil.which("java")
+    print(f"java: {java or 'NOT FOUND (METEOR and SPICE need it: apt-get install default-jre-headless)'}")
+    print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
+    options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
+    print("post-gen metrics:")
+    for name, (ok, why) in postgen.availability(options).items():
+        print(f"  {name:8s} {'available' if ok else 'UNAVAILABLE'}: {why}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pregen-search", description=(
-        "Pre-gen metrics: rank ways of scoring a caption generator from its reference "
-        "probabilities by how well they predict post-gen metrics."))
-    sub = parser.add_subparsers(dest="command", required=True)
+        "Pre-gen metrics: rank ways of scoring a caption generator from its reference probabilities "
+        "by how well they predict post-gen metrics (CIDEr, METEOR, WMD, ...)."))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    rank = sub.add_parser("rank", help="rank pre-gen metrics in a table of data points")
+    demo = sub.add_parser("demo", help="train 4 architectures x 3 runs on the built-in dataset, then rank")
+    demo.add_argument("--out", default="runs/demo", help="run folder (its cache/ resumes a rerun; default runs/demo)")
+    demo.add_argument("--quick", action="store_true", help="a small version that finishes in about 2 minutes")
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    demo.set_defaults(func=_demo)
+
+    run = sub.add_parser("run", help="run a search from a TOML config (see search/configs/)")
+    run.add_argument("--config", required=True, help="the search's TOML config")
+    run.add_argument("--out", required=True, help="run folder (its cache/ resumes a rerun)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.set_defaults(func=_run)
+
+    rank = sub.add_parser("rank", help="rank the pre-gen metrics of a table of data points")
     rank.add_argument("--table", required=True, help="TSV/CSV shaped like pregen-metrics-2018/data.txt")
     rank.add_argument("--out", required=True, help="output folder")
     rank.add_argument("--group-by", default=None, help="column defining groups (e.g. dataset)")
     rank.add_argument("--postgen", default=None, help="comma-separated post-gen columns (default: detected)")
     rank.set_defaults(func=_rank)
 
-    from .pipeline.cli import add_commands
-    add_commands(sub)
+    doctor = sub.add_parser("doctor", help="which post-gen metrics and JAX devices this machine has")
+    doctor.add_argument("--corenlp-dir", default=None, help="folder with the Stanford CoreNLP 3.6.0 jars (SPICE)")
+    doctor.set_defaults(func=_doctor)
     return parser
 
 
@@ -55,8 +125,9 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"pregen-search {args.command}: error: {err}", file=sys.stderr)
+    except (ValueError, OSError) as err:
+        message = " ".join(str(err).split())  # one line, whatever the message held
+        print(f"pregen-search {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"pregen-search {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)

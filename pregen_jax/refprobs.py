@@ -1,121 +1,180 @@
-"""Reference probabilities (the pre-gen input) and generated captions for a whole split.
+"""Reference probabilities: what a model says about the reference captions, the pre-gen input.
 
-Both stream fixed-size, padded batches through jit-compiled functions, so memory stays
-bounded for any test-set size and jit compiles one shape per length bucket.
+The data that flows through pregen-jax has its dimensions named once:
+
+Dimensions (used in every docstring):
+  I  images            R  references per image (padded)
+  T  positions per reference (padded; m words + the end token)
+  S  strata             C  pre-gen metrics (columns of a space)
 """
 from __future__ import annotations
 
-import warnings
+import dataclasses
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from . import decoding
-from .datasets import Vocabulary
-from .models import Captioner
-from .types import RefProbs
-
-BUCKET = 8  # caption lengths are padded up to a multiple of this
+Array = Any  # a numpy or jax array
 
 
-def encode_references(captions, vocab: Vocabulary, source: str = "references"):
-    """Captions ``[n][r] -> tokens`` to (image, ref, ids) triples; errors name the image."""
-    triples = []
-    for n, refs in enumerate(captions):
-        if not refs:
-            raise ValueError(f"{source}: image {n} has no reference captions")
-        for r, tokens in enumerate(refs):
-            if not tokens:
-                raise ValueError(f"{source}: image {n}, reference {r} is an empty caption")
-            triples.append((n, r, vocab.encode(tokens)))
-    return triples
+@dataclasses.dataclass(frozen=True)
+class RefProbs:
+    """What a model says about the reference captions, read in one teacher-forced pass.
 
+    Attributes:
+      probs: f32[I, R, T] probability the model gives the true token at each position.
+      ranks: i32[I, R, T] how many vocabulary tokens the model scored higher than the
+        true one (0 = the true token is the model's top choice).
+      mask:  bool[I, R, T] real positions. A reference of m words has m+1 real positions
+        (the end token included), left-aligned; an image may have fewer than R references,
+        its missing references being all-False rows.
 
-def bucket_width(longest: int) -> int:
-    """Positions a batch is padded to: ``longest`` rounded up to a multiple of BUCKET."""
-    return -(-longest // BUCKET) * BUCKET
-
-
-def padded_ids(id_lists) -> tuple[np.ndarray, np.ndarray]:
-    """Token-id lists -> (ids i32[N, W + 1], lengths i32[N]) for teacher forcing.
-
-    Row k is the edge token, the m words, then edge tokens, with W = bucket_width(longest m+1),
-    so ``ids[:, :w]`` are the inputs and ``ids[:, 1:w + 1]`` the targets (the end token
-    included) of any bucket width w <= W; lengths are m+1.
+    Accepts numpy or jax arrays; validates on construction and raises ``ValueError``
+    naming the image/reference at fault. ``source`` (optional) names the file or model the
+    numbers came from so that errors can say where they came from.
     """
-    lengths = np.array([len(token_ids) for token_ids in id_lists]) + 1
-    ids = np.zeros((len(id_lists), bucket_width(int(lengths.max())) + 1), np.int32)
-    for k, token_ids in enumerate(id_lists):
-        ids[k, 1:len(token_ids) + 1] = token_ids
-    return ids, lengths
 
+    probs: Array
+    ranks: Array
+    mask: Array
+    source: str | None = None
 
-def check_model_vocab(model: Captioner, params, vocab: Vocabulary) -> None:
-    out_size = params["params"]["out"]["kernel"].shape[-1]
-    if out_size != len(vocab) or model.vocab_size != len(vocab):
-        raise ValueError(f"the model predicts {out_size} tokens but the vocabulary has {len(vocab)}: "
-                         "model and vocabulary do not match")
+    def __post_init__(self):
+        probs = np.asarray(self.probs)
+        ranks = np.asarray(self.ranks)
+        mask = np.asarray(self.mask)
+        where = f" in {self.source}" if self.source else ""
+        if probs.ndim != 3:
+            raise ValueError(f"RefProbs{where}: probs must be 3-D [images, refs, positions], got shape {probs.shape}")
+        for name, arr in (("ranks", ranks), ("mask", mask)):
+            if arr.shape != probs.shape:
+                raise ValueError(f"RefProbs{where}: {name} has shape {arr.shape} but probs has {probs.shape}")
+        if not np.issubdtype(probs.dtype, np.floating):
+            raise ValueError(f"RefProbs{where}: probs must be floating point, got {probs.dtype}")
+        if not np.issubdtype(ranks.dtype, np.integer):
+            raise ValueError(f"RefProbs{where}: ranks must be integers, got {ranks.dtype}")
+        if mask.dtype != np.bool_:
+            raise ValueError(f"RefProbs{where}: mask must be bool, got {mask.dtype}")
+        if probs.shape[0] == 0:
+            raise ValueError(f"RefProbs{where}: no images")
+        bad = ~np.isfinite(probs) & mask
+        if bad.any():
+            i, r, t = np.argwhere(bad)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}, position {t}: probability is {probs[i, r, t]} (NaN or inf)")
+        bad = ((probs < 0) | (probs > 1)) & mask
+        if bad.any():
+            i, r, t = np.argwhere(bad)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}, position {t}: probability {probs[i, r, t]} is outside [0, 1]")
+        bad = (ranks < 0) & mask
+        if bad.any():
+            i, r, t = np.argwhere(bad)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}, position {t}: negative rank {ranks[i, r, t]}")
+        lengths = mask.sum(-1)
+        # Left-aligned: position t is real only if t < length.
+        aligned = np.arange(mask.shape[-1]) < lengths[..., None]
+        if (aligned != mask).any():
+            i, r = np.argwhere((aligned != mask).any(-1))[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r}: mask is not a left-aligned run of real positions")
+        has_ref = lengths > 0
+        no_ref = ~has_ref.any(-1)
+        if no_ref.any():
+            i = int(np.argmax(no_ref))
+            raise ValueError(f"RefProbs{where}: image {i} has no reference (every reference needs at least one position, the end token)")
+        # Missing references must come after the real ones, so that R-padding is uniform.
+        ref_aligned = np.arange(mask.shape[1]) < has_ref.sum(-1, keepdims=True)
+        if (ref_aligned != has_ref).any():
+            i, r = np.argwhere(ref_aligned != has_ref)[0]
+            raise ValueError(f"RefProbs{where}: image {i}, reference {r} has no positions but a later reference does "
+                             "(every reference needs at least one position; pad missing references at the end)")
 
+    @property
+    def num_images(self) -> int:
+        return int(np.shape(self.probs)[0])
 
-def compute_ref_probs(model: Captioner, params, features: np.ndarray, captions, vocab: Vocabulary,
-                      batch_size: int = 512, progress: bool = True, source: str = "references") -> RefProbs:
-    """Teacher-forced probability and rank of every reference token (m words + end token).
+    @property
+    def ref_mask(self) -> np.ndarray:
+        """bool[I, R]: which references exist."""
+        return np.asarray(self.mask).any(-1)
 
-    features: f32[I, D]; captions[i][r]: token lists -> RefProbs [I, R, T] with T = longest m+1.
-    Unknown words are read as the unknown token, as the model saw them in training.
-    """
-    check_model_vocab(model, params, vocab)
-    if len(features) != len(captions):
-        raise ValueError(f"{source}: {len(features)} feature rows for {len(captions)} images")
-    triples = encode_references(captions, vocab, source)
-    unknown = sum(1 for refs in captions for ref in refs for token in ref if token not in vocab.index)
-    if unknown:
-        total = sum(len(ref) for refs in captions for ref in refs)
-        warnings.warn(f"{source}: {unknown} of {total} reference tokens are not in the model's vocabulary "
-                      f"and are read as {vocab.tokens[vocab.unk_id]} (as the model saw rare words in training)",
-                      stacklevel=2)
-    num_refs = max(len(refs) for refs in captions)
-    ids, lengths = padded_ids([token_ids for _, _, token_ids in triples])
-    positions = int(lengths.max())
-    image_of = np.array([n for n, _, _ in triples])
-    ref_of = np.array([r for _, r, _ in triples])
-    order = np.argsort(lengths, kind="stable")  # shortest first, so batches share a bucket length
-    probs = np.zeros((len(captions), num_refs, positions), np.float32)
-    ranks = np.zeros((len(captions), num_refs, positions), np.int32)
-    mask = np.zeros((len(captions), num_refs, positions), bool)
-    mask[image_of, ref_of] = np.arange(positions) < lengths[:, None]
-    batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
-    for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=not progress, leave=False):
-        width = bucket_width(int(lengths[batch].max()))
-        rows = np.zeros(batch_size, np.int64)                           # padding rows repeat reference 0
-        rows[:len(batch)] = batch
-        inputs, targets = ids[rows, :width], ids[rows, 1:width + 1]
-        batch_probs, batch_ranks = decoding.true_token_probs(model, params, features[image_of[rows]], inputs, targets)
-        keep = min(width, positions)
-        valid = mask[image_of[batch], ref_of[batch], :keep]
-        probs[image_of[batch], ref_of[batch], :keep] = np.where(valid, np.asarray(batch_probs)[:len(batch), :keep], 0)
-        ranks[image_of[batch], ref_of[batch], :keep] = np.where(valid, np.asarray(batch_ranks)[:len(batch), :keep], 0)
-    bad = mask & ~np.isfinite(probs)
-    if bad.any():
-        n, r, t = np.argwhere(bad)[0]
-        raise ValueError(f"{source}: the model gave a non-finite probability (image {n}, reference {r}, "
-                         f"position {t}); the checkpoint may be diverged")
-    return RefProbs(probs, ranks, mask, source=source)
+    @property
+    def lengths(self) -> np.ndarray:
+        """i32[I, R]: real positions per reference (m+1; 0 for a missing reference)."""
+        return np.asarray(self.mask).sum(-1)
 
+    def check_references(self, captions, image_ids=None, where: str | None = None) -> None:
+        """Raise ``ValueError`` unless these arrays hold exactly the references ``captions``.
 
-def generate_captions(model: Captioner, params, features: np.ndarray, vocab: Vocabulary, beam_width: int = 1,
-                      max_len: int = 50, min_len: int = 5, batch_size: int = 250, progress: bool = True):
-    """Captions (token lists) for every row of ``features``: greedy when beam_width is 1."""
-    check_model_vocab(model, params, vocab)
-    captions = []
-    batches = range(0, len(features), batch_size)
-    for start in tqdm(batches, desc=f"generation (beam {beam_width})", unit="batch", disable=not progress, leave=False):
-        chunk = features[start:start + batch_size]
-        padded = np.zeros((batch_size, chunk.shape[1]), chunk.dtype)
-        padded[:len(chunk)] = chunk
-        if beam_width == 1:
-            tokens = decoding.greedy(model, params, padded, max_len, min_len)
-        else:
-            tokens = decoding.beam_search(model, params, padded, beam_width, max_len, min_len)
-        captions += [vocab.decode(row) for row in np.asarray(tokens)[:len(chunk)]]
-    return captions
+        captions[i][r]: the token list of reference r of image i, in the corpus's order. Checks
+        the number of images, of references per image, and each reference's length (its
+        tokens + 1, for the end token); the error names ``where`` (the model), the image and
+        the reference.
+        """
+        where = where or self.source or "RefProbs"
+        name = (lambda i: f"image {i} ({image_ids[i]})") if image_ids is not None else (lambda i: f"image {i}")
+        if self.num_images != len(captions):
+            raise ValueError(f"{where}: {self.num_images} images, but the test split has {len(captions)}")
+        lengths = self.lengths
+        for i, refs in enumerate(captions):
+            have = int((lengths[i] > 0).sum())
+            if have != len(refs):
+                raise ValueError(f"{where}: {name(i)} has {have} references, but the corpus has {len(refs)}")
+            for r, tokens in enumerate(refs):
+                if lengths[i, r] != len(tokens) + 1:
+                    raise ValueError(f"{where}: {name(i)}, reference {r} has {lengths[i, r]} positions, but the "
+                                     f"corpus reference has {len(tokens)} tokens (+1 for the end token = "
+                                     f"{len(tokens) + 1}): images or references in another order?")
+
+    def take(self, image_indices) -> "RefProbs":
+        """The same references for a subset of images (numpy indexing on axis 0)."""
+        idx = np.asarray(image_indices)
+        return RefProbs(np.asarray(self.probs)[idx], np.asarray(self.ranks)[idx], np.asarray(self.mask)[idx], self.source)
+
+    def save(self, path) -> None:
+        """Write the documented ``.npz`` format: arrays ``probs``, ``ranks``, ``mask``."""
+        np.savez_compressed(path, probs=np.asarray(self.probs), ranks=np.asarray(self.ranks), mask=np.asarray(self.mask))
+
+    @classmethod
+    def load(cls, path, allow_zero: bool = False) -> "RefProbs":
+        """Read a ``.npz`` with arrays ``probs`` f[I,R,T], ``ranks`` int[I,R,T], ``mask`` bool[I,R,T].
+
+        Stricter than the constructor: a probability of exactly 0 at a real position is an
+        error here (unless ``allow_zero``), since a file from another framework holding one
+        has lost precision.
+        """
+        if not Path(path).is_file():
+            raise ValueError(f"{path}: RefProbs file not found")
+        try:
+            npz = np.load(path, allow_pickle=False)
+        except Exception as err:
+            raise ValueError(f"{path}: not a readable .npz file ({type(err).__name__}: {err})") from err
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError(f"{path}: expected an .npz archive with arrays probs, ranks, mask")
+        with npz:
+            missing = {"probs", "ranks", "mask"} - set(npz.files)
+            if missing:
+                raise ValueError(f"{path}: missing arrays {sorted(missing)} (need probs, ranks, mask)")
+            ref_probs = cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path))
+        zero = (np.asarray(ref_probs.probs) == 0) & np.asarray(ref_probs.mask)
+        if zero.any() and not allow_zero:
+            i, r, t = np.argwhere(zero)[0]
+            raise ValueError(f"{path}: image {i}, reference {r}, position {t}: probability is 0, which a softmax "
+                             "never gives (an underflow?): store probabilities as float64, or from log-probabilities")
+        return ref_probs
+
+    @classmethod
+    def from_lists(cls, probs, ranks, source=None) -> "RefProbs":
+        """Pad ragged nested lists ``probs[i][r][t]``, ``ranks[i][r][t]`` into a RefProbs."""
+        num_images = len(probs)
+        max_refs = max((len(refs) for refs in probs), default=0)
+        max_len = max((len(ref) for refs in probs for ref in refs), default=0)
+        p = np.zeros((num_images, max_refs, max_len), np.float64)
+        k = np.zeros((num_images, max_refs, max_len), np.int32)
+        m = np.zeros((num_images, max_refs, max_len), bool)
+        for i, refs in enumerate(probs):
+            for r, ref in enumerate(refs):
+                n = len(ref)
+                p[i, r, :n] = ref
+                k[i, r, :n] = ranks[i][r]
+                m[i, r, :n] = True
+        return cls(p, k, m, source)

@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 from scipy.io import savemat
 
-from pregen_jax.datasets import (ShapesConfig, Vocabulary, load_shapes, read_features, read_flickr8k,
-                                 read_karpathy_json, shapes, tokenize)
+from pregen_jax.datasets import (
+    ShapesConfig,
+    Vocabulary,
+    load_shapes,
+    read_features,
+    read_flickr8k,
+    read_karpathy_json,
+    shapes,
+    tokenize,
+)
 from tests.conftest import shared
 
 SMALL = ShapesConfig(train=40, val=10, test=10, seed=3)
@@ -78,7 +86,7 @@ def test_karpathy_json_reader_and_errors(tmp_path):
     with pytest.raises(ValueError, match="image c.jpg has no reference captions"):
         read_karpathy_json(path)
     path.write_text("{not json")
-    with pytest.raises(ValueError, match="not a readable JSON"):
+    with pytest.raises(ValueError, match="not valid JSON"):
         read_karpathy_json(path)
 
 

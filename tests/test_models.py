@@ -1,14 +1,14 @@
-"""The four architectures: shapes, training, checkpoints, resume, probabilities and decoding."""
-import dataclasses
+"""The four architectures: shapes, training, checkpoints, resume, probabilities and decode."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pregen_jax import checkpoints, decoding, refprobs, training
+from pregen_jax.captioning import checkpoints, decode, evaluate, input_pipeline
+from pregen_jax.captioning import train as training
+from pregen_jax.captioning.models import ARCHITECTURES, Captioner, CaptionerConfig
 from pregen_jax.datasets import Vocabulary
-from pregen_jax.models import ARCHITECTURES, Captioner, CaptionerConfig
 
 TINY = dict(embed_size=12, hidden_size=16, image_size=8, dropout=0.5)
 FEATURES = 10
@@ -27,18 +27,18 @@ VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])  # "small" is u
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 @pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
 def test_one_train_step_changes_every_parameter(arch, cell):
-    model = Captioner(CaptionerConfig(arch=arch, cell=cell, learn_init_state=True, normalize_image=True, **TINY),
+    model = Captioner(arch, CaptionerConfig(cell=cell, learn_init_state=True, normalize_image=True, **TINY),
                       len(VOCAB))
     params = training.init_params(model, FEATURES, 0)
     features, captions = toy_data()
-    pairs = [(n, ids) for n, _, ids in refprobs.encode_references(captions, VOCAB)]
+    pairs = [(n, ids) for n, _, ids in input_pipeline.encode_references(captions, VOCAB)]
     import optax
     optimizer = optax.adam(1e-2)
     step = training.make_train_step(model, optimizer)
-    batch = training._pad(pairs, list(range(8)), features)
+    batch = input_pipeline.training_batch(pairs, list(range(8)), features)
     new, _, loss = step(params, optimizer.init(params), jax.random.PRNGKey(0), *batch)
     assert np.isfinite(float(loss))
-    logits = decoding.teacher_forced_logits(model, params, jnp.asarray(batch[0]), jnp.asarray(batch[1]))
+    logits = decode.teacher_forced_logits(model, params, jnp.asarray(batch[0]), jnp.asarray(batch[1]))
     assert logits.shape == (8, batch[1].shape[1], len(VOCAB))
     changed = jax.tree_util.tree_map(lambda a, b: bool(jnp.any(a != b)), params, new)
     assert all(jax.tree_util.tree_leaves(changed)), changed
@@ -46,12 +46,12 @@ def test_one_train_step_changes_every_parameter(arch, cell):
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_ref_probs_equal_step_by_step_decoding(arch):
-    model = Captioner(CaptionerConfig(arch=arch, cell="lstm", **TINY), len(VOCAB))
+    model = Captioner(arch, CaptionerConfig(cell="lstm", **TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 1)
     features, captions = toy_data(1, images=9)
     captions[0][0] = captions[0][0] + ["small"]  # not in VOCAB: read as the unknown token, with a warning
     with pytest.warns(UserWarning, match=r"reference tokens are not in the model's vocabulary and are read as <unk>"):
-        rp = refprobs.compute_ref_probs(model, params, features, captions, VOCAB, batch_size=5, progress=False)
+        rp = evaluate.reference_probs(model, params, features, captions, VOCAB, batch_size=5, progress=False)
     for n in (0, 4, 8):
         for r, tokens in enumerate(captions[n]):
             ids = VOCAB.encode(tokens) + [0]
@@ -69,43 +69,48 @@ def test_ref_probs_equal_step_by_step_decoding(arch):
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_beam_width_one_equals_greedy(arch):
-    model = Captioner(CaptionerConfig(arch=arch, **TINY), len(VOCAB))
+    model = Captioner(arch, CaptionerConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 2)
     features = np.random.default_rng(2).normal(size=(6, FEATURES)).astype(np.float32) * 3
-    greedy = np.asarray(decoding.greedy(model, params, features, 12, 3))
-    beam1 = np.asarray(decoding.beam_search(model, params, features, 1, 12, 3))
+    greedy = np.asarray(decode.greedy(model, params, features, 12, 3))
+    beam1 = np.asarray(decode.beam_search(model, params, features, 1, 12, 3)[0])
     np.testing.assert_array_equal(greedy, beam1)
-    beam3 = np.asarray(decoding.beam_search(model, params, features, 3, 12, 3))
+    beam3 = np.asarray(decode.beam_search(model, params, features, 3, 12, 3)[0])
     assert beam3.shape == (6, 12)
     for row in (greedy, beam3):  # minimum length 3: no end token among the first 3 words
         assert (row[:, :3] != 0).all()
 
 
+def sequence_log_prob(model, params, features, tokens) -> float:
+    """Summed log-probability of a decoded row (up to and including its end token), step by step."""
+    state = model.apply(params, features[None], method=Captioner.start)
+    prev, total = 0, 0.0
+    for token in tokens:
+        state, logits = model.apply(params, state, jnp.array([prev]), method=Captioner.step)
+        total += float(jax.nn.log_softmax(logits[0])[token])
+        if token == 0:
+            break
+        prev = int(token)
+    return total
+
+
 def test_beam_search_scores_at_least_greedy():
-    model = Captioner(CaptionerConfig(arch="par", **TINY), len(VOCAB))
+    model = Captioner("par", CaptionerConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 3)
     features = np.random.default_rng(3).normal(size=(8, FEATURES)).astype(np.float32) * 3
-
-    def log_prob(tokens):
-        words = VOCAB.decode(tokens)
-        inputs = jnp.array([[0] + VOCAB.encode(words)])
-        targets = jnp.array([VOCAB.encode(words) + [0]])
-        return [float(jnp.sum(jnp.log(p))) for p in decoding.true_token_probs(model, params, features[i:i + 1],
-                                                                               inputs, targets)[0]][0]
-    greedy = np.asarray(decoding.greedy(model, params, features, 10, 2))
-    beam = np.asarray(decoding.beam_search(model, params, features, 4, 10, 2))
-    for i in range(8):
-        if (greedy[i] != 0).all() or (beam[i] != 0).all():
-            continue  # truncated at max_len: scores not comparable with an ended caption
-        assert log_prob(beam[i]) >= log_prob(greedy[i]) - 1e-4
+    greedy = np.asarray(decode.greedy(model, params, features, 10, 2))
+    beam, beam_scores = decode.beam_search(model, params, features, 4, 10, 2)
+    for i in range(8):  # every row: ended captions and those cut at max_len are scored alike
+        beam_score = sequence_log_prob(model, params, features[i], np.asarray(beam[i]))
+        assert beam_score == pytest.approx(float(beam_scores[i]), abs=1e-4)
+        assert beam_score >= sequence_log_prob(model, params, features[i], greedy[i]) - 1e-4
 
 
 def _train(workdir, epochs=2, arch="merge", **overrides):
     features, captions = toy_data(4, images=30)
-    config = CaptionerConfig(arch=arch, **TINY)
-    train_config = training.TrainConfig(epochs=epochs, batch_size=8, patience=5, snapshot_epochs=(1,), **overrides)
-    return training.train_captioner(config, train_config, VOCAB, features, captions, features[:10], captions[:10],
-                                    workdir, progress=False)
+    train_config = training.TrainConfig(epochs=epochs, batch_size=8, patience=5, snapshot_epochs=[1], **overrides)
+    return training.train_captioner(arch, CaptionerConfig(**TINY), train_config, 0, VOCAB, features, captions,
+                                    features[:10], captions[:10], workdir, progress=False)
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
@@ -145,7 +150,7 @@ def test_corrupt_checkpoint_and_vocab_mismatch(tmp_path):
     with pytest.raises(ValueError, match="different vocabulary"):
         training.load_trained(trained.path, wrong_vocab)
     with pytest.raises(ValueError, match="do not match"):
-        refprobs.compute_ref_probs(trained.model, trained.params, *toy_data(), wrong_vocab, progress=False)
+        evaluate.reference_probs(trained.model, trained.params, *toy_data(), wrong_vocab, progress=False)
     data = trained.path.read_bytes()
     trained.path.write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="model.msgpack: corrupt or truncated checkpoint"):
@@ -153,21 +158,28 @@ def test_corrupt_checkpoint_and_vocab_mismatch(tmp_path):
 
 
 def test_bad_references_are_clear_errors():
-    model = Captioner(CaptionerConfig(**TINY), len(VOCAB))
+    model = Captioner("merge", CaptionerConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 0)
     features, captions = toy_data()
     captions[3][0] = []
     with pytest.raises(ValueError, match="image 3, reference 0 is an empty caption"):
-        refprobs.compute_ref_probs(model, params, features, captions, VOCAB, progress=False)
+        evaluate.reference_probs(model, params, features, captions, VOCAB, progress=False)
     captions[3] = []
     with pytest.raises(ValueError, match="image 3 has no reference captions"):
-        refprobs.compute_ref_probs(model, params, features, captions, VOCAB, progress=False)
+        evaluate.reference_probs(model, params, features, captions, VOCAB, progress=False)
     with pytest.raises(ValueError, match="feature rows for"):
-        refprobs.compute_ref_probs(model, params, features[:5], toy_data()[1], VOCAB, progress=False)
+        evaluate.reference_probs(model, params, features[:5], toy_data()[1], VOCAB, progress=False)
 
 
 def test_config_validation():
     with pytest.raises(ValueError, match="unknown architecture 'post'"):
-        CaptionerConfig(arch="post")
-    with pytest.raises(ValueError, match="unknown RNN cell"):
-        dataclasses.replace(CaptionerConfig(), cell="transformer")
+        training.train_captioner("post", CaptionerConfig(**TINY), training.TrainConfig(), 0, VOCAB,
+                                 *toy_data(), *toy_data(), "unused", progress=False)
+    with pytest.raises(ValueError, match="cell"):
+        CaptionerConfig(cell="transformer")
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        CaptionerConfig(hidden_size=0)
+    with pytest.raises(ValueError, match=r"snapshot_epochs \[3\] lie beyond epochs = 2"):
+        training.TrainConfig(epochs=2, snapshot_epochs=[3])
+    with pytest.raises(ValueError, match="valid integer"):
+        training.TrainConfig(epochs="1")

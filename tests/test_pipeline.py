@@ -5,40 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pregen_jax import RefProbs, cli, postgen, tiers
-from pregen_jax.pipeline import SearchConfig
-from pregen_jax.pipeline import search as search_module
-
-WORDS = ["a", "red", "blue", "green", "ball", "box", "ring", "above", "below", "small", "big"]
-
-
-def write_inputs(tmp_path, images=12, models=3):
-    """A Karpathy JSON corpus and precomputed outputs (RefProbs + captions) of a few models."""
-    rng = np.random.default_rng(0)
-    refs = [[" ".join(rng.choice(WORDS, rng.integers(3, 8))) for _ in range(5)] for _ in range(images)]
-    doc = {"dataset": "toy", "images": [{"filename": f"{n}.jpg", "split": "test",
-                                         "sentences": [{"raw": r} for r in image_refs]}
-                                        for n, image_refs in enumerate(refs)]}
-    doc["images"].append({"filename": "t.jpg", "split": "train", "sentences": [{"raw": "a ball"}]})
-    (tmp_path / "dataset_toy.json").write_text(json.dumps(doc))
-    entries = []
-    for m in range(models):
-        lengths = np.array([[len(r.split()) + 1 for r in image_refs] for image_refs in refs])
-        mask = np.arange(lengths.max()) < lengths[..., None]
-        quality = 0.3 + 0.2 * m
-        ranks = np.where(rng.random(mask.shape) < quality, 0, rng.integers(1, 9, mask.shape))
-        probs = np.where(ranks == 0, rng.uniform(0.3, 0.9, mask.shape), rng.uniform(0.001, 0.3, mask.shape))
-        RefProbs(probs, ranks, mask).save(tmp_path / f"model{m}.npz")
-        captions = [image_refs[0] if rng.random() < quality else " ".join(rng.choice(WORDS, 4))
-                    for image_refs in refs]
-        (tmp_path / f"model{m}.txt").write_text("\n".join(captions) + "\n")
-        entries.append({"architecture": ["init", "merge", "par"][m], "run": "1",
-                        "ref_probs": str(tmp_path / f"model{m}.npz"), "captions": str(tmp_path / f"model{m}.txt")})
-    config = {"name": "toy", "data": {"source": "karpathy", "karpathy_json": str(tmp_path / "dataset_toy.json")},
-              "postgen": {"metrics": ["CIDEr", "WMD", "ROUGE_L"]}, "precomputed": entries}
-    import tomli_w
-    (tmp_path / "search.toml").write_text(tomli_w.dumps(config))
-    return tmp_path / "search.toml"
+from pregen_jax import cli, postgen, tiers
+from pregen_jax.pipeline import SearchConfig, run_search
+from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
 
 
 def run(config_path, out):
@@ -47,7 +16,7 @@ def run(config_path, out):
 
 def test_run_with_precomputed_models(tmp_path):
     out = tmp_path / "out"
-    assert run(write_inputs(tmp_path), out) == 0
+    assert run(write_precomputed(tmp_path), out) == 0
     table = pd.read_csv(out / "table.tsv", sep="\t")
     assert len(table) == 3 * 15
     expected = ["dataset", "architecture", "run", "epoch", "num_strata", "stratum", "CIDEr", "WMD", "ROUGE_L",
@@ -71,53 +40,32 @@ def test_run_with_precomputed_models(tmp_path):
 
 
 def test_interrupted_run_resumes_and_finished_run_is_cached(tmp_path, monkeypatch):
-    config = write_inputs(tmp_path)
+    config_path = write_precomputed(tmp_path)
     out = tmp_path / "out"
-    real_sweep, real_score = tiers.sweep, postgen.score_strata
-    calls = {"sweep": 0, "score": 0}
+    real_sweep = tiers.sweep
+    calls = {"sweep": 0}
 
     def crashing_sweep(*args, **kwargs):
         calls["sweep"] += 1
         if calls["sweep"] == 2:
             raise KeyboardInterrupt
         return real_sweep(*args, **kwargs)
-    monkeypatch.setattr(search_module.tiers, "sweep", crashing_sweep)
-    assert run(config, out) == 130
+    monkeypatch.setattr(tiers, "sweep", crashing_sweep)
+    assert run(config_path, out) == 130
     assert not (out / "table.tsv").exists()
-
-    def counting_score(*args, **kwargs):
-        calls["score"] += 1
-        return real_score(*args, **kwargs)
-    calls["sweep"] = -100  # no more crashes
-    monkeypatch.setattr(search_module.postgen, "score_strata", counting_score)
-    assert run(config, out) == 0
-    assert calls["score"] == 1        # model 0 and 1 post-gen cached before the crash; only model 2 left
-    assert calls["sweep"] == -100 + 2  # model 0's sweep cached; models 1 and 2 swept
+    monkeypatch.setattr(tiers, "sweep", real_sweep)
+    config = SearchConfig.load(config_path)
+    resumed = run_search(config, out, progress=False)
+    # Model 0 was finished before the crash, model 1 had its strata and post-gen metrics.
+    assert resumed.stages["pregen"] == {"computed": 2, "reused": 1}
+    assert resumed.stages["strata"] == {"computed": 1, "reused": 2}
+    assert resumed.stages["postgen"] == {"computed": 3, "reused": 6}  # 3 metrics x model 2
+    assert run(config_path, out) == 0
     first = pd.read_csv(out / "table.tsv", sep="\t")
-    assert run(config, out) == 0
-    assert calls["score"] == 1 and calls["sweep"] == -98  # everything cached the second time
-    pd.testing.assert_frame_equal(first, pd.read_csv(out / "table.tsv", sep="\t"))
-
-
-@pytest.mark.parametrize("damage, message", [
-    (lambda p: (p / "model1.txt").write_text((p / "model1.txt").read_text().replace("\n", "\n\n", 1)),
-     r"model1.txt: 13 captions but the test split has 12"),
-    (lambda p: (p / "model1.txt").write_text("!!\n" + "\n".join((p / "model1.txt").read_text().splitlines()[1:])),
-     r"model1.txt: line 1 is an empty caption"),
-    (lambda p: np.savez(p / "model2.npz", probs=np.full((12, 5, 3), np.nan), ranks=np.zeros((12, 5, 3), int),
-                        mask=np.ones((12, 5, 3), bool)), r"model2.npz: image 0, reference 0, position 0"),
-    (lambda p: (p / "model0.npz").write_bytes(b"garbage"), r"model0.npz: not a readable .npz"),
-    (lambda p: (p / "search.toml").write_text((p / "search.toml").read_text() + "\n[wrong]\nx = 1\n"),
-     r"search.toml: unknown setting\(s\) \['wrong'\]"),
-])
-def test_bad_input_is_a_clear_error_with_no_output(tmp_path, capsys, damage, message):
-    config = write_inputs(tmp_path)
-    damage(tmp_path)
-    out = tmp_path / "out"
-    assert run(config, out) == 2
-    import re
-    assert re.search(message, capsys.readouterr().err)
-    assert not out.exists()
+    again = run_search(config, out, progress=False)
+    assert all(c["computed"] == 0 for c in again.stages.values())
+    numbers = ["CIDEr", "WMD", "ROUGE_L", *tiers.DEFAULT_SPACE.names]
+    np.testing.assert_allclose(again.table[numbers].to_numpy(float), first[numbers].to_numpy(float), rtol=1e-9)
 
 
 def test_demo_quick_end_to_end_then_cached(tmp_path, monkeypatch):
@@ -126,44 +74,33 @@ def test_demo_quick_end_to_end_then_cached(tmp_path, monkeypatch):
     assert cli.main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     table = pd.read_csv(out / "table.tsv", sep="\t")
     assert len(table) == 8 * 15 and set(table["architecture"]) == {"init", "pre", "par", "merge"}
-    assert {"METEOR", "CIDEr", "WMD"} <= set(table.columns) or "METEOR" not in postgen.availability()
-    model_file = out / "models" / "merge-1" / "model.msgpack"
+    available = {name for name, (ok, _) in postgen.availability().items() if ok}
+    assert {"CIDEr", "WMD", "Bleu_4", "ROUGE_L"} | ({"METEOR"} & available) <= set(table.columns)
+    (model_file,) = (out / "cache" / "train").glob("merge-1-*/model.msgpack")
     stamp = model_file.stat().st_mtime_ns
     report = (out / "report.md").read_text()
     assert "SPICE" in report  # available, or one line saying why not
+    models = pd.read_csv(out / "models.tsv", sep="\t")
+    assert len(models) == 8 and (models["distinct_captions"] > 0).all()
     assert cli.main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     assert model_file.stat().st_mtime_ns == stamp  # reused, not retrained
     pd.testing.assert_frame_equal(table, pd.read_csv(out / "table.tsv", sep="\t"))
+    assert "train 0 computed / 4 reused" in (out / "report.md").read_text()
 
 
 def test_run_trains_on_a_karpathy_corpus_with_features_then_reuses_checkpoints(tmp_path):
-    rng = np.random.default_rng(1)
-    images = []
-    for n in range(60):
-        split = "train" if n < 30 else ("val" if n < 40 else "test")
-        images.append({"filename": f"{n}.jpg", "split": split,
-                       "sentences": [{"raw": " ".join(rng.choice(WORDS, rng.integers(3, 7)))} for _ in range(3)]})
-    (tmp_path / "dataset_toy.json").write_text(json.dumps({"dataset": "toy", "images": images}))
-    np.save(tmp_path / "feats.npy", rng.normal(size=(60, 6)).astype(np.float32))
-    import tomli_w
-    config = {"name": "karpathy", "data": {"source": "karpathy", "karpathy_json": str(tmp_path / "dataset_toy.json"),
-                                           "features": str(tmp_path / "feats.npy"), "min_count": 1},
-              "models": {"architectures": ["par"], "runs": 1, "embed_size": 8, "hidden_size": 8, "image_size": 8},
-              "training": {"epochs": 2, "batch_size": 16, "snapshot_epochs": [1]},
-              "generation": {"beam_width": 2, "max_len": 8},
-              "postgen": {"metrics": ["CIDEr", "Bleu_4"]}}
-    (tmp_path / "train.toml").write_text(tomli_w.dumps(config))
+    write_training_corpus(tmp_path)
+    config = training_config(training={"epochs": 2, "snapshot_epochs": [1]}, postgen={"metrics": ["CIDEr", "Bleu_4"]})
     out = tmp_path / "trained"
-    assert run(tmp_path / "train.toml", out) == 0
+    assert run(write_config(tmp_path / "train.toml", config), out) == 0
     table = pd.read_csv(out / "table.tsv", sep="\t")
     assert len(table) == 2 * 15 and set(table["epoch"].astype(str)) == {"final", "1"}
-    captions = next((out / "models" / "par-1").glob("captions-*.txt")).read_text().splitlines()
-    assert len(captions) == 20 and all(1 <= len(c.split()) <= 8 for c in captions)
+    captions = next((out / "cache" / "captions").glob("par-1-*/captions.txt")).read_text().splitlines()
+    assert len(captions) == 20 and all(2 <= len(c.split()) <= 8 for c in captions)
     # The trained model, reused from its checkpoint by another search.
-    config["models"]["checkpoints"] = [str(out / "models" / "par-1" / "model.msgpack")]
+    config["models"]["checkpoints"] = [str(next((out / "cache" / "train").glob("par-1-*/model.msgpack")))]
     config["models"]["vocabulary"] = str(out / "vocabulary.json")
-    (tmp_path / "reuse.toml").write_text(tomli_w.dumps(config))
-    assert run(tmp_path / "reuse.toml", tmp_path / "reused") == 0
+    assert run(write_config(tmp_path / "reuse.toml", config), tmp_path / "reused") == 0
     reused = pd.read_csv(tmp_path / "reused" / "table.tsv", sep="\t")
     final = table[table["epoch"].astype(str) == "final"].reset_index(drop=True)
     np.testing.assert_allclose(reused[tiers.DEFAULT_SPACE.names].to_numpy(), final[tiers.DEFAULT_SPACE.names].to_numpy(),

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pregen_jax import cli, ranking, tables
+from pregen_jax import cli, ranking
 from tests.conftest import shared
 
 
@@ -35,7 +35,7 @@ def toy_table():
 
 def test_rank_orders_and_excludes_with_reasons():
     table = toy_table()
-    pregen = tables.pregen_columns(table)
+    pregen = ranking.pregen_columns(table)
     assert pregen == ["mean_max_normcount_prefix0", "mean_mean_pplx_none", "sum_sum_pplx_prefix0",
                       "max_max_count_none"]
     result = ranking.rank(table, ["CIDEr"], pregen, group_by="dataset")
@@ -48,8 +48,8 @@ def test_rank_orders_and_excludes_with_reasons():
 
 
 def test_rank_reproduces_2018_table():
-    table = tables.read_table(shared("pregen-metrics-2018", "data.txt"))
-    result = ranking.rank(table, ["METEOR", "CIDEr", "SPICE", "WMD"], tables.pregen_columns(table), "dataset")
+    table = ranking.read_table(shared("pregen-metrics-2018", "data.txt"))
+    result = ranking.rank(table, ["METEOR", "CIDEr", "SPICE", "WMD"], ranking.pregen_columns(table), "dataset")
     assert len(result.excluded) == 504 - 361
     best = {post: (df["pregen"].iloc[0], round(df["all_R^2"].iloc[0], 3)) for post, df in result.correlations.items()}
     assert best == {"METEOR": ("mean_max_normcount_prefix0", 0.965), "CIDEr": ("mean_max_normcount_prefix0", 0.937),
@@ -71,7 +71,7 @@ def test_rank_command_writes_tables(tmp_path, capsys):
     ("", "empty file"),
     ("CIDEr,mean_max_normcount_prefix0\n", "no rows"),
     ("CIDEr,foo\n1,2\n2,3\n3,4\n", "no pre-gen columns"),
-    ("CIDEr,mean_max_normcount_prefix0\n1,2\n2,oops\n3,4\n", "row 3 .* 'oops' is not a number"),
+    ("CIDEr,mean_max_normcount_prefix0\n1,2\n2,oops\n3,4\n", "line 3: column .* 'oops', not a number"),
     ("x,mean_max_normcount_prefix0\n1,2\n2,3\n3,4\n", "no post-gen columns"),
 ])
 def test_rank_command_bad_tables(tmp_path, capsys, content, message):

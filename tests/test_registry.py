@@ -1,6 +1,4 @@
 """Every registered tier function, built-in or a user's, gets the same checks; extension works."""
-import chex
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -9,48 +7,58 @@ from pregen_jax import RefProbs, tiers
 from pregen_jax.tiers import oracle
 
 
-def aggregators():
-    seen = []
-    for tier in (3, 4):
-        for fn in tiers.REGISTRIES[tier].values():
-            if not fn.is_join and fn.name not in [s.name for s in seen]:
-                seen.append(fn)
-    return seen
+def pytest_generate_tests(metafunc):
+    # Collected when the tests run, after conftest.py files: functions a user registers there
+    # get the same checks as the built-in ones.
+    if "tier_fn" in metafunc.fixturenames:
+        functions = tiers.registered()
+        metafunc.parametrize("tier_fn", functions, ids=[f"tier{f.tier}-{f.name}" for f in functions])
 
 
-@pytest.mark.parametrize("agg", aggregators(), ids=lambda f: f.name)
-def test_aggregator_mask_equals_slice_and_jit_equals_eager(agg):
-    rng = np.random.default_rng(0)
-    values = jnp.sort(jnp.asarray(rng.uniform(0.1, 5, (4, 9)), jnp.float32), axis=-1)
-    lengths = np.array([1, 4, 7, 9])
-    mask = jnp.asarray(np.arange(9) < lengths[:, None])
-    masked = agg.fn(values, mask)
-    np.testing.assert_allclose(jax.jit(agg.fn)(values, mask), masked, rtol=1e-6)
-    for row, n in enumerate(lengths):
-        sliced = agg.fn(values[row:row + 1, :n], jnp.ones((1, n), bool))
-        np.testing.assert_allclose(masked[row], sliced[0], rtol=1e-6)
+def test_registered_function_keeps_the_sweep_contract(tier_fn):
+    tiers.check(tier_fn)
 
 
-@pytest.mark.parametrize("fn", list(tiers.REGISTRIES[1].values()) + list(tiers.REGISTRIES[2].values()),
-                         ids=lambda f: f"tier{f.tier}-{f.name}")
-def test_filters_and_caption_scores_ignore_padding(fn):
-    rng = np.random.default_rng(1)
-    probs = jnp.asarray(rng.uniform(0.1, 1, (3, 5)), jnp.float32)
-    ranks = jnp.asarray(rng.choice([0, 1, 2], (3, 5)), jnp.int32)
-    mask = jnp.asarray(np.arange(5) < np.array([[2], [5], [3]]))
-    padded_probs = jnp.concatenate([probs, jnp.full((3, 4), 0.3)], -1)
-    padded_ranks = jnp.concatenate([ranks, jnp.ones((3, 4), jnp.int32)], -1)
-    padded_mask = jnp.concatenate([mask, jnp.zeros((3, 4), bool)], -1)
-    if fn.tier == 1:
-        short, long = fn.fn(probs, ranks, mask), fn.fn(padded_probs, padded_ranks, padded_mask)
-        np.testing.assert_array_equal(short & mask, (long & padded_mask)[:, :5])
-        np.testing.assert_array_equal(jax.jit(fn.fn)(probs, ranks, mask), short)
-    else:
-        keep = mask & (ranks == 0)
-        padded_keep = padded_mask & (padded_ranks == 0)
-        short = fn.fn(probs, keep, mask)
-        np.testing.assert_allclose(fn.fn(padded_probs, padded_keep, padded_mask), short, rtol=1e-6)
-        np.testing.assert_allclose(jax.jit(fn.fn)(probs, keep, mask), short, rtol=1e-6)
+def _positional_median(values, mask):
+    """Reads the middle slot as if the mask were a prefix: right in a prefix test, wrong in the sweep."""
+    n = mask.sum(-1)
+    return jnp.take_along_axis(values, ((n - 1) // 2)[..., None], -1)[..., 0]
+
+
+def _multiplied_sum(values, mask):
+    """Masks by multiplying with a float mask: 0.0 * inf is NaN where a masked-out value is +inf."""
+    return jnp.sum(values * mask.astype(values.dtype), -1)
+
+
+def _padding_prefix(probs, ranks, mask):
+    """Keeps ranks at most the mean rank, padding included (a filter must not read past the mask)."""
+    return ranks <= jnp.mean(ranks, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn, tier, message", [
+    (_positional_median, 3, "scattered mask"),
+    (_multiplied_sum, 4, "scattered mask"),
+    (_padding_prefix, 1, "padding changes the result"),
+])
+def test_check_catches_functions_that_break_the_contract(fn, tier, message):
+    with pytest.raises(ValueError, match=message):
+        tiers.check(fn, tier=tier)
+
+
+def test_check_compares_with_the_reference(user_functions):
+    tiers.check("trimmed_mean")
+    tiers.check("top2prefix")
+    tiers.register_aggregator("wrongref", tiers=(3,), reference=lambda values: sum(values))(_trimmed_mean)
+    try:
+        with pytest.raises(ValueError, match="differs from its reference"):
+            tiers.check("wrongref")
+    finally:
+        del tiers.REGISTRIES[3]["wrongref"]
+
+
+def test_check_needs_a_tier_for_an_unregistered_function():
+    with pytest.raises(ValueError, match="needs its tier"):
+        tiers.check(_positional_median)
 
 
 def _top2prefix(probs, ranks, mask):
@@ -66,14 +74,23 @@ def _trimmed_mean(values, mask):
     return jnp.sum(jnp.where(inner, values, 0.0), -1) / jnp.maximum(inner.sum(-1), 1)
 
 
+def _trimmed_mean_reference(values):
+    inner = values[1:-1] if len(values) >= 3 else values
+    return sum(inner) / len(inner)
+
+
 @pytest.fixture
 def user_functions():
     """Register the README's example functions and remove them afterwards."""
-    tiers.register_filter("top2prefix")(_top2prefix)
-    tiers.register_aggregator("trimmed_mean", tiers=(3,))(_trimmed_mean)
+    tiers.register_filter("top2prefix", reference=lambda probs, ranks: _top2prefix_reference(ranks))(_top2prefix)
+    tiers.register_aggregator("trimmed_mean", tiers=(3,), reference=_trimmed_mean_reference)(_trimmed_mean)
     yield
     del tiers.REGISTRIES[1]["top2prefix"]
     del tiers.REGISTRIES[3]["trimmed_mean"]
+
+
+def _top2prefix_reference(ranks):
+    return [all(k < 2 for k in ranks[:t + 1]) for t in range(len(ranks))]
 
 
 def _oracle_top2prefix(ref):
@@ -143,15 +160,13 @@ def test_space_errors():
 
 
 def test_sweep_compiles_once_per_shape():
-    space = tiers.Space.from_names(filters=("none", "prefix0"))  # a space of its own: fresh cache
-    traced = chex.assert_max_traces(tiers.sweep_arrays, n=1)
-    compiled = jax.jit(lambda *a: traced(space, *a))
+    space = tiers.Space.from_names(filters=("none", "prefix0"))  # a space of its own: a fresh compile cache
     rng = np.random.default_rng(2)
-    for _ in range(3):
+    for _ in range(3):  # new values and strata, same shapes
         mask = np.arange(4) < rng.integers(1, 5, (7, 2))[..., None]
-        args = (jnp.asarray(rng.uniform(0, 1, mask.shape), jnp.float32),
-                jnp.asarray(rng.integers(0, 3, mask.shape), jnp.int32), jnp.asarray(mask),
-                jnp.asarray(rng.random((3, 7)) < 0.5).at[:, 0].set(True))
-        compiled(*args)
-    # And the library's own cache holds one compiled function per space.
+        ref_probs = RefProbs(rng.uniform(0.01, 1, mask.shape), rng.integers(0, 3, mask.shape), mask)
+        strata = rng.random((3, 7)) < 0.5
+        strata[:, 0] = True
+        tiers.sweep(ref_probs, strata, space)
+    assert tiers.compiled_sweep(space)._cache_size() == 1
     assert tiers.compiled_sweep(space) is tiers.compiled_sweep(space)

@@ -7,7 +7,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from pregen_jax import postgen, tables
+from pregen_jax import postgen, ranking
 from pregen_jax.datasets import read_flickr8k, tokenize
 from tests.conftest import ROOT, shared
 
@@ -25,7 +25,7 @@ def _init_1():
 
 
 def _table_2018():
-    table = tables.read_table(shared("pregen-metrics-2018", "data.txt"))
+    table = ranking.read_table(shared("pregen-metrics-2018", "data.txt"))
     return table[(table["dataset"] == "flickr8k") & (table["architecture"] == "init") & (table["run"] == 1)
                  & (table["num_strata"] == 1)].iloc[0]
 

@@ -144,6 +144,7 @@ def test_sweep_validates_strata():
 @pytest.mark.parametrize("use_x64", [False, True])
 def test_stable_argsort_matches_numpy(use_x64):
     import jax
+
     from pregen_jax.tiers._sweep import stable_argsort
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", use_x64)

@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from pregen_jax import postgen, tables
+from pregen_jax import io, postgen, ranking
 from pregen_jax.datasets import TOKENIZER_NAME, read_flickr8k, tokenize
 from pregen_jax.strata import spec_strata
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED = io.SHARED_DATA
 ARCHITECTURES, RUNS, METRICS = ("init", "pre", "par", "merge"), (1, 2, 3), ("METEOR", "CIDEr", "WMD")
 
 
@@ -47,11 +47,11 @@ def main(argv=None) -> int:
     image_ids = (captions_dir / "imgs_flickr8k.txt").read_text().split()
     row = {image_id: n for n, image_id in enumerate(test.image_ids)}
     gts = {i: [" ".join(ref) for ref in test.captions[row[i]]] for i in image_ids}
-    stopwords = postgen.read_stopwords(shared / "wmd" / "stopwords_nltk_english.txt")
+    options = postgen.PostgenOptions(stopwords=str(shared / "wmd" / "stopwords_nltk_english.txt"))
 
     start = time.perf_counter()
     frames = []
-    with postgen.make_metrics(METRICS, stopwords) as metrics:
+    with postgen.make_metrics(METRICS, options) as metrics:
         for name, why in metrics.unavailable.items():
             print(f"{name} unavailable: {why}")
         for arch in tqdm([a for a in ARCHITECTURES for _ in RUNS], desc="models"):
@@ -66,9 +66,9 @@ def main(argv=None) -> int:
     ours = pd.concat(frames, ignore_index=True)
     ours["tokenizer"] = TOKENIZER_NAME
     out = Path(args.out)
-    tables.write_tsv_atomic(ours, out / "postgen.tsv")
+    io.write_tsv(ours, out / "postgen.tsv")
 
-    theirs = tables.read_table(shared / "pregen-metrics-2018" / "data.txt")
+    theirs = ranking.read_table(shared / "pregen-metrics-2018" / "data.txt")
     theirs = theirs[theirs["dataset"] == "flickr8k"]
     keys = ["architecture", "run", "num_strata", "stratum"]
     both = ours.merge(theirs[keys + list(METRICS)], on=keys, suffixes=("", "_2018"))
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
                                                 / whole[f"{metric}_2018"]).max(),
                      "mean_ours": both[metric].mean(), "mean_2018": both[f"{metric}_2018"].mean()})
     comparison = pd.DataFrame(rows)
-    tables.write_tsv_atomic(comparison, out / "comparison.tsv")
+    io.write_tsv(comparison, out / "comparison.tsv")
     print(f"\n{len(ours)} data points in {time.perf_counter() - start:.0f} s; wrote {out / 'postgen.tsv'}")
     print(comparison.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     init_1 = both[(both["architecture"] == "init") & (both["run"] == 1) & (both["num_strata"] == 1)]

@@ -13,10 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from pregen_jax import ranking, tables
+from pregen_jax import io, ranking
 
-ROOT = Path(__file__).resolve().parents[2]
-TABLE = ROOT.parent / "shared" / "data" / "pregen-metrics-2018" / "data.txt"
+TABLE = io.shared_data("pregen-metrics-2018", "data.txt")
 
 
 def main(argv=None) -> int:
@@ -27,10 +26,11 @@ def main(argv=None) -> int:
     if not Path(args.table).is_file():
         print(f"skipped: {args.table} not found (see ../shared/data/README.md)")
         return 0
-    table = tables.read_table(args.table)
-    pregen = tables.pregen_columns(table)
+    table = ranking.read_table(args.table)
+    pregen = ranking.pregen_columns(table)
     result = ranking.rank(table, ["METEOR", "CIDEr", "SPICE", "WMD"], pregen, group_by="dataset")
-    ranking.write_ranking(result, Path(args.out), "2018 study's own (lower-cased alphanumeric tokens)", args.table)
+    with io.staged_folder(args.out) as staging:
+        ranking.write_ranking(result, staging, "2018 study's own (lower-cased alphanumeric tokens)", args.table)
     print(f"{len(pregen)} pre-gen metrics, {len(result.excluded)} left out, "
           f"{len(pregen) - len(result.excluded)} ranked over {len(table)} data points")
     for post, df in result.correlations.items():

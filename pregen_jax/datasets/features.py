@@ -1,10 +1,17 @@
 """Image feature files: ``.npy`` f[N, D], ``.npz`` (one array, or ``features`` + ``image_ids``),
-and Karpathy's ``vgg_feats.mat`` (``feats``: f[D, N], columns in the JSON's image order)."""
+and Karpathy's ``vgg_feats.mat`` (``feats``: f[D, N], columns in the JSON's image order).
+
+A file without image ids (``.npy``, ``.mat``, a one-array ``.npz``) must have one row per
+image of the corpus in the corpus's own order (``ROW_ORDER``); an ``.npz`` with ``features``
+and ``image_ids`` may hold any images in any order."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+
+ROW_ORDER = ("Karpathy JSON: every image of the file in its order; Flickr8k: every line of "
+             "Flickr_8k.trainImages.txt, then devImages, then testImages")
 
 
 def read_features(path, image_ids: list[str] | None = None, all_image_ids: list[str] | None = None) -> np.ndarray:
@@ -55,10 +62,12 @@ def read_features(path, image_ids: list[str] | None = None, all_image_ids: list[
         return feats
     if row_ids is None:
         if len(image_ids) != len(feats):
-            raise ValueError(f"{path}: {len(feats)} feature rows for {len(image_ids)} images and no image ids")
+            raise ValueError(f"{path}: {len(feats)} feature rows for {len(image_ids)} images, and the file names no "
+                             "images: use an .npz with arrays 'features' and 'image_ids'")
         return feats
     if len(row_ids) != len(feats):
-        raise ValueError(f"{path}: {len(feats)} feature rows but {len(row_ids)} image ids")
+        raise ValueError(f"{path}: {len(feats)} feature rows but the corpus lists {len(row_ids)} images, whose order "
+                         f"the rows must follow ({ROW_ORDER}); or use an .npz with arrays 'features' and 'image_ids'")
     row_of = {image_id: n for n, image_id in enumerate(row_ids)}
     missing = [i for i in image_ids if i not in row_of]
     if missing:

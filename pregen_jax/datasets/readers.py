@@ -1,4 +1,8 @@
-"""Readers for real caption corpora: Karpathy-split JSON and the Flickr8k token/split files."""
+"""Readers for real caption corpora: Karpathy-split JSON and the Flickr8k token/split files.
+
+Both re-derive tokens with the package tokenizer, so every corpus shares one tokenisation,
+and both fail with one line naming the file and the entry at fault.
+"""
 from __future__ import annotations
 
 import collections
@@ -6,39 +10,58 @@ import json
 import warnings
 from pathlib import Path
 
+from .. import io
 from .corpus import CaptionDataset, CaptionSplit, tokenize
+
+FLICKR8K_SPLIT_FILES = (("train", "Flickr_8k.trainImages.txt"), ("val", "Flickr_8k.devImages.txt"),
+                        ("test", "Flickr_8k.testImages.txt"))
 
 
 def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
     """A ``dataset_flickr8k.json``-style file: ``{"dataset": ..., "images": [{"filename",
-    "split", "sentences": [{"raw" or "tokens"}]}]}``. Tokens are re-derived from ``raw`` with
-    the package tokenizer when present, so all corpora share one tokenisation."""
+    "split", "sentences": [{"raw" or "tokens"}]}]}``.
+
+    ``file_order`` lists every image in file order: the row order of Karpathy's feature files.
+    """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        images = data["images"]
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: not a readable JSON file ({err})") from err
-    except (KeyError, TypeError):
-        raise ValueError(f"{path}: expected a Karpathy-split JSON object with an 'images' list") from None
+        data = json.loads(io.read_text(path, "Karpathy JSON"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
+        raise ValueError(f"{path}: expected a Karpathy-split JSON object with an 'images' list")
     splits: dict[str, CaptionSplit] = {}
-    file_order = []
-    for n, image in enumerate(images):
-        try:
-            split = image["split"]
-            image_id = image.get("filename") or str(image.get("imgid", n))
-            refs = [tokenize(s["raw"]) if "raw" in s else [t.lower() for t in s["tokens"]] for s in image["sentences"]]
-        except (KeyError, TypeError) as err:
-            raise ValueError(f"{path}: image entry {n} lacks {err} (needs split, sentences)") from None
-        if split == "restval" and merge_restval:
-            split = "train"
+    file_order, seen = [], {}
+    for n, image in enumerate(data["images"]):
+        if not isinstance(image, dict) or "split" not in image or not isinstance(image.get("sentences"), list):
+            raise ValueError(f"{path}: image entry {n} needs 'split' and a 'sentences' list")
+        image_id = image.get("filename") or str(image.get("imgid", n))
+        if image_id in seen:
+            raise ValueError(f"{path}: image {image_id!r} appears twice (entries {seen[image_id]} and {n})")
+        seen[image_id] = n
+        refs = [_sentence_tokens(path, image_id, k, s) for k, s in enumerate(image["sentences"])]
+        split = "train" if image["split"] == "restval" and merge_restval else str(image["split"])
         target = splits.setdefault(split, CaptionSplit([], []))
         target.image_ids.append(image_id)
-        file_order.append(image_id)
         target.captions.append(refs)
+        file_order.append(image_id)
     for name, split in splits.items():
         split.check(f"{path} ({name} split)")
     return CaptionDataset(str(data.get("dataset", path.stem)), splits, file_order=file_order)
+
+
+def _sentence_tokens(path, image_id, k, sentence) -> list[str]:
+    where = f"{path}: image {image_id!r}, sentence {k}"
+    if not isinstance(sentence, dict):
+        raise ValueError(f"{where}: expected an object with 'raw' or 'tokens'")
+    if "raw" in sentence:
+        if not isinstance(sentence["raw"], str):
+            raise ValueError(f"{where}: 'raw' must be a string, got {sentence['raw']!r}")
+        return tokenize(sentence["raw"])
+    tokens = sentence.get("tokens")
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise ValueError(f"{where}: needs 'raw' (a string) or 'tokens' (a list of strings)")
+    return tokenize(" ".join(tokens))
 
 
 def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
@@ -46,27 +69,25 @@ def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
 
     A split file may list images that have no captions (some copies of the test split end
     with ``1.jpg`` ... ``5.jpg``): they are skipped with a warning naming them, or are an
-    error with ``strict=True``.
+    error with ``strict=True``. ``file_order`` is every line of the train, dev and test split
+    files in that order (skipped images included): the row order a features ``.npy``
+    without image ids must follow.
     """
     folder = Path(folder)
     token_file = folder / "Flickr8k.token.txt"
-    if not token_file.is_file():
-        raise ValueError(f"{token_file}: not found")
     captions: dict[str, list[list[str]]] = collections.defaultdict(list)
-    for line_no, line in enumerate(token_file.read_text(encoding="utf-8").splitlines(), 1):
+    for line_no, line in enumerate(io.read_text(token_file, "Flickr8k caption file").splitlines(), 1):
         if not line.strip():
             continue
         key, sep, raw = line.partition("\t")
         if not sep or "#" not in key:
             raise ValueError(f"{token_file}, line {line_no}: expected '<image>.jpg#<n><TAB><caption>'")
         captions[key.split("#")[0]].append(tokenize(raw))
-    splits = {}
-    for split, file_name in (("train", "Flickr_8k.trainImages.txt"), ("val", "Flickr_8k.devImages.txt"),
-                             ("test", "Flickr_8k.testImages.txt")):
+    splits, file_order = {}, []
+    for split, file_name in FLICKR8K_SPLIT_FILES:
         split_file = folder / file_name
-        if not split_file.is_file():
-            raise ValueError(f"{split_file}: not found")
-        ids = [line.strip() for line in split_file.read_text().splitlines() if line.strip()]
+        ids = [line.strip() for line in io.read_text(split_file, "Flickr8k split file").splitlines() if line.strip()]
+        file_order += ids
         missing = [i for i in ids if i not in captions]
         if missing:
             message = (f"{split_file}: {len(missing)} listed image(s) have no captions in {token_file.name}: "
@@ -75,6 +96,9 @@ def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
                 raise ValueError(message)
             warnings.warn(message + " (skipped)", stacklevel=2)
             ids = [i for i in ids if i in captions]
+        duplicated = [i for i, count in collections.Counter(ids).items() if count > 1]
+        if duplicated:
+            raise ValueError(f"{split_file}: image {duplicated[0]} is listed more than once")
         splits[split] = CaptionSplit(ids, [captions[i] for i in ids])
         splits[split].check(f"{token_file} ({split} split)")
-    return CaptionDataset("flickr8k", splits)
+    return CaptionDataset("flickr8k", splits, file_order=file_order)

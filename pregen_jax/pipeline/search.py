@@ -1,16 +1,15 @@
-"""The search: models -> reference probabilities, captions -> strata -> post-gen and all
-pre-gen metrics per stratum -> the table -> correlations, report and plots.
+"""The search: data -> models -> per model (reference probabilities, captions, strata,
+post-gen and pre-gen metrics per stratum) -> the table -> the ranking.
 
-Every per-model stage is cached in the run folder under a key made of the content hashes of
-its inputs (checkpoint, test data, settings), so an interrupted run resumes where it stopped
-and a finished one re-renders its report in seconds.
+Inputs are all checked before the first model trains; every per-model stage is cached in
+``<out>/cache`` (see ``cache``), so an interrupted run resumes where it stopped and a finished
+one re-renders its report in seconds. Nothing but ``cache/`` is written here: ``report``
+publishes the outputs.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import json
 import time
 from pathlib import Path
 
@@ -18,16 +17,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import atomic, checkpoints, postgen, ranking, tables, tiers
+from .. import io, ranking
 from ..datasets import TOKENIZER, TOKENIZER_NAME
-from ..refprobs import compute_ref_probs, generate_captions
-from ..strata import spec_strata
-from ..types import RefProbs
-from . import models as sources
-from .config import SearchConfig
-
-ID_COLUMNS = ["dataset", "architecture", "run", "epoch", "num_strata", "stratum"]
-SHARED_STOPWORDS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "wmd" / "stopwords_nltk_english.txt"
+from . import sources, stages
+from .cache import StageCache
+from .config import ID_COLUMNS, SearchConfig
 
 
 class StageTimer:
@@ -45,8 +39,16 @@ class StageTimer:
             self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - start
 
 
-def _key(*parts) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+@dataclasses.dataclass
+class ModelResult:
+    """What the search learned about one model, besides its table rows."""
+
+    label: str
+    architecture: str
+    run: str
+    epoch: str
+    per_image: dict[str, np.ndarray]   # post-gen metric -> f[I] per-image scores on the whole test set
+    quality: dict                      # caption_quality(): distinct share, repeats, problems
 
 
 @dataclasses.dataclass
@@ -58,133 +60,62 @@ class SearchResult:
     unavailable: dict[str, str]
     timings: dict[str, float]
     facts: dict
-
-
-def stopwords_for(config: SearchConfig) -> tuple[frozenset, str]:
-    if config.postgen.stopwords:
-        return postgen.read_stopwords(config.postgen.stopwords), config.postgen.stopwords
-    if SHARED_STOPWORDS.is_file():
-        return postgen.read_stopwords(SHARED_STOPWORDS), f"{SHARED_STOPWORDS} (the 2018 list)"
-    return frozenset(), "none (no stop-word file configured and ../shared/data/wmd is absent)"
+    models: list[ModelResult]
+    stages: dict[str, dict[str, int]]  # stage -> {"computed": n, "reused": m}
+    vocab: object = None
 
 
 def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult:
-    out = Path(out)
+    out = io.check_out_folder(out)
     timer = StageTimer()
     wall = time.perf_counter()
     with timer("data and image features"):
-        dataset, facts = sources.load_data(config, progress)
-        test = dataset["test"]
-        test.check(f"{facts['dataset']} test split")
-        vocab = sources.vocabulary(config, dataset)
-    facts.update(vocabulary=len(vocab), tokenizer=TOKENIZER, test_images=len(test))
+        data = sources.load_data(config, progress)
+        space = stages.tier_space(config.pregen)
+        # Everything a user supplied is read and checked here, before anything is trained or written.
+        candidates = sources.precomputed_candidates(config, data)
+        candidates += sources.checkpoint_candidates(config, data)
+    cache = StageCache(out / "cache")
     with timer("training"):
-        candidates = sources.precomputed_candidates(config, len(test))  # bad input fails before any write
-        out.mkdir(parents=True, exist_ok=True)
-        vocab.save(out / "vocabulary.json")  # what [models] checkpoints + vocabulary need to reuse the models
-        if config.models.checkpoints:
-            candidates += sources.checkpoint_candidates(config, vocab)
-        elif not config.precomputed:
-            candidates += sources.trained_candidates(config, dataset, vocab, out, progress)
+        if not config.precomputed and not config.models.checkpoints:
+            candidates += sources.trained_candidates(config, data, cache, progress)
     if not candidates:
         raise ValueError("no models to evaluate (configure [models], checkpoints or [[precomputed]])")
 
-    stopwords, stopwords_source = stopwords_for(config)
-    facts["wmd_stopwords"] = stopwords_source
-    space = tiers.COMPAT_2018 if config.pregen.compat_2018 else tiers.DEFAULT_SPACE
-    data_hash = test.content_hash()
-    gts = {image_id: [" ".join(ref) for ref in refs] for image_id, refs in zip(test.image_ids, test.captions)}
-    metric_set = None
-    frames = []
+    metrics = stages.LazyMetrics(config.postgen)
+    for name, why in metrics.unavailable.items():
+        tqdm.write(f"{name} unavailable: {why}")
+    space_id = stages.space_key(space)
+    frames, models = [], []
     try:
         for candidate in tqdm(candidates, desc="models", unit="model", disable=not progress):
-            folder = out / "models" / candidate.label
-            folder.mkdir(parents=True, exist_ok=True)
-            model_hash = (checkpoints.fingerprint(candidate.trained.path) if candidate.trained
-                          else _key(_array_hash(candidate.ref_probs), candidate.captions))
-
             with timer("reference probabilities"):
-                ref_probs = candidate.ref_probs or _cached_ref_probs(candidate, folder, _key(model_hash, data_hash),
-                                                                     test.features, test.captions, vocab, progress)
+                ref_probs, ref_probs_key = stages.ref_probs_stage(cache, candidate, data, progress)
             with timer(f"generation (beam {config.generation.beam_width})"):
-                captions = candidate.captions or _cached_captions(candidate, folder, _key(
-                    model_hash, data_hash, dataclasses.asdict(config.generation)), test.features, vocab, config, progress)
-            res = {image_id: [" ".join(c)] for image_id, c in zip(test.image_ids, captions)}
-
-            post_key = _key(model_hash, data_hash, captions, config.postgen.metrics, sorted(stopwords))
-            post_path = folder / f"postgen-{post_key}.tsv"
+                captions, captions_key = stages.captions_stage(cache, candidate, data, config.generation, progress)
             with timer("post-gen metrics"):
-                if post_path.is_file():
-                    post = pd.read_csv(post_path, sep="\t")
-                else:
-                    if metric_set is None:
-                        metric_set = postgen.make_metrics(config.postgen.metrics, stopwords,
-                                                          config.postgen.corenlp_dir or None)
-                        for name, why in metric_set.unavailable.items():
-                            tqdm.write(f"{name} unavailable: {why}")
-                    _, per_image_cider = postgen.CIDEr().compute_score(gts, res)
-                    strata = spec_strata(per_image_cider)
-                    post = postgen.score_strata(metric_set, gts, res, strata.blocks(test.image_ids))
-                    post.insert(0, "stratum", strata.stratum)
-                    post.insert(0, "num_strata", strata.num_strata)
-                    with atomic.atomic_path(folder / f"strata-{post_key}.npy") as tmp:
-                        np.save(tmp, strata.mask)
-                    tables.write_tsv_atomic(post, post_path)  # written last: it marks the stage done
-            strata_mask = np.load(folder / f"strata-{post_key}.npy")
-
-            with timer("pre-gen sweep (504 metrics x 15 strata)"):
-                pre_path = folder / f"pregen-{_key(post_key, space.names, config.pregen.compat_2018)}.npy"
-                if pre_path.is_file():
-                    pre = np.load(pre_path)
-                else:
-                    pre = tiers.sweep(ref_probs, strata_mask, space)
-                    with atomic.atomic_path(pre_path) as tmp:
-                        np.save(tmp, pre)
-            ids = pd.DataFrame({"dataset": dataset.name, "architecture": candidate.architecture,
-                                "run": candidate.run, "epoch": candidate.epoch or "final"}, index=post.index)
-            frames.append(pd.concat([ids, post, pd.DataFrame(pre, columns=space.names, index=post.index)], axis=1))
+                strata, strata_key = stages.strata_stage(cache, candidate, captions, captions_key, data)
+                post, per_image = stages.postgen_stage(cache, candidate, captions, captions_key, strata, strata_key,
+                                                       data, metrics)
+            with timer(f"pre-gen sweep ({len(space)} metrics x {len(strata.mask)} strata)"):
+                pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, strata, strata_key, space,
+                                          space_id)
+            ids = pd.DataFrame({"dataset": data.dataset.name, "architecture": candidate.architecture,
+                                "run": candidate.run, "epoch": candidate.epoch,
+                                "num_strata": strata.num_strata, "stratum": strata.stratum})
+            frames.append(pd.concat([ids, post, pd.DataFrame(pre, columns=space.names)], axis=1))
+            models.append(ModelResult(candidate.label, candidate.architecture, candidate.run, candidate.epoch,
+                                      per_image, stages.caption_quality(captions)))
     finally:
-        if metric_set is not None:
-            metric_set.close()
+        metrics.close()
 
     table = pd.concat(frames, ignore_index=True)
     table["tokenizer"] = TOKENIZER_NAME
-    # From availability, not from the metric set: a run served from the cache starts no metric.
-    unavailable = {n: why for n, (ok, why) in postgen.availability(config.postgen.corenlp_dir or None).items()
-                   if n in config.postgen.metrics and not ok}
-    postgen_names = [c for c in postgen.METRICS if c in table.columns]
+    postgen_names = metrics.names
     with timer("ranking"):
         result = ranking.rank(table, postgen_names, space.names, group_by=config.pregen.group_by or None)
+    assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
+    facts = dict(data.facts, tokenizer=TOKENIZER, space=len(space))
     timings = dict(timer.seconds, total=time.perf_counter() - wall)
-    return SearchResult(out, table, result, postgen_names, unavailable, timings, facts)
-
-
-def _array_hash(ref_probs: RefProbs) -> str:
-    digest = hashlib.sha256()
-    for array in (ref_probs.probs, ref_probs.ranks, ref_probs.mask):
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()[:16]
-
-
-def _cached_ref_probs(candidate, folder: Path, key: str, features, captions, vocab, progress) -> RefProbs:
-    path = folder / f"refprobs-{key}.npz"
-    if path.is_file():
-        return RefProbs.load(path)
-    trained = candidate.trained
-    ref_probs = compute_ref_probs(trained.model, trained.params, features, captions, vocab, progress=progress,
-                                  source=f"{candidate.label} on the test references")
-    with atomic.atomic_path(path) as tmp:
-        ref_probs.save(tmp)
-    return ref_probs
-
-
-def _cached_captions(candidate, folder: Path, key: str, features, vocab, config, progress) -> list[list[str]]:
-    path = folder / f"captions-{key}.txt"
-    if path.is_file():
-        return [line.split() for line in path.read_text().splitlines()]
-    gen = config.generation
-    trained = candidate.trained
-    captions = generate_captions(trained.model, trained.params, features, vocab, gen.beam_width, gen.max_len,
-                                 gen.min_len, progress=progress)
-    tables.write_text_atomic("".join(" ".join(c) + "\n" for c in captions), path)
-    return captions
+    return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts, models,
+                        cache.counts(), data.vocab)

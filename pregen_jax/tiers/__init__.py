@@ -19,13 +19,24 @@ Extending the space from user code::
     scores = tiers.sweep(ref_probs, strata, space)   # f[S, len(space)]
 """
 from . import _builtins  # noqa: F401  (registers the spec's functions)
-from ._registry import (JOIN, REGISTRIES, TIER_NAMES, TierFn, describe, get, register,
-                        register_aggregator, register_caption_score, register_filter)
+from ._check import check, registered
+from ._registry import (
+                        JOIN,
+                        REGISTRIES,
+                        TIER_NAMES,
+                        TierFn,
+                        describe,
+                        get,
+                        register,
+                        register_aggregator,
+                        register_caption_score,
+                        register_filter,
+)
 from ._space import COMPAT_2018, DEFAULT_SPACE, Space, parse_metric_name
 from ._sweep import check_strata, compiled_sweep, sweep, sweep_arrays
 
 __all__ = [
     "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Space", "TierFn",
-    "check_strata", "compiled_sweep", "describe", "get", "parse_metric_name", "register",
+    "check", "check_strata", "registered", "compiled_sweep", "describe", "get", "parse_metric_name", "register",
     "register_aggregator", "register_caption_score", "register_filter", "sweep", "sweep_arrays",
 ]

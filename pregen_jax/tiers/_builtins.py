@@ -1,32 +1,52 @@
-"""The built-in tier functions of the spec (../shared/docs/pregen-spec.md)."""
+"""The built-in tier functions of the spec (../shared/docs/pregen-spec.md).
+
+Each is registered with a plain-Python ``reference`` taken from the oracle, so that
+``tiers.check`` compares the array version with the spec's own words.
+"""
 from __future__ import annotations
+
+import functools
 
 import jax.numpy as jnp
 
+from . import oracle
 from ._registry import register_aggregator, register_caption_score, register_filter
+
+
+def _prefix(ranks):
+    kept = [k == 0 for k in ranks]
+    return [all(kept[:t + 1]) for t in range(len(kept))]
+
+
+def _caption_reference(name):
+    return lambda probs, keep: oracle.caption_score([p for p, k in zip(probs, keep) if k], len(probs), name)
+
+
+def _aggregator_reference(name):
+    return functools.partial(oracle.aggregate, name=name)
 
 # ---------------------------------------------------------------- tier 1: filters
 
 
-@register_filter("none")
+@register_filter("none", reference=lambda probs, ranks: [True] * len(probs))
 def keep_all(probs, ranks, mask):
     """All m+1 positions."""
     return mask
 
 
-@register_filter("filter0")
+@register_filter("filter0", reference=lambda probs, ranks: [k == 0 for k in ranks])
 def keep_top(probs, ranks, mask):
     """Positions whose true token is the model's top choice (rank 0), as the paper's text says."""
     return mask & (ranks == 0)
 
 
-@register_filter("miss0")
+@register_filter("miss0", reference=lambda probs, ranks: [k != 0 for k in ranks])
 def keep_missed(probs, ranks, mask):
     """Positions whose true token is NOT the top choice: what the 2018 code's ``filter0`` kept."""
     return mask & (ranks != 0)
 
 
-@register_filter("prefix0")
+@register_filter("prefix0", reference=lambda probs, ranks: _prefix(ranks))
 def keep_top_prefix(probs, ranks, mask):
     """The longest prefix in which every true token is the model's top choice."""
     misses_so_far = jnp.cumsum(mask & (ranks != 0), axis=-1)
@@ -36,14 +56,14 @@ def keep_top_prefix(probs, ranks, mask):
 # ---------------------------------------------------------------- tier 2: caption scores
 
 
-@register_caption_score("prob")
+@register_caption_score("prob", reference=_caption_reference("prob"))
 def caption_prob(probs, keep, mask):
     """Product of the kept probabilities; 0 when nothing is kept."""
     product = jnp.prod(jnp.where(keep, probs, 1.0), axis=-1)
     return jnp.where(keep.any(-1), product, 0.0)
 
 
-@register_caption_score("pplx")
+@register_caption_score("pplx", reference=_caption_reference("pplx"))
 def caption_pplx(probs, keep, mask):
     """Perplexity 2 ** (-mean(log2 p)) of the kept positions; +inf when nothing is kept or a kept p is 0."""
     count = keep.sum(-1)
@@ -52,13 +72,13 @@ def caption_pplx(probs, keep, mask):
     return jnp.where(count > 0, pplx, jnp.inf)
 
 
-@register_caption_score("count")
+@register_caption_score("count", reference=_caption_reference("count"))
 def caption_count(probs, keep, mask):
     """How many positions were kept."""
     return keep.sum(-1).astype(probs.dtype)
 
 
-@register_caption_score("normcount")
+@register_caption_score("normcount", reference=_caption_reference("normcount"))
 def caption_normcount(probs, keep, mask):
     """Kept positions over the reference's full length m+1 (end token included)."""
     return keep.sum(-1).astype(probs.dtype) / jnp.maximum(mask.sum(-1), 1).astype(probs.dtype)
@@ -71,13 +91,13 @@ def _count(mask, dtype):
     return jnp.maximum(mask.sum(-1), 1).astype(dtype)
 
 
-@register_aggregator("sum")
+@register_aggregator("sum", reference=_aggregator_reference("sum"))
 def agg_sum(values, mask):
     """Sum of the masked values."""
     return jnp.sum(jnp.where(mask, values, 0.0), axis=-1)
 
 
-@register_aggregator("mean")
+@register_aggregator("mean", reference=_aggregator_reference("mean"))
 def agg_mean(values, mask):
     """Arithmetic mean of the masked values."""
     return agg_sum(values, mask) / _count(mask, values.dtype)
@@ -93,7 +113,7 @@ def kth_masked(values, mask, k):
     return jnp.max(jnp.where(hit, values, -jnp.inf), axis=-1)
 
 
-@register_aggregator("median")
+@register_aggregator("median", reference=_aggregator_reference("median"))
 def agg_median(values, mask):
     """Median of the masked values (mean of the two middle ones for an even count)."""
     n = mask.sum(-1)
@@ -102,7 +122,7 @@ def agg_median(values, mask):
     return jnp.where(low == high, low, (low + high) / 2)  # inf stays inf, never inf-inf
 
 
-@register_aggregator("geomean")
+@register_aggregator("geomean", reference=_aggregator_reference("geomean"))
 def agg_geomean(values, mask):
     """Geometric mean exp(mean(log x)); 0 when any value is 0 (and +inf stays +inf)."""
     any_zero = jnp.any(mask & (values == 0), axis=-1)
@@ -110,13 +130,13 @@ def agg_geomean(values, mask):
     return jnp.where(any_zero, 0.0, jnp.exp(log_sum / _count(mask, values.dtype)))
 
 
-@register_aggregator("max")
+@register_aggregator("max", reference=_aggregator_reference("max"))
 def agg_max(values, mask):
     """Largest masked value."""
     return jnp.max(jnp.where(mask, values, -jnp.inf), axis=-1)
 
 
-@register_aggregator("min")
+@register_aggregator("min", reference=_aggregator_reference("min"))
 def agg_min(values, mask):
     """Smallest masked value."""
     return jnp.min(jnp.where(mask, values, jnp.inf), axis=-1)

@@ -41,6 +41,7 @@ class TierFn:
     name: str
     fn: Callable | None  # None only for the structural tier-3 ``join``
     doc: str = ""
+    reference: Callable | None = None  # plain Python over one list of values (see ``check``)
 
     def renamed(self, name: str) -> "TierFn":
         """The same function under another name (how COMPAT_2018 calls its filter ``filter0``)."""
@@ -90,12 +91,20 @@ def _probe(tier: int, name: str, fn: Callable) -> None:
         raise ValueError(f"{label} must return numbers, got {out.dtype}")
 
 
-def register(tier: int | tuple[int, ...], name: str | None = None, *, overwrite: bool = False):
+def register(tier: int | tuple[int, ...], name: str | None = None, *, reference: Callable | None = None,
+             overwrite: bool = False):
     """Decorator: register ``fn`` as a tier function (tier 1-4, or a tuple such as (3, 4)).
 
     The function is traced once on small inputs to check its signature and output shape,
     so a mistake is reported here rather than deep inside a sweep. Registering a name that
     is already taken in that tier raises ``ValueError`` unless ``overwrite=True``.
+    ``tiers.check(name)`` runs the full checks (scattered masks, zeros and +inf, batch axes,
+    jit, and equality with ``reference``), as the test suite does for every registered function.
+
+    ``reference`` (optional) is a plain-Python version over one reference or one list:
+    filter ``(probs: list[float], ranks: list[int]) -> list[bool]``; caption score
+    ``(probs: list[float], keep: list[bool]) -> float`` (the reference's real positions);
+    aggregator ``(values: list[float]) -> float`` (the masked values, sorted ascending).
 
     >>> @register(1, "top2prefix")
     ... def top2prefix(probs, ranks, mask):
@@ -118,7 +127,7 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, overwrite:
         for t in tiers:
             _probe(t, fn_name, fn)
         for t in tiers:
-            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip())
+            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference)
         return fn
 
     return decorate

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..types import RefProbs
+from ..refprobs import RefProbs
 from ._space import DEFAULT_SPACE, Space
 
 

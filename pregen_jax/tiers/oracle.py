@@ -11,7 +11,7 @@ import statistics
 
 import numpy as np
 
-from ..types import RefProbs
+from ..refprobs import RefProbs
 
 
 def _kept(probs, ranks, filter_name, compat_2018):
@@ -32,7 +32,8 @@ def _kept(probs, ranks, filter_name, compat_2018):
     raise ValueError(f"unknown filter {filter_name!r}")
 
 
-def _caption_score(kept, length, score_name):
+def caption_score(kept, length, score_name):
+    """One of the spec's caption scores of the kept probabilities of a reference of ``length`` positions."""
     if score_name == "prob":
         if not kept:
             return 0.0
@@ -94,7 +95,7 @@ def metric(refs, images, name, compat_2018=False):
         for ref in refs[i]:
             probs = [p for p, _ in ref]
             ranks = [k for _, k in ref]
-            scores.append(_caption_score(_kept(probs, ranks, tier1, compat_2018), len(ref), tier2))
+            scores.append(caption_score(_kept(probs, ranks, tier1, compat_2018), len(ref), tier2))
         if tier3 == "join":
             caption_scores.extend(scores)
         else:

@@ -16,12 +16,12 @@ import jax
 import numpy as np
 from flax import serialization
 
-from . import atomic
+from .. import io
 
 
 def save(path, tree: dict, meta: dict) -> None:
     """Write ``tree`` (a pytree of arrays) and ``meta`` (JSON-serialisable) to ``path``."""
-    atomic.write_bytes(serialization.msgpack_serialize({"tree": jax.tree_util.tree_map(np.asarray, tree),
+    io.write_bytes(serialization.msgpack_serialize({"tree": jax.tree_util.tree_map(np.asarray, tree),
                                                         "meta": json.dumps(meta)}), path)
 
 

@@ -70,7 +70,8 @@ def greedy(model: Captioner, params, features, max_len: int = 50, min_len: int =
 def beam_search(model: Captioner, params, features, width: int = 3, max_len: int = 50, min_len: int = 5):
     """Beam search over summed log-probabilities.
 
-    features: f[B, D] -> tokens i32[B, max_len] of each image's best beam, edge-padded.
+    features: f[B, D] -> (tokens i32[B, max_len] of each image's best beam, edge-padded;
+    scores f32[B], its summed log-probability, the end token included when it was reached).
     A finished beam stays in the beam with its score; width 1 is greedy decoding.
     """
     batch = features.shape[0]
@@ -101,4 +102,4 @@ def beam_search(model: Captioner, params, features, width: int = 3, max_len: int
         return (state, token.reshape(-1), scores, tokens, done), None
 
     (_, _, scores, tokens, _), _ = jax.lax.scan(body, (state, prev, scores, tokens, done), jnp.arange(max_len))
-    return tokens[:, 0]  # top_k keeps beams sorted by score: beam 0 is the best
+    return tokens[:, 0], scores[:, 0]  # top_k keeps beams sorted by score: beam 0 is the best

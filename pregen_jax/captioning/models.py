@@ -7,49 +7,47 @@
 
 The module exposes two methods, ``start`` (image -> decoder state) and ``step`` (state,
 previous token -> state, logits), so that teacher forcing, greedy and beam search are all
-``jax.lax`` loops over the same ``step`` (see ``pregen_jax.decoding``).
+``jax.lax`` loops over the same ``step`` (see ``pregen_jax.captioning.decode``).
 """
 from __future__ import annotations
 
-import dataclasses
+from typing import Literal
 
 import flax.linen as nn
 import jax.numpy as jnp
+
+from ..settings import PositiveInt, Probability, settings
 
 ARCHITECTURES = ("init", "pre", "par", "merge")
 CELLS = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell, "rnn": nn.SimpleCell}
 
 
-@dataclasses.dataclass(frozen=True)
+@settings
 class CaptionerConfig:
-    """Hyperparameters of one caption generator (defaults as the 2018 models, scaled down)."""
+    """Sizes of a caption generator (defaults as the 2018 models, scaled down)."""
 
-    arch: str = "merge"          # init | pre | par | merge
-    cell: str = "gru"            # gru | lstm | rnn
-    embed_size: int = 256        # word embedding size
-    hidden_size: int = 256       # RNN state size
-    image_size: int = 256        # projected image vector size (init/pre use the RNN/embedding size)
-    dropout: float = 0.5         # on embeddings and RNN outputs
-    learn_init_state: bool = False  # learnable initial RNN state (pre, par, merge)
-    normalize_image: bool = False   # L2-normalise the image feature vector first
-
-    def __post_init__(self):
-        if self.arch not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {self.arch!r}; choose from {ARCHITECTURES}")
-        if self.cell not in CELLS:
-            raise ValueError(f"unknown RNN cell {self.cell!r}; choose from {sorted(CELLS)}")
+    cell: Literal["gru", "lstm", "rnn"] = "gru"
+    embed_size: PositiveInt = 256        # word embedding size
+    hidden_size: PositiveInt = 256       # RNN state size
+    image_size: PositiveInt = 256        # projected image size for par and merge (init/pre use the RNN/embedding size)
+    dropout: Probability = 0.5           # on embeddings and RNN outputs
+    learn_init_state: bool = False       # learnable initial RNN state (pre, par, merge)
+    normalize_image: bool = False        # L2-normalise the image feature vector first
 
 
 class Captioner(nn.Module):
-    """A caption generator over a vocabulary of ``vocab_size`` tokens (id 0 = edge token)."""
+    """A caption generator over ``vocab_size`` tokens (id 0 = the edge token that starts and ends captions)."""
 
+    arch: str
     config: CaptionerConfig
     vocab_size: int
 
     def setup(self):
+        if self.arch not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {self.arch!r}; choose from {', '.join(ARCHITECTURES)}")
         cfg = self.config
         self.embed = nn.Embed(self.vocab_size, cfg.embed_size)
-        image_width = {"init": cfg.hidden_size, "pre": cfg.embed_size}.get(cfg.arch, cfg.image_size)
+        image_width = {"init": cfg.hidden_size, "pre": cfg.embed_size}.get(self.arch, cfg.image_size)
         self.image_proj = nn.Dense(image_width)
         self.cell = CELLS[cfg.cell](features=cfg.hidden_size)
         self.drop = nn.Dropout(cfg.dropout)
@@ -59,7 +57,7 @@ class Captioner(nn.Module):
 
     @property
     def _learns_init_state(self) -> bool:
-        return self.config.learn_init_state and self.config.arch != "init"  # init's state is the image
+        return self.config.learn_init_state and self.arch != "init"  # init's state is the image
 
     def _image(self, features):
         if self.config.normalize_image:
@@ -74,11 +72,11 @@ class Captioner(nn.Module):
     def start(self, features, train: bool = False):
         """features: f[B, D] -> decoder state (RNN carry, image vector)."""
         image = self._image(features)
-        if self.config.arch == "init":
+        if self.arch == "init":
             carry = (image, image) if self.config.cell == "lstm" else image
         else:
             carry = self._zero_state(features.shape[0])
-        if self.config.arch == "pre":
+        if self.arch == "pre":
             carry, _ = self.cell(carry, self.drop(image, deterministic=not train))
         return carry, image
 
@@ -86,10 +84,10 @@ class Captioner(nn.Module):
         """state, tokens: i32[B] (previous token) -> (state, logits: f[B, V])."""
         carry, image = state
         word = self.drop(self.embed(tokens), deterministic=not train)
-        rnn_in = jnp.concatenate([word, image], -1) if self.config.arch == "par" else word
+        rnn_in = jnp.concatenate([word, image], -1) if self.arch == "par" else word
         carry, hidden = self.cell(carry, rnn_in)
         hidden = self.drop(hidden, deterministic=not train)
-        if self.config.arch == "merge":
+        if self.arch == "merge":
             hidden = jnp.concatenate([hidden, image], -1)
         return (carry, image), self.out(hidden)
 

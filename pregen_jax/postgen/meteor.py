@@ -1,54 +1,13 @@
-"""BLEU, CIDEr-D, ROUGE-L and METEOR from pycocoevalcap (METEOR 1.5 runs on Java)."""
+"""METEOR 1.5 from pycocoevalcap (a Java jar, ``-l en -norm``)."""
 from __future__ import annotations
 
 import shutil
 import threading
 
 import numpy as np
-from pycocoevalcap.bleu.bleu import Bleu
-from pycocoevalcap.cider.cider import Cider
 from pycocoevalcap.meteor import meteor as meteor_module
-from pycocoevalcap.rouge.rouge import Rouge
 
 from .base import PostgenMetric, check_inputs
-
-
-class CIDEr(PostgenMetric):
-    """CIDEr-D as pycocoevalcap computes it (document frequencies from the images scored)."""
-
-    name = "CIDEr"
-    corpus_is_mean = False  # document frequencies come from the block: recompute per stratum
-
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
-        score, per_image = Cider().compute_score(gts, res)
-        return float(score), [float(s) for s in per_image]
-
-
-class BLEU(PostgenMetric):
-    """BLEU-n (corpus level, pycocoevalcap's closest-reference brevity penalty)."""
-
-    corpus_is_mean = False
-
-    def __init__(self, n: int = 4):
-        self.n = n
-        self.name = f"Bleu_{n}"
-
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
-        scores, per_image = Bleu(self.n).compute_score(gts, res, verbose=0)
-        return float(scores[-1]), [float(s) for s in per_image[-1]]
-
-
-class ROUGE_L(PostgenMetric):  # noqa: N801 (pycocoevalcap's name)
-    """ROUGE-L F-measure (beta 1.2), the mean over images."""
-
-    name = "ROUGE_L"
-
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
-        score, per_image = Rouge().compute_score(gts, res)
-        return float(score), [float(s) for s in np.asarray(per_image)]
 
 
 class METEOR(PostgenMetric):
@@ -62,18 +21,10 @@ class METEOR(PostgenMetric):
     corpus_is_mean = False
 
     def __init__(self):
-        ok, why = self.availability()
-        if not ok:
-            raise RuntimeError(f"METEOR unavailable: {why}")
+        if not shutil.which("java"):
+            raise RuntimeError("METEOR unavailable: java not found on PATH")
         self._meteor = meteor_module.Meteor()
         self._lock = threading.Lock()
-
-    @classmethod
-    def availability(cls):
-        java = shutil.which("java")
-        if not java:
-            return False, "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
-        return True, f"java at {java}"
 
     def _stats(self, gts, res) -> dict:
         with self._lock:
@@ -92,6 +43,12 @@ class METEOR(PostgenMetric):
         check_inputs(gts, res)
         stats = self._stats(gts, res)
         return self._eval([stats[i] for i in gts])
+
+    def score_blocks(self, gts, res, blocks):
+        check_inputs(gts, res)
+        stats = self._stats(gts, res)
+        _, per_image = self._eval([stats[i] for i in gts])
+        return np.array([self._eval([stats[i] for i in block])[0] for block in blocks]), np.asarray(per_image)
 
     def stratum_scores(self, gts, res, strata):
         check_inputs(gts, res)

@@ -12,60 +12,52 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pydantic
 from flax import serialization
 from tqdm.auto import tqdm
 
-from . import checkpoints, decoding
-from .datasets import Vocabulary
-from .models import Captioner, CaptionerConfig
-from .refprobs import bucket_width, compute_ref_probs, encode_references, padded_ids
+from ..datasets import Vocabulary
+from ..settings import PositiveFloat, PositiveInt, as_dict, settings
+from . import checkpoints, decode
+from .evaluate import perplexity, reference_probs
+from .input_pipeline import encode_references, training_batch, training_batches
+from .models import ARCHITECTURES, Captioner, CaptionerConfig
 
 
-@dataclasses.dataclass(frozen=True)
+@settings
 class TrainConfig:
     """How to train one caption generator."""
 
-    epochs: int = 10                  # at most this many epochs
-    batch_size: int = 128             # captions per minibatch
-    learning_rate: float = 1e-3       # Adam, as in 2018
-    patience: int = 2                 # stop after this many epochs without a better val perplexity
-    snapshot_epochs: tuple[int, ...] = ()  # also keep the parameters of these epochs
-    seed: int = 0
+    epochs: PositiveInt = 10                  # at most this many epochs
+    batch_size: PositiveInt = 128             # captions per minibatch
+    learning_rate: PositiveFloat = 1e-3       # Adam, as in 2018
+    patience: PositiveInt = 2                 # stop after this many epochs without a better val perplexity
+    snapshot_epochs: list[PositiveInt] = dataclasses.field(default_factory=list)  # also keep these epochs' parameters
+
+    @pydantic.model_validator(mode="after")
+    def _snapshots_within_epochs(self):
+        late = [e for e in self.snapshot_epochs if e > self.epochs]
+        if late:
+            raise ValueError(f"snapshot_epochs {late} lie beyond epochs = {self.epochs}")
+        return self
 
 
 @dataclasses.dataclass
 class TrainedModel:
+    """A trained caption model: the module, its parameters, and its training history."""
+
     model: Captioner
     params: dict
     history: list[dict]
     path: Path | None = None
 
 
-def _batches(pairs, batch_size, rng):
-    """Shuffle, then sort within chunks by length so a batch's captions are of similar length."""
-    order = rng.permutation(len(pairs))
-    chunk = batch_size * 32
-    batches = []
-    for start in range(0, len(order), chunk):
-        block = sorted(order[start:start + chunk], key=lambda k: len(pairs[k][1]))
-        batches += [block[s:s + batch_size] for s in range(0, len(block) - batch_size + 1, batch_size)]
-    rng.shuffle(batches)
-    return batches
-
-
-def _pad(pairs, batch, features):
-    """One minibatch: (features, inputs, targets, weights), padded to the batch's bucket width."""
-    ids, lengths = padded_ids([pairs[k][1] for k in batch])
-    width = bucket_width(int(lengths.max()))
-    weights = (np.arange(width) < lengths[:, None]).astype(np.float32)
-    return features[[pairs[k][0] for k in batch]], ids[:, :width], ids[:, 1:width + 1], weights
-
-
 def make_train_step(model: Captioner, optimizer):
+    """The jit-compiled step: (params, opt_state, rng, features, inputs, targets, weights) -> (params, opt_state, loss)."""
     @jax.jit
     def train_step(params, opt_state, rng, features, inputs, targets, weights):
         def loss_fn(p):
-            logits = decoding.teacher_forced_logits(model, p, features, inputs, train=True, rng=rng)
+            logits = decode.teacher_forced_logits(model, p, features, inputs, train=True, rng=rng)
             losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), targets)
             return jnp.sum(losses * weights) / jnp.sum(weights)
         loss, grads = jax.value_and_grad(loss_fn)(params)
@@ -75,35 +67,38 @@ def make_train_step(model: Captioner, optimizer):
 
 
 def val_perplexity(model, params, features, captions, vocab) -> float:
-    rp = compute_ref_probs(model, params, features, captions, vocab, progress=False, source="validation")
-    log_probs = np.log(np.clip(np.asarray(rp.probs, np.float64), 1e-30, None))
-    return float(np.exp(-log_probs[rp.mask].mean()))
+    """Per-token perplexity of the validation references (rare words read as <unk>, as in training)."""
+    return perplexity(reference_probs(model, params, features, captions, vocab, progress=False, source="validation",
+                                      warn_unknown=False))
 
 
 def init_params(model: Captioner, feature_size: int, seed: int):
     return model.init(jax.random.PRNGKey(seed), jnp.zeros((1, feature_size)), jnp.zeros((1,), jnp.int32))
 
 
-def train_captioner(model_config: CaptionerConfig, train_config: TrainConfig, vocab: Vocabulary,
-                    train_features, train_captions, val_features, val_captions, workdir,
+def train_captioner(arch: str, model_config: CaptionerConfig, train_config: TrainConfig, seed: int,
+                    vocab: Vocabulary, train_features, train_captions, val_features, val_captions, workdir,
                     progress: bool = True, description: str = "") -> TrainedModel:
     """Train (or resume, or load when finished) a caption generator in ``workdir``.
 
+    train_features: f32[N, D]; train_captions[n][r]: token lists (likewise for validation).
     Writes ``workdir/checkpoint.msgpack`` after every epoch, ``workdir/model.msgpack`` (the
     best parameters by validation perplexity) at the end, and ``snapshot-epochN.msgpack``
     for the chosen epochs. A matching checkpoint resumes; a mismatched one is an error.
     """
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}")
     workdir = Path(workdir)
-    model = Captioner(model_config, len(vocab))
-    meta = {"model_config": dataclasses.asdict(model_config), "train_config": dataclasses.asdict(train_config),
-            "vocab_size": len(vocab), "vocab_fingerprint": vocab.fingerprint(),
+    model = Captioner(arch, model_config, len(vocab))
+    meta = {"arch": arch, "model_config": as_dict(model_config), "train_config": as_dict(train_config),
+            "seed": seed, "vocab_size": len(vocab), "vocab_fingerprint": vocab.fingerprint(),
             "feature_size": int(train_features.shape[1])}
     final = workdir / "model.msgpack"
     if final.is_file():
         return load_trained(final, vocab)
 
     optimizer = optax.adam(train_config.learning_rate)
-    params = init_params(model, train_features.shape[1], train_config.seed)
+    params = init_params(model, train_features.shape[1], seed)
     opt_state = optimizer.init(params)
     state = {"epoch": 0, "best_val": math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
     best_params = params
@@ -121,15 +116,15 @@ def train_captioner(model_config: CaptionerConfig, train_config: TrainConfig, vo
     train_features = np.asarray(train_features, np.float32)
     while state["epoch"] < train_config.epochs and state["bad_epochs"] < train_config.patience:
         epoch = state["epoch"] + 1
-        rng = np.random.default_rng([train_config.seed, epoch])
-        batches = _batches(pairs, train_config.batch_size, rng)
+        rng = np.random.default_rng([seed, epoch])
+        batches = training_batches(pairs, train_config.batch_size, rng)
         bar = tqdm(batches, desc=f"{description} epoch {epoch}/{train_config.epochs}".strip(), unit="batch",
                    disable=not progress, leave=False)
         start, losses = time.perf_counter(), []
-        key = jax.random.PRNGKey(train_config.seed * 100003 + epoch)
+        key = jax.random.PRNGKey(seed * 100003 + epoch)
         for step, batch in enumerate(bar):
             params, opt_state, loss = train_step(params, opt_state, jax.random.fold_in(key, step),
-                                                 *_pad(pairs, batch, train_features))
+                                                 *training_batch(pairs, batch, train_features))
             if step % 20 == 0:
                 losses.append(float(loss))
                 rate = (step + 1) * train_config.batch_size / (time.perf_counter() - start)
@@ -156,7 +151,7 @@ def train_captioner(model_config: CaptionerConfig, train_config: TrainConfig, vo
 
 
 def _check_meta(path, saved: dict, meta: dict) -> None:
-    for key in ("model_config", "train_config", "vocab_fingerprint", "feature_size"):
+    for key in ("arch", "model_config", "train_config", "seed", "vocab_fingerprint", "feature_size"):
         if json.dumps(saved.get(key), sort_keys=True) != json.dumps(meta[key], sort_keys=True):
             raise ValueError(f"{path}: checkpoint was made with a different {key.replace('_', ' ')} "
                              f"({saved.get(key)} vs {meta[key]}); use another workdir or delete it")
@@ -168,10 +163,10 @@ def load_trained(path, vocab: Vocabulary) -> TrainedModel:
     if meta.get("vocab_fingerprint") != vocab.fingerprint() or meta.get("vocab_size") != len(vocab):
         raise ValueError(f"{path}: the model was trained with a different vocabulary "
                          f"({meta.get('vocab_size')} tokens) than the one given ({len(vocab)} tokens)")
-    model = Captioner(CaptionerConfig(**meta["model_config"]), len(vocab))
-    template = init_params(model, meta["feature_size"], 0)
     try:
+        model = Captioner(meta["arch"], CaptionerConfig(**meta["model_config"]), len(vocab))
+        template = init_params(model, meta["feature_size"], 0)
         params = serialization.from_state_dict(template, tree["params"])
-    except Exception as err:
-        raise ValueError(f"{path}: parameters do not fit the model config ({err})") from err
+    except Exception as err:  # a foreign or older checkpoint: say which file, not where it broke
+        raise ValueError(f"{path}: not a pregen-jax caption model checkpoint ({type(err).__name__}: {err})") from err
     return TrainedModel(model, params, meta.get("history", []), Path(path))

@@ -1,0 +1,97 @@
+"""A caption model on a whole split: reference probabilities (the pre-gen input) and captions.
+
+Both stream fixed-size, padded batches through jit-compiled functions, so memory stays
+bounded for any test-set size and jit compiles one shape per length bucket.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..datasets import Vocabulary
+from ..refprobs import RefProbs
+from . import decode
+from .input_pipeline import bucket_width, encode_references, padded_ids
+from .models import Captioner
+
+
+def check_model_vocab(model: Captioner, params, vocab: Vocabulary, source: str = "model") -> None:
+    """A model and a vocabulary that do not match are an error, not wrong probabilities."""
+    out_size = params["params"]["out"]["kernel"].shape[-1]
+    if out_size != len(vocab) or model.vocab_size != len(vocab):
+        raise ValueError(f"{source}: the model predicts {out_size} tokens but the vocabulary has {len(vocab)}: "
+                         "model and vocabulary do not match")
+
+
+def reference_probs(model: Captioner, params, features: np.ndarray, captions, vocab: Vocabulary,
+                    batch_size: int = 512, progress: bool = True, source: str = "references",
+                    warn_unknown: bool = True) -> RefProbs:
+    """Teacher-forced probability and rank of every reference token (m words + end token).
+
+    features: f32[I, D]; captions[i][r]: token lists -> RefProbs [I, R, T] with T = longest m+1.
+    Unknown words are read as the unknown token, as the model saw them in training (with a
+    warning that counts them).
+    """
+    check_model_vocab(model, params, vocab, source)
+    if len(features) != len(captions):
+        raise ValueError(f"{source}: {len(features)} feature rows for {len(captions)} images")
+    triples = encode_references(captions, vocab, source)
+    unknown = warn_unknown and sum(1 for refs in captions for ref in refs for token in ref if token not in vocab.index)
+    if unknown:
+        total = sum(len(ref) for refs in captions for ref in refs)
+        warnings.warn(f"{source}: {unknown} of {total} reference tokens are not in the model's vocabulary "
+                      f"and are read as {vocab.tokens[vocab.unk_id]} (as the model saw rare words in training)",
+                      stacklevel=2)
+    num_refs = max(len(refs) for refs in captions)
+    ids, lengths = padded_ids([token_ids for _, _, token_ids in triples])
+    positions = int(lengths.max())
+    image_of = np.array([n for n, _, _ in triples])
+    ref_of = np.array([r for _, r, _ in triples])
+    order = np.argsort(lengths, kind="stable")  # shortest first, so batches share a bucket length
+    probs = np.zeros((len(captions), num_refs, positions), np.float32)
+    ranks = np.zeros((len(captions), num_refs, positions), np.int32)
+    mask = np.zeros((len(captions), num_refs, positions), bool)
+    mask[image_of, ref_of] = np.arange(positions) < lengths[:, None]
+    batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=not progress, leave=False):
+        width = bucket_width(int(lengths[batch].max()))
+        rows = np.zeros(batch_size, np.int64)                           # padding rows repeat reference 0
+        rows[:len(batch)] = batch
+        inputs, targets = ids[rows, :width], ids[rows, 1:width + 1]
+        batch_probs, batch_ranks = decode.true_token_probs(model, params, features[image_of[rows]], inputs, targets)
+        keep = min(width, positions)
+        valid = mask[image_of[batch], ref_of[batch], :keep]
+        probs[image_of[batch], ref_of[batch], :keep] = np.where(valid, np.asarray(batch_probs)[:len(batch), :keep], 0)
+        ranks[image_of[batch], ref_of[batch], :keep] = np.where(valid, np.asarray(batch_ranks)[:len(batch), :keep], 0)
+    bad = mask & ~np.isfinite(probs)
+    if bad.any():
+        n, r, t = np.argwhere(bad)[0]
+        raise ValueError(f"{source}: the model gave a non-finite probability (image {n}, reference {r}, "
+                         f"position {t}); the checkpoint may be diverged")
+    return RefProbs(probs, ranks, mask, source=source)
+
+
+def perplexity(ref_probs: RefProbs) -> float:
+    """Per-token perplexity exp(-mean log p) over every real position (the usual validation criterion)."""
+    log_probs = np.log(np.clip(np.asarray(ref_probs.probs, np.float64), 1e-30, None))
+    return float(np.exp(-log_probs[np.asarray(ref_probs.mask)].mean()))
+
+
+def generate_captions(model: Captioner, params, features: np.ndarray, vocab: Vocabulary, beam_width: int = 1,
+                      max_len: int = 50, min_len: int = 5, batch_size: int = 250, progress: bool = True):
+    """Captions (token lists) for every row of ``features: f32[I, D]``: greedy when beam_width is 1."""
+    check_model_vocab(model, params, vocab)
+    captions = []
+    batches = range(0, len(features), batch_size)
+    for start in tqdm(batches, desc=f"generation (beam {beam_width})", unit="batch", disable=not progress, leave=False):
+        chunk = features[start:start + batch_size]
+        padded = np.zeros((batch_size, chunk.shape[1]), chunk.dtype)
+        padded[:len(chunk)] = chunk
+        if beam_width == 1:
+            tokens = decode.greedy(model, params, padded, max_len, min_len)
+        else:
+            tokens, _ = decode.beam_search(model, params, padded, beam_width, max_len, min_len)
+        captions += [vocab.decode(row) for row in np.asarray(tokens)[:len(chunk)]]
+    return captions

@@ -1,0 +1,127 @@
+"""Files: atomic writes, run folders published whole, strict text reading, and where data lives.
+
+Readers (and a rerun after a crash) see either the old file or the whole new one, never a
+truncated one; a run folder is filled in a staging folder and swapped in at the end, so it
+always holds exactly one run's outputs. This is what makes a run folder safe to use as a cache.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: files written through a temporary get the usual permissions, not mkstemp's 0600
+"""``../shared/data`` beside a source checkout: the real data the tests and experiments read."""
+
+
+def shared_data(*parts) -> Path:
+    """A path under ``../shared/data`` (it may not exist: callers say so or skip)."""
+    return SHARED_DATA.joinpath(*parts)
+
+
+def default_cache_dir() -> Path:
+    """Where built-in datasets and image encoders are cached (``$PREGEN_JAX_CACHE`` overrides)."""
+    return Path(os.environ.get("PREGEN_JAX_CACHE", Path.home() / ".cache" / "pregen-jax"))
+
+
+# ------------------------------------------------------------------ atomic files
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success it replaces ``path``, on error it is removed.
+
+    The temporary name keeps ``path``'s suffix, so writers that add one (``np.save``,
+    ``np.savez``) write exactly the yielded path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def write_bytes(data: bytes, path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(text: str, path) -> None:
+    write_bytes(text.encode("utf-8"), path)
+
+
+def write_tsv(frame, path) -> None:
+    """A pandas DataFrame as TSV (10 significant digits), written atomically."""
+    write_text(frame.to_csv(sep="\t", index=False, float_format="%.10g"), path)
+
+
+# ------------------------------------------------------------------ reading
+
+
+def read_text(path, what: str = "file") -> str:
+    """UTF-8 text of ``path``; ``ValueError`` naming the file when it is missing or not UTF-8."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: {what} not found")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start}, line {line}: {data[err.start:err.start + 1]!r}); "
+                         "save it as UTF-8") from None
+
+
+# ------------------------------------------------------------------ run folders
+
+
+def check_out_folder(out) -> Path:
+    """Fail early, before any work, when ``out`` cannot become a run folder."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: is a file, not a folder")
+    ancestor = out
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(f"--out {out}: {ancestor} is a file, so the folder cannot be created")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: {ancestor} is not writable")
+    return out
+
+
+@contextlib.contextmanager
+def staged_folder(out, keep: tuple[str, ...] = ()):
+    """Yield an empty staging folder; on success its entries replace ``out``'s.
+
+    Every entry of ``out`` except those named in ``keep`` (a cache, say) is replaced, so
+    outputs of an earlier run that this one does not write (a post-gen metric dropped from
+    the config, say) do not linger. On error ``out`` is left as it was.
+    """
+    out = check_out_folder(out)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
+    try:
+        yield staging
+        trash = Path(tempfile.mkdtemp(dir=out, prefix=".old-"))
+        for entry in list(out.iterdir()):
+            if entry.name in keep or entry in (staging, trash) or entry.name.startswith((".staging-", ".old-")):
+                continue
+            entry.rename(trash / entry.name)
+        for entry in list(staging.iterdir()):
+            entry.rename(out / entry.name)
+        shutil.rmtree(trash, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,97 @@
+"""One cache for every stage of a search, kept in the run folder's ``cache/``.
+
+An entry's key hashes everything that determines the stage's output: the stage's name and
+version (bumped when its code changes what it writes), the settings that matter to it, and
+the keys of the upstream entries it reads. A changed setting therefore recomputes that stage
+and what depends on it, and nothing else; an unchanged one reuses the entry. An entry is
+complete when its ``DONE`` file exists, written last, so a killed run resumes where it stopped.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from .. import io
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """A cached stage: its folder name under ``cache/`` and its code version."""
+
+    name: str
+    version: int
+
+
+def digest(*parts) -> str:
+    """A short content hash of JSON-able parts (dataclasses and paths included)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One stage output: ``folder`` holds it, ``key`` identifies it for downstream stages."""
+
+    stage: Stage
+    label: str
+    key: str
+    folder: Path
+    settings: Any
+    upstream: tuple[str, ...]
+
+    @property
+    def done(self) -> bool:
+        return (self.folder / "DONE").is_file()
+
+    def mark_done(self) -> None:
+        """Record the entry as complete (after everything in ``folder`` is written)."""
+        io.write_text(json.dumps({"stage": self.stage.name, "version": self.stage.version, "label": self.label,
+                                  "settings": self.settings, "upstream": list(self.upstream)},
+                                 indent=1, default=str), self.folder / "DONE")
+
+
+class StageCache:
+    """Stage entries under ``root/<stage>/<label>-<key>/``, and a log of what was reused."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self.log: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+
+    def entry(self, stage: Stage, label: str, settings: Any = None, upstream=()) -> Entry:
+        upstream = tuple(upstream)
+        key = digest(stage.name, stage.version, settings, upstream)
+        return Entry(stage, label, key, self.root / stage.name / f"{label}-{key}", settings, upstream)
+
+    def cached(self, stage: Stage, label: str, settings: Any, upstream, compute: Callable[[], T],
+               save: Callable[[T, Path], None], load: Callable[[Path], T]) -> tuple[T, Entry]:
+        """The stage's value: loaded when the entry is complete, else computed and saved.
+
+        ``save`` writes into a fresh folder that becomes the entry only once complete.
+        """
+        entry = self.entry(stage, label, settings, upstream)
+        if entry.done:
+            self.log[stage.name]["reused"] += 1
+            return load(entry.folder), entry
+        value = compute()
+        entry.folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=entry.folder.parent, prefix=f".{entry.folder.name}."))
+        try:
+            save(value, staging)
+            shutil.rmtree(entry.folder, ignore_errors=True)   # a half-written entry from a killed run
+            staging.rename(entry.folder)
+            entry.mark_done()
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        self.log[stage.name]["computed"] += 1
+        return value, entry
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Stage name -> {"computed": n, "reused": m}."""
+        return {name: {"computed": c["computed"], "reused": c["reused"]} for name, c in self.log.items()}

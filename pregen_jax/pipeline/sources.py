@@ -1,0 +1,181 @@
+"""Where a search's data and models come from: the built-in dataset or a user corpus, and
+models trained here, read from checkpoints, or evaluated elsewhere (precomputed outputs).
+
+Everything a source reads is checked before anything is trained or written, so bad input
+fails at once with one line; every model gets a key that identifies it for the stage cache.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from .. import io
+from ..captioning import TrainedModel, load_trained, train_captioner
+from ..datasets import (
+    CaptionDataset,
+    ShapesConfig,
+    Vocabulary,
+    load_shapes,
+    read_features,
+    read_flickr8k,
+    read_karpathy_json,
+    tokenize,
+)
+from ..refprobs import RefProbs
+from ..settings import as_dict
+from .cache import Stage, StageCache, digest
+from .config import SearchConfig
+
+TRAIN = Stage("train", 1)
+
+
+@dataclasses.dataclass
+class Candidate:
+    """One model to evaluate: a Flax model (``trained``) or precomputed outputs.
+
+    ``key`` identifies the model's parameters (or outputs) for the stage cache.
+    """
+
+    architecture: str
+    run: str
+    epoch: str
+    key: str
+    trained: TrainedModel | None = None
+    ref_probs: RefProbs | None = None
+    captions: list[list[str]] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.architecture}-{self.run}" + (f"-e{self.epoch}" if self.epoch != "final" else "")
+
+
+@dataclasses.dataclass
+class Data:
+    """A search's corpus, vocabulary and the content keys of its splits."""
+
+    dataset: CaptionDataset
+    vocab: Vocabulary
+    facts: dict
+
+    @property
+    def test(self):
+        return self.dataset["test"]
+
+    def split_key(self, split: str, features: bool = True) -> str:
+        """Content hash of a split's image ids and references (and features, if asked)."""
+        data = self.dataset[split]
+        parts = [data.image_ids, data.captions]
+        if features and data.features is not None:
+            parts.append(hashlib.sha256(np.ascontiguousarray(data.features).tobytes()).hexdigest())
+        return digest(*parts)
+
+
+def load_data(config: SearchConfig, progress: bool) -> Data:
+    """The dataset with features on every split, its vocabulary, and facts for the report."""
+    from ..datasets.shapes_encoder import attach_image_features
+    data = config.data
+    if data.source == "shapes":
+        dataset = load_shapes(ShapesConfig(data.train, data.val, data.test, seed=data.seed))
+        info = attach_image_features(dataset, io.default_cache_dir(), epochs=data.encoder_epochs, seed=config.seed,
+                                     progress=progress)
+        facts = {"dataset": f"built-in shapes v1 (seed {data.seed}, {data.train}/{data.val}/{data.test})", **info}
+    else:
+        dataset = read_karpathy_json(data.karpathy_json) if data.source == "karpathy" else read_flickr8k(
+            data.flickr8k_dir)
+        facts = {"dataset": f"{dataset.name} ({data.source})", "features": data.features or "none"}
+        if "test" not in dataset.splits:
+            raise ValueError(f"{data.karpathy_json or data.flickr8k_dir}: the corpus has no test split")
+        if data.features:
+            for split in dataset.splits.values():
+                split.features = read_features(data.features, split.image_ids, dataset.file_order)
+    test = dataset["test"]
+    test.check(f"{facts['dataset']} test split")
+    if len(test) < 5:
+        raise ValueError(f"{facts['dataset']}: the test split has {len(test)} images; the 15 strata need at least 5")
+    if config.models.vocabulary:
+        vocab = Vocabulary.load(config.models.vocabulary)
+    elif "train" in dataset.splits:
+        vocab = Vocabulary.build(dataset["train"].captions, config.data.min_count)
+    else:
+        vocab = Vocabulary.build(test.captions, config.data.min_count)  # only for the report: nothing is trained
+    facts.update(vocabulary=len(vocab), test_images=len(test))
+    return Data(dataset, vocab, facts)
+
+
+def _file_key(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
+    """Models evaluated by other toolkits: RefProbs .npz + a caption file each, checked against the corpus."""
+    test = data.test
+    candidates = []
+    for entry in config.precomputed:
+        where = f"[[precomputed]] {entry.label} ({entry.ref_probs})"
+        ref_probs = RefProbs.load(entry.ref_probs)
+        ref_probs.check_references(test.captions, test.image_ids, where)
+        lines = io.read_text(entry.captions, "caption file").splitlines()
+        if len(lines) != len(test):
+            raise ValueError(f"{entry.captions}: {len(lines)} captions but the test split has {len(test)} images "
+                             "(one caption a line, in test-split order)")
+        captions = [tokenize(line) for line in lines]
+        empty = [n for n, c in enumerate(captions) if not c]
+        if empty:
+            raise ValueError(f"{entry.captions}: line {empty[0] + 1} is an empty caption (zero tokens after "
+                             "tokenisation)")
+        key = digest("precomputed", _file_key(entry.ref_probs), _file_key(entry.captions))
+        candidates.append(Candidate(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
+                                    captions=captions))
+    return candidates
+
+
+def checkpoint_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
+    """Models trained earlier (``[models] checkpoints``), checked against the vocabulary and features."""
+    candidates = []
+    for path in config.models.checkpoints:
+        trained = load_trained(path, data.vocab)
+        _check_feature_size(trained, data, path)
+        candidates.append(Candidate(trained.model.arch, Path(path).parent.name, "final",
+                                    digest("checkpoint", _file_key(path)), trained))
+    return candidates
+
+
+def _check_feature_size(trained: TrainedModel, data: Data, path) -> None:
+    kernel = trained.params["params"]["image_proj"]["kernel"]
+    have = data.test.features.shape[1]
+    if kernel.shape[0] != have:
+        raise ValueError(f"{path}: the model reads {kernel.shape[0]}-dimensional image features, the corpus's "
+                         f"features have {have}")
+
+
+def train_settings(config: SearchConfig, arch: str, run: int) -> dict:
+    """Everything that determines a trained model, besides the data."""
+    return {"arch": arch, "captioner": as_dict(config.models.captioner), "training": as_dict(config.training),
+            "seed": config.seed * 1000 + run}
+
+
+def trained_candidates(config: SearchConfig, data: Data, cache: StageCache, progress: bool) -> list[Candidate]:
+    """Train (or resume, or reuse) every architecture x run; snapshots become extra candidates."""
+    train, val = data.dataset["train"], data.dataset["val"]
+    upstream = (data.split_key("train"), data.split_key("val"), data.vocab.fingerprint())
+    candidates = []
+    for arch in config.models.architectures:
+        for run in range(1, config.models.runs + 1):
+            settings = train_settings(config, arch, run)
+            entry = cache.entry(TRAIN, f"{arch}-{run}", settings, upstream)
+            cache.log[TRAIN.name]["reused" if entry.done else "computed"] += 1
+            trained = train_captioner(arch, config.models.captioner, config.training, settings["seed"], data.vocab,
+                                      train.features, train.captions, val.features, val.captions, entry.folder,
+                                      progress=progress, description=f"{arch}-{run}")
+            if not entry.done:
+                entry.mark_done()
+            candidates.append(Candidate(arch, str(run), "final", f"{entry.key}:final", trained))
+            for epoch in config.training.snapshot_epochs:
+                snapshot = entry.folder / f"snapshot-epoch{epoch}.msgpack"
+                if snapshot.is_file():  # early stopping may end training before a snapshot epoch
+                    candidates.append(Candidate(arch, str(run), str(epoch), f"{entry.key}:epoch{epoch}",
+                                                load_trained(snapshot, data.vocab)))
+    return candidates

@@ -1,0 +1,38 @@
+"""The example configs load, the demo configs are what `demo` runs, and a config can add tier functions."""
+from pathlib import Path
+
+import pytest
+
+from pregen_jax import tiers
+from pregen_jax.pipeline import SearchConfig, demo_config
+from pregen_jax.pipeline.stages import tier_space
+
+CONFIGS = Path(__file__).resolve().parents[1] / "search" / "configs"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.name)
+def test_example_config_loads(path):
+    config = SearchConfig.load(path)
+    assert SearchConfig.from_dict(__import__("tomllib").loads(config.to_toml()), "saved") == config
+
+
+@pytest.mark.parametrize("name, quick", [("demo.toml", False), ("demo_quick.toml", True)])
+def test_demo_configs_are_what_demo_runs(name, quick):
+    assert SearchConfig.load(CONFIGS / name) == demo_config(quick)
+
+
+def test_a_config_adds_user_tier_functions():
+    config = SearchConfig.load(CONFIGS / "user_tiers.toml")
+    try:
+        space = tier_space(config.pregen)
+        assert len(space) == 6 * 8 * 4 * 4
+        assert "mean_trimmed_mean_normcount_top2prefix" in space.names
+    finally:
+        tiers.REGISTRIES[1].pop("top2prefix", None)
+        tiers.REGISTRIES[3].pop("trimmed_mean", None)
+
+
+def test_a_config_naming_an_unknown_tier_function(tmp_path):
+    (tmp_path / "s.toml").write_text('[pregen]\nfilters = ["nosuch"]\n')
+    with pytest.raises(ValueError, match="no tier-1 filter named 'nosuch'"):
+        tier_space(SearchConfig.load(tmp_path / "s.toml").pregen)
