@@ -65,12 +65,58 @@ def _rank(args) -> int:
         raise ValueError(f"{args.table}: {err}") from None
     tokenizer = (", ".join(map(str, table["tokenizer"].unique())) if "tokenizer" in table.columns
                  else "as in the input table (no tokenizer column)")
+    from .ranking import decisions
+    model_level = {}
+    if decisions.NUM_STRATA in table.columns and (table[decisions.NUM_STRATA] == 1).sum() >= 2:
+        model_level = decisions.decision_outputs(table, result.correlations, args.group_by)
     with io.staged_folder(out) as staging:
         ranking.write_ranking(result, staging, tokenizer, source=str(args.table))
+        ranking.write_files(staging, model_level, tokenizer)
     print(f"ranked {len(pregen) - len(result.excluded)} of {len(pregen)} pre-gen metrics against "
           f"{', '.join(result.correlations)}; wrote {out}")
     for name, df in result.correlations.items():
         print(f"  {name:8s} best {df['pregen'].iloc[0]}  R^2={df['all_R^2'].iloc[0]:.3f}")
+    return 0
+
+
+def _predict(args) -> int:
+    import warnings
+
+    from . import io, ranking
+    from .datasets import TOKENIZER_NAME
+    from .pipeline.predict import predict
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = predict(args.search, args.refprobs, args.pregen, args.level)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    print(frame.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    if args.out:
+        ranking.check_numeric(frame, ["predicted"], finite=True)
+        io.write_tsv(frame.assign(tokenizer=TOKENIZER_NAME), args.out)
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _mutt(args) -> int:
+    from .meta import run_mutt
+    result = run_mutt(args.out, data=args.data, ks=args.refs, metrics=args.metrics, progress=print)
+    for name, why in result.unavailable.items():
+        print(f"{name} unavailable: {why}")
+    print(f"wrote {args.out}/mutt.tsv, mutt_heatmap.png, report.md ({result.seconds:.0f} s); mean accuracy (%):")
+    print(result.table.pivot_table(index="metric", columns="refs", values="accuracy", sort=False).round(1).to_string())
+    return 0
+
+
+def _judgments(args) -> int:
+    from .meta import run_judgments
+    result = run_judgments(args.out, flickr8k=args.flickr8k, metrics=args.metrics, progress=print)
+    for name, why in result.unavailable.items():
+        print(f"{name} unavailable: {why}")
+    print(f"wrote {args.out}/judgments.tsv, report.md ({result.seconds:.0f} s); Kendall tau x 100:")
+    table = result.table.assign(tau=100 * result.table["tau"])
+    print(table.pivot_table(index="metric", columns=["dataset", "variant"], values="tau", sort=False)
+          .round(1).to_string())
     return 0
 
 
@@ -114,6 +160,28 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--group-by", default=None, help="column defining groups (e.g. dataset)")
     rank.add_argument("--postgen", default=None, help="comma-separated post-gen columns (default: detected)")
     rank.set_defaults(func=_rank)
+
+    predict = sub.add_parser("predict", help="predict a new model's post-gen scores from its reference probabilities")
+    predict.add_argument("--search", required=True, help="a finished search's run folder (its models calibrate)")
+    predict.add_argument("--refprobs", required=True, help="the new model's RefProbs .npz on the search's test references")
+    predict.add_argument("--out", default=None, help="also write the predictions as a TSV")
+    predict.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
+                                                        "metric's best by R^2 in the search)")
+    predict.add_argument("--level", type=float, default=0.9, help="prediction interval level (default 0.9)")
+    predict.set_defaults(func=_predict)
+
+    mutt = sub.add_parser("mutt", help="MUTT metric unit tests of the post-gen metrics (corrupted sentences)")
+    mutt.add_argument("--out", required=True, help="output folder (mutt.tsv, mutt_heatmap.png, report.md)")
+    mutt.add_argument("--data", default=None, help="MUTT test sets (default: ../shared/data/mutt)")
+    mutt.add_argument("--refs", default="5,10,20", help="numbers of references, comma-separated (default 5,10,20)")
+    mutt.add_argument("--metrics", default=None, help="comma-separated post-gen metrics (default: all registered)")
+    mutt.set_defaults(func=_mutt)
+
+    judgments = sub.add_parser("judgments", help="Kendall tau of the post-gen metrics with Flickr8k human judgments")
+    judgments.add_argument("--out", required=True, help="output folder (judgments.tsv, report.md)")
+    judgments.add_argument("--flickr8k", default=None, help="Flickr8k folder (default: ../shared/data/flickr8k)")
+    judgments.add_argument("--metrics", default=None, help="comma-separated post-gen metrics (default: all registered)")
+    judgments.set_defaults(func=_judgments)
 
     doctor = sub.add_parser("doctor", help="which post-gen metrics and JAX devices this machine has")
     doctor.add_argument("--corenlp-dir", default=None, help="folder with the Stanford CoreNLP 3.6.0 jars (SPICE)")

@@ -13,10 +13,12 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import io, ranking
 from .config import ID_COLUMNS, SearchConfig
+from .model_level import model_level
 from .search import SearchResult
 
 ARCH_COLOURS = {"init": "tab:blue", "pre": "tab:orange", "par": "tab:green", "merge": "tab:red"}
@@ -60,9 +62,12 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
     """Publish the run folder; returns the path of report.md."""
     tokenizer = result.facts["tokenizer"]
     history = timing_history(result.out / "cache" / "timings.json", result.timings)
+    decided = model_level(result, config.pregen.group_by or None, config.seed)
     with io.staged_folder(result.out, keep=("cache",)) as staging:
         io.write_tsv(result.table, staging / "table.tsv")
         ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"))
+        ranking.write_files(staging, decided.files, tokenizer)
+        np.save(staging / "reference_lengths.npy", result.reference_lengths)
         io.write_text(config.to_toml(), staging / "config.toml")
         if result.vocab is not None:
             result.vocab.save(staging / "vocabulary.json")
@@ -77,7 +82,7 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
                 plot(result.table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
                      staging / f"plot_baseline_{post}.png")
                 plots[post].append(f"plot_baseline_{post}.png")
-        io.write_text(report_markdown(result, config, plots, history), staging / "report.md")
+        io.write_text(report_markdown(result, config, plots, history, decided.markdown), staging / "report.md")
     return result.out / "report.md"
 
 
@@ -103,7 +108,8 @@ def timing_history(path: Path, timings: dict) -> list[dict]:
     return history
 
 
-def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, history: list[dict]) -> str:
+def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, history: list[dict],
+                    model_level_section: str = "") -> str:
     facts, table = result.facts, result.table
     models = table.groupby(["architecture", "run", "epoch"], sort=False).ngroups
     lines = [f"# pregen-jax search: {config.name}", "",
@@ -141,6 +147,7 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, his
     whole = table[table["num_strata"] == 1][["architecture", "run", "epoch", *result.postgen_names]]
     lines += [whole.to_markdown(index=False, floatfmt=".4f"), ""]
     lines += [ranking.summary_markdown(result.ranking, heading="##"), ""]
+    lines += [model_level_section, ""]
     lines += ["## Plots", ""]
     for post, files in plots.items():
         lines += [f"![{post}]({f})" for f in files] + [""]
@@ -148,6 +155,11 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, his
               + ", ".join(ID_COLUMNS) + ", post-gen columns, the pre-gen columns, tokenizer",
               "- `correlations_<POSTGEN>.tsv`: pregen, <group>_R^2, <group>_R, <group>_p; `excluded.tsv`",
               "- `models.tsv`: whole-test-set post-gen scores and caption statistics per model",
+              "- `models_<POSTGEN>.tsv`: model-level pairwise accuracy and Kendall tau per pre-gen metric (all pairs "
+              "and significant pairs); `significance_<POSTGEN>.tsv`: the paired bootstrap per model pair; "
+              "`heldout_<POSTGEN>.tsv` (with group_by); `calibration.tsv`; `decisions.md`",
+              "- `reference_lengths.npy`: i32[images, refs] positions of each test reference (what `predict` "
+              "checks a new model's RefProbs against)",
               "- `config.toml`: rerun with `pregen-search run --config config.toml --out DIR`; `vocabulary.json`",
               "- `cache/`: every stage's output per model (trained checkpoints in `cache/train/`); "
               "delete it to start afresh", ""]

@@ -63,6 +63,7 @@ class SearchResult:
     models: list[ModelResult]
     stages: dict[str, dict[str, int]]  # stage -> {"computed": n, "reused": m}
     vocab: object = None
+    reference_lengths: np.ndarray | None = None  # i32[I, R]: positions (tokens + 1) of each test reference
 
 
 def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult:
@@ -117,5 +118,8 @@ def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult
     assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
     facts = dict(data.facts, tokenizer=TOKENIZER, space=len(space))
     timings = dict(timer.seconds, total=time.perf_counter() - wall)
+    lengths = np.zeros((len(data.test), max(len(refs) for refs in data.test.captions)), np.int32)
+    for i, refs in enumerate(data.test.captions):
+        lengths[i, :len(refs)] = [len(ref) + 1 for ref in refs]
     return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts, models,
-                        cache.counts(), data.vocab)
+                        cache.counts(), data.vocab, lengths)

@@ -24,7 +24,8 @@ class PostgenMetric:
     """A post-gen metric. Subclasses set ``name`` and implement ``compute_score``."""
 
     name = "metric"
-    corpus_is_mean = True  # the corpus score is the mean of the per-image scores
+    corpus_is_mean = True       # the corpus score is the mean of the per-image scores
+    corpus_dependent = False    # an image's score depends on the other images scored with it
 
     def compute_score(self, gts: dict, res: dict) -> tuple[float, list[float]]:
         """(corpus score, per-image scores in ``gts`` order)."""

@@ -11,6 +11,7 @@ class CIDEr(PostgenMetric):
 
     name = "CIDEr"
     corpus_is_mean = False  # document frequencies come from the block: recompute per stratum
+    corpus_dependent = True
 
     def compute_score(self, gts, res):
         check_inputs(gts, res)

@@ -1,12 +1,15 @@
-"""Ranking pre-gen metrics by how well they predict post-gen metrics.
+"""Ranking pre-gen metrics by how well they predict post-gen metrics, and by how well they
+pick the better model.
 
 ``stats`` (Pearson over all columns at once, the spec's exclusion rule), ``table`` (reading
-data-point tables strictly), ``render`` (the files a ranking writes).
+data-point tables strictly), ``decisions`` (model-level pairwise accuracy and Kendall tau,
+held-out selection, a paired bootstrap), ``calibration`` (predicting a post-gen score from a
+pre-gen metric, with a prediction interval), ``render`` (the files a ranking writes).
 """
-from .render import summary_markdown, write_ranking
+from .render import summary_markdown, write_files, write_ranking
 from .stats import ALL, MIN_GROUP_ROWS, PERPLEXITY_BASELINE, Ranking, group_rows, pearson, rank
 from .table import KNOWN_POSTGEN, check_numeric, postgen_columns, pregen_columns, read_table
 
 __all__ = ["ALL", "KNOWN_POSTGEN", "MIN_GROUP_ROWS", "PERPLEXITY_BASELINE", "Ranking", "check_numeric",
            "group_rows", "pearson", "postgen_columns", "pregen_columns", "rank", "read_table", "summary_markdown",
-           "write_ranking"]
+           "write_files", "write_ranking"]

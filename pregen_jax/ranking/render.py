@@ -47,3 +47,12 @@ def write_ranking(ranking: Ranking, folder: Path, tokenizer: str, source: str) -
         io.write_tsv(df.assign(tokenizer=tokenizer), folder / f"correlations_{post}.tsv")
     io.write_tsv(ranking.excluded, folder / "excluded.tsv")
     io.write_text(summary_markdown(ranking, tokenizer=tokenizer, source=source), folder / "summary.md")
+
+
+def write_files(folder: Path, outputs: dict, tokenizer: str) -> None:
+    """Write ``name -> DataFrame`` (as TSV, with a ``tokenizer`` column) or ``name -> text`` into ``folder``."""
+    for name, content in outputs.items():
+        if isinstance(content, str):
+            io.write_text(content, Path(folder) / name)
+        else:
+            io.write_tsv(content.assign(tokenizer=tokenizer), Path(folder) / name)
