@@ -1,0 +1,23 @@
+"""The command line: every subcommand is there, and --help imports nothing heavy (it answers at once)."""
+import subprocess
+import sys
+
+HEAVY = ("jax", "pandas", "scipy", "pycocoevalcap", "gensim", "flax", "matplotlib", "pydantic")
+
+
+def test_help_imports_nothing_heavy():
+    code = ("import sys\nfrom pregen_jax import cli\n"
+            "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+    for command in ("demo", "run", "rank", "predict", "mutt", "judgments", "doctor"):
+        assert command in done.stdout
+
+
+def test_every_subcommand_has_help(capsys):
+    from pregen_jax import cli
+    parser = cli.build_parser()
+    subcommands = parser._subparsers._group_actions[0].choices
+    for name, sub in subcommands.items():
+        assert sub.format_help().startswith(f"usage: pregen-search {name}")
