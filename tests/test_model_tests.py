@@ -14,7 +14,7 @@ from pregen_jax.captioning import train as training
 from pregen_jax.captioning.models import ARCHITECTURES, Captioner, CaptionerConfig
 from pregen_jax.meta import model_corruptions as mc
 from pregen_jax.meta import model_tests, model_tests_report
-from tests.builders import training_config, write_config, write_training_corpus
+from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
 
 TINY = {"embed_size": 12, "hidden_size": 16, "image_size": 8}
 FEATURES, VOCAB_SIZE = 10, 9
@@ -279,3 +279,11 @@ def test_rank_rejects_a_bad_unit_test_file(tiny_search, tmp_path, capsys):
                      "--unit-tests", str(bad)]) == 2
     assert "bad.tsv, line 2: passed exceeds trials" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_search_of_precomputed_models_has_nothing_to_corrupt(tmp_path, capsys):
+    config = write_precomputed(tmp_path, metrics=("CIDEr", "ROUGE_L"))
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert unit_tests(tmp_path / "run", tmp_path / "out") == 2
+    assert "every model of the search is precomputed; nothing to corrupt" in capsys.readouterr().err
