@@ -69,9 +69,14 @@ def _rank(args) -> int:
     model_level = {}
     if decisions.NUM_STRATA in table.columns and (table[decisions.NUM_STRATA] == 1).sum() >= 2:
         model_level = decisions.decision_outputs(table, result.correlations, args.group_by)
+    if args.unit_tests:
+        from .meta.model_tests_report import add_unit_test_flags, read_unit_tests
+        tests = read_unit_tests(args.unit_tests)
     with io.staged_folder(out) as staging:
         ranking.write_ranking(result, staging, tokenizer, source=str(args.table))
         ranking.write_files(staging, model_level, tokenizer)
+        if args.unit_tests:
+            add_unit_test_flags(staging, result.correlations, tests, str(args.unit_tests), tokenizer)
     print(f"ranked {len(pregen) - len(result.excluded)} of {len(pregen)} pre-gen metrics against "
           f"{', '.join(result.correlations)}; wrote {out}")
     for name, df in result.correlations.items():
@@ -105,6 +110,19 @@ def _mutt(args) -> int:
         print(f"{name} unavailable: {why}")
     print(f"wrote {args.out}/mutt.tsv, mutt_heatmap.png, report.md ({result.seconds:.0f} s); mean accuracy (%):")
     print(result.table.pivot_table(index="metric", columns="refs", values="accuracy", sort=False).round(1).to_string())
+    return 0
+
+
+def _unit_tests(args) -> int:
+    from .meta.model_tests import run_unit_tests
+    from .meta.model_tests_report import pass_rates, top_metrics_table
+    run = run_unit_tests(args.search, args.out, seed=args.seed, progress=print)
+    for note in run.notes:
+        print(note)
+    rates = pass_rates(run.table)
+    print(f"wrote {args.out} ({run.seconds:.0f} s); mean pass rate (%) over the {len(rates)} metrics: "
+          + ", ".join(f"{test} {rates[test].mean():.1f}" for test in rates.columns))
+    print(top_metrics_table(run.table, run.correlations))
     return 0
 
 
@@ -159,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--out", required=True, help="output folder")
     rank.add_argument("--group-by", default=None, help="column defining groups (e.g. dataset)")
     rank.add_argument("--postgen", default=None, help="comma-separated post-gen columns (default: detected)")
+    rank.add_argument("--unit-tests", default=None, help="a pregen_unit_tests.tsv: flag the metrics that fail a "
+                                                         "meaning-preserving test (pass rate below 50%%)")
     rank.set_defaults(func=_rank)
 
     predict = sub.add_parser("predict", help="predict a new model's post-gen scores from its reference probabilities")
@@ -176,6 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     mutt.add_argument("--refs", default="5,10,20", help="numbers of references, comma-separated (default 5,10,20)")
     mutt.add_argument("--metrics", default=None, help="comma-separated post-gen metrics (default: all registered)")
     mutt.set_defaults(func=_mutt)
+
+    unit = sub.add_parser("unit-tests", help="MUTT-style unit tests of the pre-gen metrics: corrupt a finished "
+                                             "search's models and check each metric reacts as CIDEr does")
+    unit.add_argument("--search", required=True, help="a finished search's run folder (pregen-search run/demo)")
+    unit.add_argument("--out", required=True, help="output folder (pregen_unit_tests.tsv, report.md, cache/); the "
+                                                    "run folder itself adds the pass rates to its report")
+    unit.add_argument("--seed", type=int, default=0, help="seed of the noise and the image shuffles (default 0)")
+    unit.set_defaults(func=_unit_tests)
 
     judgments = sub.add_parser("judgments", help="Kendall tau of the post-gen metrics with Flickr8k human judgments")
     judgments.add_argument("--out", required=True, help="output folder (judgments.tsv, report.md)")

@@ -22,6 +22,7 @@ from .model_level import model_level
 from .search import SearchResult
 
 ARCH_COLOURS = {"init": "tab:blue", "pre": "tab:orange", "par": "tab:green", "merge": "tab:red"}
+UNIT_TEST_FILES = ("pregen_unit_tests.tsv", "pregen_unit_tests.md")  # added by `pregen-search unit-tests`: kept
 PACKAGES = ("pregen-jax", "jax", "jaxlib", "flax", "optax", "numpy", "pandas", "pycocoevalcap", "gensim")
 
 
@@ -63,7 +64,9 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
     tokenizer = result.facts["tokenizer"]
     history = timing_history(result.out / "cache" / "timings.json", result.timings)
     decided = model_level(result, config.pregen.group_by or None, config.seed)
-    with io.staged_folder(result.out, keep=("cache",)) as staging:
+    from ..meta.model_tests_report import search_section
+    unit_tests = search_section(result.out, result.ranking.correlations)
+    with io.staged_folder(result.out, keep=("cache", *UNIT_TEST_FILES)) as staging:
         io.write_tsv(result.table, staging / "table.tsv")
         ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"))
         ranking.write_files(staging, decided.files, tokenizer)
@@ -82,7 +85,8 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
                 plot(result.table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
                      staging / f"plot_baseline_{post}.png")
                 plots[post].append(f"plot_baseline_{post}.png")
-        io.write_text(report_markdown(result, config, plots, history, decided.markdown), staging / "report.md")
+        sections = "\n\n".join(filter(None, (decided.markdown, unit_tests)))
+        io.write_text(report_markdown(result, config, plots, history, sections), staging / "report.md")
     return result.out / "report.md"
 
 

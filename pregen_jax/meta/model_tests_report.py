@@ -1,0 +1,266 @@
+"""The pre-gen unit tests as files: pregen_unit_tests.tsv and a report; the section the search
+report shows; and the ``fails_meaning_preserving`` flag that ``pregen-search rank --unit-tests`` adds.
+
+Kept free of JAX and of the pipeline, so that the search report and ``rank`` can read a
+unit-test file cheaply.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import io
+from .common import markdown_table
+
+UNIT_TESTS_FILE = "pregen_unit_tests.tsv"
+UNIT_TESTS_REPORT = "pregen_unit_tests.md"   # its name inside a search's run folder (report.md is the search's)
+TEST_ORDER = ("temperature", "shuffled_images", "param_noise", "early_snapshot")
+MEANING_PRESERVING = "meaning-preserving"
+FAIL_BELOW = 50.0   # a metric fails a test when it passes fewer than half of its trials
+FLAG_COLUMN = "fails_meaning_preserving"
+PERPLEXITY_BASELINE = "geomean_join_pplx_none"
+TOP = 10
+SECTION = "## Pre-gen unit tests"
+
+RULES = [
+    "- **temperature** (meaning-preserving): the output layer's kernel and bias divided by T, which is exactly "
+    "logits / T; T in {0.5, 2}. Greedy captions (hence their post-gen scores) do not change. One trial per model "
+    "and T; it passes when |s_a - s_b| / (|s_a| + 1e-9) <= 0.15 (s_a: the unchanged model, s_b: the corrupted "
+    "one; MUTT's rule with |s_a| so that negative metrics are judged too). A metric that is inf or NaN on "
+    "either side fails; two zeros pass.",
+    "- **shuffled_images** (meaning-altering): the test images' features permuted among them (a seeded random "
+    "cycle: no image keeps its own). One trial per model; it passes when the metric gets strictly worse, "
+    "'worse' being the sign of its R with CIDEr in the search (a tie fails; +-inf counts as a value, NaN fails).",
+    "- **param_noise** (graded): Gaussian noise on every parameter tensor with standard deviation 0.05, 0.1 and "
+    "0.2 x that tensor's standard deviation (one seeded draw per model, scaled per level). The levels 0, 0.05, "
+    "0.1, 0.2 give 6 pairs per model; a pair is a trial when the CIDEr of the two models' beam captions "
+    "differs, and passes when the signed metric moves strictly the way CIDEr does (a metric tie fails; pairs "
+    "with equal CIDEr are not trials).",
+    "- **early_snapshot** (graded): each earlier snapshot against its final model, from the search's table "
+    "(num_strata == 1 rows); the same rule as param_noise.",
+    "- Tests other than temperature need a direction: metrics the search left out of the CIDEr ranking (inf, "
+    "NaN or constant) have none and are not listed for them.",
+]
+
+
+# ------------------------------------------------------------------ reading a unit-test file
+
+
+def read_unit_tests(path) -> pd.DataFrame:
+    """A pregen_unit_tests.tsv, checked: the columns, known tests, whole numbers, passed <= trials."""
+    path = Path(path)
+    text = io.read_text(path, "unit-test file")
+    try:
+        import io as stdio
+        frame = pd.read_csv(stdio.StringIO(text), sep="\t")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise ValueError(f"{path}: not a TSV file ({' '.join(str(err).split())})") from None
+    needed = ["test", "kind", "pregen", "trials", "passed", "accuracy"]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: no column {missing[0]!r} (written by pregen-search unit-tests?)")
+    if frame.empty:
+        raise ValueError(f"{path}: no rows")
+    for column in ("trials", "passed"):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        if values.isna().any() or (values < 0).any() or (values % 1 != 0).any():
+            row = int(np.argmax((values.isna() | (values < 0) | (values % 1 != 0)).to_numpy()))
+            raise ValueError(f"{path}, line {row + 2}: column {column!r} is {frame[column].iloc[row]!r}, "
+                             "not a count")
+        frame[column] = values.astype(int)
+    bad = frame["passed"] > frame["trials"]
+    if bad.any():
+        raise ValueError(f"{path}, line {int(np.argmax(bad.to_numpy())) + 2}: passed exceeds trials")
+    frame["accuracy"] = np.where(frame["trials"] > 0, 100.0 * frame["passed"] / frame["trials"].clip(lower=1),
+                                 np.nan)
+    return frame
+
+
+def pass_rates(frame: pd.DataFrame) -> pd.DataFrame:
+    """pregen x test: accuracy in percent (NaN where a test has no trials or no row)."""
+    wide = frame.pivot_table(index="pregen", columns="test", values="accuracy", aggfunc="first", sort=False)
+    return wide.reindex(columns=[t for t in TEST_ORDER if t in wide.columns]
+                        + [t for t in wide.columns if t not in TEST_ORDER])
+
+
+def fails_meaning_preserving(frame: pd.DataFrame) -> dict[str, bool]:
+    """pre-gen name -> whether it passes fewer than 50% of the trials of some meaning-preserving test.
+
+    Metrics with no meaning-preserving row (or only tests without trials) are absent.
+    """
+    rows = frame[(frame["kind"] == MEANING_PRESERVING) & (frame["trials"] > 0)]
+    return {name: bool((group["accuracy"] < FAIL_BELOW).any()) for name, group in rows.groupby("pregen", sort=False)}
+
+
+def flag_correlations(correlations: dict[str, pd.DataFrame], frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Each correlations frame with a ``fails_meaning_preserving`` column (True/False; empty where untested)."""
+    fails = fails_meaning_preserving(frame)
+    return {post: df.assign(**{FLAG_COLUMN: df["pregen"].map(lambda name: fails.get(name))})
+            for post, df in correlations.items()}
+
+
+def add_unit_test_flags(folder, correlations: dict[str, pd.DataFrame], frame: pd.DataFrame, source: str,
+                        tokenizer: str) -> None:
+    """``rank --unit-tests``: rewrite correlations_<POSTGEN>.tsv in ``folder`` with the flag column and
+    add the unit-test section to its summary.md."""
+    folder = Path(folder)
+    for post, df in flag_correlations(correlations, frame).items():
+        io.write_tsv(df.assign(tokenizer=tokenizer), folder / f"correlations_{post}.tsv")
+    summary = folder / "summary.md"
+    io.write_text(io.read_text(summary) + rank_summary_section(correlations, frame, source), summary)
+
+
+def rank_summary_section(correlations: dict[str, pd.DataFrame], frame: pd.DataFrame, source: str,
+                         top: int = TOP) -> str:
+    """The summary.md section of ``rank --unit-tests``: which top metrics fail a meaning-preserving test."""
+    fails = fails_meaning_preserving(frame)
+    lines = ["", "## Unit tests", "", f"Source: `{source}`. A metric **fails** a meaning-preserving test when it "
+             f"passes fewer than {FAIL_BELOW:.0f}% of its trials (column `{FLAG_COLUMN}` of "
+             "correlations_<POSTGEN>.tsv: True/False, empty where the file has no meaning-preserving row for it).", "",
+             f"{sum(fails.values())} of {len(fails)} tested metrics fail a meaning-preserving test."]
+    for post, df in correlations.items():
+        head = df.head(top)
+        flagged = [f"`{p}` (rank {k + 1})" for k, p in enumerate(head["pregen"]) if fails.get(p)]
+        untested = sum(p not in fails for p in head["pregen"])
+        lines.append(f"- {post}: of the top {len(head)}, "
+                     + (f"these fail: {', '.join(flagged)}" if flagged else "none fails")
+                     + (f"; {untested} untested" if untested else "") + ".")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ the search report's section
+
+
+def _cell(accuracy: float, trials: float) -> str:
+    return "-" if not np.isfinite(accuracy) else f"{accuracy:.0f}% ({int(trials)})"
+
+
+def top_metrics_table(frame: pd.DataFrame, correlations: pd.DataFrame | None, top: int = TOP) -> str:
+    """Pass rates of the top metrics by R^2 (with CIDEr when given) plus the perplexity baseline."""
+    rates = pass_rates(frame)
+    trials = frame.pivot_table(index="pregen", columns="test", values="trials", aggfunc="first", sort=False)
+    if correlations is not None and len(correlations):
+        order = list(correlations["pregen"])
+        chosen = [(k + 1, p) for k, p in enumerate(order[:top])]
+        if PERPLEXITY_BASELINE in order and PERPLEXITY_BASELINE not in order[:top]:
+            chosen.append((order.index(PERPLEXITY_BASELINE) + 1, PERPLEXITY_BASELINE))
+    else:
+        chosen = [("", PERPLEXITY_BASELINE)] if PERPLEXITY_BASELINE in rates.index else []
+    tests = list(rates.columns)
+    rows = []
+    for rank, name in chosen:
+        label = f"`{name}`" + (" (perplexity baseline)" if name == PERPLEXITY_BASELINE else "")
+        rows.append([rank, label] + [_cell(rates.at[name, t], trials.at[name, t]) if name in rates.index else "-"
+                                     for t in tests])
+    return markdown_table(["rank", "pre-gen metric", *tests], rows)
+
+
+def search_section(folder, correlations: dict[str, pd.DataFrame]) -> str:
+    """The '## Pre-gen unit tests' section of a search report, when the run folder holds the file; else ""."""
+    path = Path(folder) / UNIT_TESTS_FILE
+    if not path.is_file():
+        return ""
+    try:
+        frame = read_unit_tests(path)
+    except ValueError as err:
+        return f"{SECTION}\n\n{UNIT_TESTS_FILE} could not be read: {err}\n"
+    post = "CIDEr" if "CIDEr" in correlations else next(iter(correlations), None)
+    lines = [SECTION, "",
+             f"From `{UNIT_TESTS_FILE}` (`pregen-search unit-tests`; details in `{UNIT_TESTS_REPORT}`; rerun it "
+             "after the models change). Pass rate (trials) per test, for the top metrics by R^2 with "
+             f"{post} and the perplexity baseline:", "",
+             top_metrics_table(frame, correlations.get(post) if post else None), ""]
+    return "\n".join(lines)
+
+
+def with_section(report: str, section: str) -> str:
+    """A search's report.md with its unit-test section replaced by ``section`` (placed before
+    '## Plots', where the search report puts it)."""
+    lines = report.split("\n")
+    if SECTION in lines:                   # drop the old section, up to the next '## ' heading
+        start = lines.index(SECTION)
+        end = next((k for k in range(start + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+        lines = lines[:start] + lines[end:]
+    at = lines.index("## Plots") if "## Plots" in lines else len(lines)
+    return "\n".join(lines[:at] + section.rstrip("\n").split("\n") + [""] + lines[at:])
+
+
+# ------------------------------------------------------------------ the command's outputs
+
+
+def _family_table(frame: pd.DataFrame) -> str:
+    """Mean pass rate per test by caption score (tier 2), over the metrics tested."""
+    from ..tiers import parse_metric_name
+    parts = frame["pregen"].map(parse_metric_name)
+    frame = frame.assign(caption_score=[p[2] if p else "?" for p in parts])
+    wide = frame.pivot_table(index="caption_score", columns="test", values="accuracy", aggfunc="mean", sort=False)
+    tests = [t for t in TEST_ORDER if t in wide.columns]
+    return markdown_table(["caption score (tier 2)", *tests],
+                          [[name, *[float(wide.at[name, t]) for t in tests]] for name in wide.index])
+
+
+def _overall_table(frame: pd.DataFrame) -> str:
+    rows = []
+    for test in [t for t in TEST_ORDER if t in set(frame["test"])]:
+        part = frame[frame["test"] == test]
+        acc = part["accuracy"]
+        rows.append([test, part["kind"].iloc[0], len(part), int(part["trials"].max()), float(acc.mean()),
+                     f"{int((acc >= FAIL_BELOW).sum())} of {len(part)}"])
+    return markdown_table(["test", "kind", "metrics", "trials per metric", "mean pass rate (%)",
+                           f"metrics passing >= {FAIL_BELOW:.0f}%"], rows)
+
+
+def report_markdown(run, names: list[str], correlations: pd.DataFrame | None) -> str:
+    from ..datasets import TOKENIZER
+    from . import model_corruptions as mc
+    search, frame = run.search, run.table
+    greedy = sum(bool(np.all(s.greedy_unchanged)) for s in run.scores)
+    unranked = len([n for n in names if n not in search.direction])
+    counts = ", ".join(f"{c['computed']} computed / {c['reused']} reused" for c in run.cache_log.values()) or "none"
+    lines = [f"# Pre-gen unit tests: {search.config.name}", "",
+             f"Search: `{search.folder}`; {len(run.models)} models corrupted "
+             f"({', '.join(m.label for m in run.models)}); {len(names)} pre-gen metrics; "
+             f"{run.seconds:.0f} s (models: {counts}).", "",
+             f"- Tokenizer (references): {TOKENIZER}",
+             f"- Seed {run.seed} (noise and shuffles per model: seed and a hash of the model's label); generation as "
+             f"the search: beam {search.config.generation.beam_width}, max_len {search.config.generation.max_len}, "
+             f"min_len {search.config.generation.min_len}",
+             f"- Greedy captions unchanged at every temperature for {greedy} of {len(run.scores)} models",
+             f"- {unranked} metrics have no direction (not ranked against CIDEr in the search): tested on "
+             "temperature only", ""]
+    lines += [f"- {note}" for note in run.notes] + ([""] if run.notes else [])
+    lines += ["## Tests and pass rules", "", *RULES, "",
+              "## Pass rates of the top metrics", "",
+              "Pass rate (trials) per test; rank = by R^2 with CIDEr in the search.", "",
+              top_metrics_table(frame, correlations), "",
+              "## Over all metrics", "", _overall_table(frame), "",
+              "## By caption score", "", _family_table(frame), "",
+              "## CIDEr of the corrupted models", "",
+              "CIDEr-D of the beam captions on the whole test set, unchanged (noise 0), with parameter noise, and "
+              "from shuffled image features.", ""]
+    header = ["model", *[f"noise {level:g}" for level in (0.0, *mc.NOISE_LEVELS)], "shuffled"]
+    lines += [markdown_table(header, [[m.label, *[f"{c:.4f}" for c in s.cider], f"{float(s.cider_shuffled):.4f}"]
+                                      for m, s in zip(run.models, run.scores)]), ""]
+    lines += ["## Files", "", f"- `{UNIT_TESTS_FILE}`: test, kind, pregen, trials, passed, accuracy (percent), "
+              "tokenizer; one row per test and metric",
+              "- `cache/unit_tests/`: per-model scores (reused by a rerun)", ""]
+    return "\n".join(lines)
+
+
+def write_unit_test_outputs(run, names: list[str]) -> None:
+    """pregen_unit_tests.tsv and the report: added to the run folder itself, or published in ``run.out``."""
+    correlations = run.correlations
+    text = report_markdown(run, names, correlations)
+    if Path(run.out).resolve() == run.search.folder.resolve():
+        io.write_tsv(run.table, run.out / UNIT_TESTS_FILE)
+        io.write_text(text, run.out / UNIT_TESTS_REPORT)
+        report = run.out / "report.md"
+        if report.is_file():
+            io.write_text(with_section(io.read_text(report), search_section(run.out, {"CIDEr": correlations})),
+                          report)
+        return
+    with io.staged_folder(run.out, keep=("cache",)) as staging:
+        io.write_tsv(run.table, staging / UNIT_TESTS_FILE)
+        io.write_text(text, staging / "report.md")
