@@ -7,7 +7,7 @@ import pytest
 
 from pregen_jax.captioning import checkpoints, decode, evaluate, input_pipeline
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import ARCHITECTURES, Captioner, CaptionerConfig
+from pregen_jax.captioning.models import ARCHITECTURES, FEATURE_STATS, Captioner, CaptionerConfig, with_feature_mean
 from pregen_jax.datasets import Vocabulary
 
 TINY = dict(embed_size=12, hidden_size=16, image_size=8, dropout=0.5)
@@ -27,10 +27,11 @@ VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])  # "small" is u
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 @pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
 def test_one_train_step_changes_every_parameter(arch, cell):
-    model = Captioner(arch, CaptionerConfig(cell=cell, learn_init_state=True, normalize_image=True, **TINY),
-                      len(VOCAB))
-    params = training.init_params(model, FEATURES, 0)
+    config = CaptionerConfig(cell=cell, learn_init_state=True, normalize_image=True, **TINY)
+    model = Captioner(arch, config, len(VOCAB))
     features, captions = toy_data()
+    params = with_feature_mean(training.init_params(model, FEATURES, 0), config, features)
+    assert (FEATURE_STATS in params) == (arch == "pre")  # only pre centres its features
     pairs = [(n, ids) for n, _, ids in input_pipeline.encode_references(captions, VOCAB)]
     import optax
     optimizer = optax.adam(1e-2)
@@ -40,15 +41,70 @@ def test_one_train_step_changes_every_parameter(arch, cell):
     assert np.isfinite(float(loss))
     logits = decode.teacher_forced_logits(model, params, jnp.asarray(batch[0]), jnp.asarray(batch[1]))
     assert logits.shape == (8, batch[1].shape[1], len(VOCAB))
-    changed = jax.tree_util.tree_map(lambda a, b: bool(jnp.any(a != b)), params, new)
+    changed = jax.tree_util.tree_map(lambda a, b: bool(jnp.any(a != b)), params["params"], new["params"])
     assert all(jax.tree_util.tree_leaves(changed)), changed
+    if arch == "pre":  # set from the training features, never trained
+        np.testing.assert_array_equal(params[FEATURE_STATS]["image_proj"]["mean"],
+                                      new[FEATURE_STATS]["image_proj"]["mean"])
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_image_is_never_dropped(arch):
+    """Dropout is on words and RNN outputs only: the decoder state an image starts from (for pre,
+    the state after the image word) does not depend on the dropout draw."""
+    model = Captioner(arch, CaptionerConfig(**TINY), len(VOCAB))
+    params = training.init_params(model, FEATURES, 0)
+    features = np.abs(toy_data()[0])
+    starts = [model.apply(params, features, True, method=Captioner.start, rngs={"dropout": jax.random.PRNGKey(k)})
+              for k in (1, 2)]
+    jax.tree_util.tree_map(np.testing.assert_array_equal, *starts)
+    assert any(float(jnp.std(leaf, axis=0).max()) > 0 for leaf in jax.tree_util.tree_leaves(starts[0]))  # the image
+
+
+def test_pre_centres_its_features_on_the_training_mean(tmp_path):
+    features, captions = toy_data(4, images=30)
+    config = CaptionerConfig(normalize_image=True, **TINY)
+    trained = training.train_captioner("pre", config, training.TrainConfig(epochs=1, batch_size=8), 0, VOCAB, features,
+                                       captions, features[:10], captions[:10], tmp_path, progress=False)
+    unit = features / np.linalg.norm(features, axis=1, keepdims=True)
+    mean = trained.params[FEATURE_STATS]["image_proj"]["mean"]
+    np.testing.assert_allclose(mean, unit.mean(0), atol=1e-6)
+    reloaded = training.load_trained(trained.path, VOCAB).params[FEATURE_STATS]["image_proj"]["mean"]
+    np.testing.assert_array_equal(reloaded, mean)
+    kernel, bias = (trained.params["params"]["image_proj"][k] for k in ("kernel", "bias"))
+    image = trained.model.apply(trained.params, features[:3], method=Captioner._image)
+    np.testing.assert_allclose(image, np.maximum((unit[:3] - mean) @ kernel + bias, 0), atol=1e-5)
+
+
+def _colour_data(seed, images, size=1024):
+    """CNN-like features (non-negative, mostly the same for every image; the colour in 8 of them)
+    and captions whose only image-dependent word comes after a fixed prefix."""
+    rng = np.random.default_rng(seed)
+    colour = rng.integers(0, 2, images)
+    features = np.maximum(rng.normal(size=(images, size)), 0) + 1.0
+    features[:, :8] += 2.0 * colour[:, None]
+    return features.astype(np.float32), [[["a", "box", "above", ["red", "blue"][c]]] for c in colour]
+
+
+def test_pre_learns_to_use_the_image(tmp_path):
+    """The pre regression: with non-negative, uncentred features, Adam grew the image word's common
+    part until the image step's tanh gave every image the same state, and pre trained into a
+    language model (p(colour) ~ 0.48 here, and one caption for every image of the demo)."""
+    features, captions = _colour_data(0, 256)
+    val_features, val_captions = _colour_data(1, 64)
+    config = CaptionerConfig(embed_size=32, hidden_size=32, image_size=32, dropout=0.0)
+    trained = training.train_captioner("pre", config, training.TrainConfig(epochs=20, batch_size=16, patience=99), 0,
+                                       VOCAB, features, captions, val_features, val_captions, tmp_path, progress=False)
+    rp = evaluate.reference_probs(trained.model, trained.params, val_features, val_captions, VOCAB, progress=False)
+    assert rp.probs[:, 0, 3].mean() > 0.8  # the colour word, given the image
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_ref_probs_equal_step_by_step_decoding(arch):
-    model = Captioner(arch, CaptionerConfig(cell="lstm", **TINY), len(VOCAB))
-    params = training.init_params(model, FEATURES, 1)
+    config = CaptionerConfig(cell="lstm", **TINY)
+    model = Captioner(arch, config, len(VOCAB))
     features, captions = toy_data(1, images=9)
+    params = with_feature_mean(training.init_params(model, FEATURES, 1), config, features)
     captions[0][0] = captions[0][0] + ["small"]  # not in VOCAB: read as the unknown token, with a warning
     with pytest.warns(UserWarning, match=r"reference tokens are not in the model's vocabulary and are read as <unk>"):
         rp = evaluate.reference_probs(model, params, features, captions, VOCAB, batch_size=5, progress=False)

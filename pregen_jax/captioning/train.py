@@ -21,7 +21,7 @@ from ..settings import PositiveFloat, PositiveInt, as_dict, settings
 from . import checkpoints, decode
 from .evaluate import perplexity, reference_probs
 from .input_pipeline import encode_references, training_batch, training_batches
-from .models import ARCHITECTURES, Captioner, CaptionerConfig
+from .models import ARCHITECTURES, Captioner, CaptionerConfig, with_feature_mean
 
 
 @settings
@@ -98,7 +98,7 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
         return load_trained(final, vocab)
 
     optimizer = optax.adam(train_config.learning_rate)
-    params = init_params(model, train_features.shape[1], seed)
+    params = with_feature_mean(init_params(model, train_features.shape[1], seed), model_config, train_features)
     opt_state = optimizer.init(params)
     state = {"epoch": 0, "best_val": math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
     best_params = params

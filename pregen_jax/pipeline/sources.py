@@ -29,7 +29,7 @@ from ..settings import as_dict
 from .cache import Stage, StageCache, digest
 from .config import SearchConfig
 
-TRAIN = Stage("train", 1)
+TRAIN = Stage("train", 2)  # 2: pre centres its image features and never drops them
 
 
 @dataclasses.dataclass
