@@ -25,6 +25,10 @@ import numpy as np
 
 from ._sorting import order_keys, pad_key, sort_keys, values_from_keys
 
+# The first sort cuts the atoms into pieces of about N / PIECES entries (at least MIN_PIECE), so
+# that one sort op of short rows sorts them all with little padding.
+PIECES, MIN_PIECE = 32, 16
+
 __all__ = ["PartitionShape", "Partitions", "SegmentLayout", "order_keys", "plan_segments", "segment_rows"]
 
 
@@ -133,6 +137,21 @@ class Runs:
         """The same runs over ``factor`` entries per image (the joined caption scores)."""
         return Runs(tuple((a * factor, b * factor) for a, b in self.atoms),
                     tuple(tuple((a * factor, b * factor) for a, b in part) for part in self.spans))
+
+    def pieces(self, size: int):
+        """Atoms cut into pieces of at most ``width`` entries, for one sort of [pieces, width].
+
+        Returns (positions i[pieces, width] into the order, -1 = padding; slot i[size]: where
+        each order position lands in the flattened pieces, 0 where no atom covers it).
+        """
+        width = max(MIN_PIECE, -(-size // PIECES))
+        rows = [np.arange(a, min(a + width, stop)) for start, stop in self.atoms for a in range(start, stop, width)]
+        positions = np.full((len(rows), width), -1, np.int64)
+        slot = np.zeros(size, np.int64)
+        for r, row in enumerate(rows):
+            positions[r, :len(row)] = row
+            slot[row] = r * width + np.arange(len(row))
+        return positions, slot
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,20 +297,16 @@ def segment_rows(values, layout_shapes, runs: Runs | None, index, entry_valid=No
         keys = jnp.where(entry_valid, keys, pad_key(dtype))
     if runs is None:
         return [_member_rows(keys, m, shape, dtype) for m, shape in zip(index, layout_shapes)]
-    keys = jnp.take(keys, index, axis=-1)
-    valid = jnp.ones(index.shape, bool) if entry_valid is None else entry_valid[index]
-    pieces, valid_pieces, done = [], [], 0
-    for start, stop in runs.atoms:
-        if start > done:  # entries in no segment: kept, never read
-            pieces.append(keys[..., done:start])
-            valid_pieces.append(valid[done:start])
-        pieces.append(sort_keys(keys[..., start:stop]))
-        # Missing entries sort last in their atom, so its valid entries become a prefix.
-        valid_pieces.append(jnp.arange(stop - start) < valid[start:stop].sum())
-        done = stop
-    merged = jnp.concatenate(pieces, axis=-1)
-    merged_valid = jnp.concatenate(valid_pieces)
-    # A segment of several atoms is their sorted runs side by side: sorting that merges them.
+    positions, slot = runs.pieces(index.shape[-1])
+    filled = positions >= 0
+    at = index[np.maximum(positions, 0)]                                         # [pieces, width] entries
+    pieces = sort_keys(jnp.where(filled, jnp.take(keys, at, axis=-1), pad_key(dtype)))
+    valid = filled if entry_valid is None else filled & entry_valid[at]
+    # Missing entries sort last in their piece, so its valid entries become a prefix.
+    valid = jnp.arange(positions.shape[1]) < valid.sum(-1, keepdims=True)
+    merged = jnp.take(pieces.reshape(*pieces.shape[:-2], -1), slot, axis=-1)  # [..., N] in the order
+    merged_valid = valid.reshape(-1)[slot]
+    # A segment of several pieces is their sorted runs side by side: sorting that merges them.
     return [_span_rows(merged, merged_valid, spans, shape, dtype) for spans, shape in zip(runs.spans, layout_shapes)]
 
 
