@@ -23,7 +23,7 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from ._sorting import order_keys, pad_key, sort_keys, values_from_keys
+from ._sorting import order_keys, pad_key, pad_with_last, sort_keys, values_from_keys
 
 # The first sort cuts the atoms into pieces of about N / PIECES entries (at least MIN_PIECE), so
 # that one sort op of short rows sorts them all with little padding.
@@ -243,11 +243,9 @@ def _finish_rows(keys, valid, shape: PartitionShape, dtype):
     if shape.exact:
         values = values_from_keys(keys, dtype)
         return values, jnp.ones(values.shape, bool)
-    count = valid.sum(-1, keepdims=True)
-    last = jnp.minimum(jnp.arange(shape.length), jnp.maximum(count - 1, 0))
-    keys = jnp.take_along_axis(keys, jnp.broadcast_to(last, keys.shape), axis=-1)
-    values = values_from_keys(keys, dtype)
-    return values, jnp.broadcast_to(jnp.arange(shape.length) < count, values.shape)
+    prefix = jnp.arange(shape.length) < valid.sum(-1, keepdims=True)  # valid entries sorted first
+    values = values_from_keys(pad_with_last(keys, prefix), dtype)
+    return values, jnp.broadcast_to(prefix, values.shape)
 
 
 def _member_rows(keys, members, shape: PartitionShape, dtype):

@@ -64,10 +64,15 @@ def sort_left_aligned(values, mask):
     the result is ``mask`` itself.
     """
     mask = jnp.broadcast_to(mask, values.shape)
-    keys = sort_keys(jnp.where(mask, order_keys(values), pad_key(values.dtype)))
-    last = jnp.maximum(mask.sum(-1, keepdims=True) - 1, 0)
-    keys = jnp.take_along_axis(keys, jnp.minimum(jnp.arange(values.shape[-1]), last), axis=-1)
-    return values_from_keys(keys, values.dtype)
+    return values_from_keys(pad_with_last(sort_keys(jnp.where(mask, order_keys(values), pad_key(values.dtype))), mask),
+                            values.dtype)
+
+
+def pad_with_last(sorted_keys, valid):
+    """Replace the entries after each row's valid prefix by its last valid key (the largest),
+    without a gather: ``valid: bool[..., N]`` is True on a prefix of each sorted row."""
+    largest = jnp.max(jnp.where(valid, sorted_keys, jnp.iinfo(sorted_keys.dtype).min), axis=-1, keepdims=True)
+    return jnp.where(valid, sorted_keys, largest)
 
 
 def stable_argsort(values):
