@@ -313,7 +313,8 @@ def test_partitions_errors():
 
 
 def test_sweep_compiles_once_per_shape_and_structure():
-    space = tiers.Space.from_names(filters=("none", "filter0"))  # a space of its own: fresh caches
+    space = tiers.Space.from_names(filters=("none", "filter0"), caption_scores=("prob",),  # fresh caches
+                                   image_aggregators=("median", "join"), dataset_aggregators=("mean", "median"))
     rng = np.random.default_rng(8)
     for _ in range(3):  # new values and a new ranking of the images each time
         mask = np.arange(5) < rng.integers(1, 6, (31, 3))[..., None]

@@ -139,7 +139,8 @@ class Runs:
                     tuple(tuple((a * factor, b * factor) for a, b in part) for part in self.spans))
 
     def pieces(self, size: int):
-        """Atoms cut into pieces of at most ``width`` entries, for one sort of [pieces, width].
+        """Atoms cut into pieces of at most ``width = size / PIECES`` entries (at least
+        MIN_PIECE), so that one sort of [pieces, width] sorts every atom.
 
         Returns (positions i[pieces, width] into the order, -1 = padding; slot i[size]: where
         each order position lands in the flattened pieces, 0 where no atom covers it).
