@@ -324,3 +324,21 @@ def test_sweep_compiles_once_per_shape_and_structure():
         tiers.sweep(ref_probs, strata, space, method="mask")
     assert tiers.compiled_segment_sweep(space)._cache_size() == 1
     assert tiers.compiled_sweep(space)._cache_size() == 1
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 40])  # sorting networks up to 16 entries, XLA's sort above
+def test_sort_masked_matches_numpy(n):
+    import jax
+    from pregen_jax.tiers._sorting import sort_masked
+    rng = np.random.default_rng(n)
+    values = np.round(rng.normal(size=(50, n)), 1).astype(np.float32)  # many ties
+    values[0, :3] = [np.inf, -0.0, 0.0][:n]
+    values[1, -1] = np.nan
+    mask = rng.random((50, n)) < 0.6  # scattered, not a prefix
+    mask[:, 0] |= ~mask.any(1)
+    ours, prefix = jax.jit(sort_masked)(values, mask)
+    for row, keep, got, first in zip(values, mask, np.asarray(ours), np.asarray(prefix)):
+        want = np.sort(row[keep])  # NaN last, as numpy sorts
+        np.testing.assert_array_equal(got[:keep.sum()], want)
+        np.testing.assert_array_equal(got[keep.sum():], want[-1])  # padding repeats the largest value
+        np.testing.assert_array_equal(first, np.arange(n) < keep.sum())

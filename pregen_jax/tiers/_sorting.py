@@ -55,17 +55,18 @@ def sort_keys(keys):
     return jnp.stack(rows, axis=-1)
 
 
-def sort_left_aligned(values, mask):
-    """Sort each row's masked entries, which form a non-empty prefix of the row.
+def sort_masked(values, mask):
+    """Sort each row's masked entries to the front, ascending (NaN last).
 
-    values: f[..., N]; mask: bool[..., N], True on a prefix of each row (at least one entry).
-    Returns ``sorted: f[..., N]``: the masked values ascending (NaN last), then the largest
-    masked value repeated, so the whole row stays sorted and holds no new values; the mask of
-    the result is ``mask`` itself.
+    values: f[..., N]; mask: bool[..., N] (at least one True per row).
+    Returns (sorted f[..., N], prefix bool[..., N]): the masked values ascending, then the
+    largest of them repeated, so the whole row stays sorted and holds no new values;
+    ``prefix`` marks the masked values (the first ``mask.sum(-1)`` entries).
     """
     mask = jnp.broadcast_to(mask, values.shape)
-    return values_from_keys(pad_with_last(sort_keys(jnp.where(mask, order_keys(values), pad_key(values.dtype))), mask),
-                            values.dtype)
+    keys = sort_keys(jnp.where(mask, order_keys(values), pad_key(values.dtype)))
+    prefix = jnp.arange(values.shape[-1]) < mask.sum(-1, keepdims=True)
+    return values_from_keys(pad_with_last(keys, prefix), values.dtype), prefix
 
 
 def pad_with_last(sorted_keys, valid):

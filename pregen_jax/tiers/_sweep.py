@@ -23,7 +23,7 @@ import numpy as np
 
 from ..types import RefProbs
 from ._segments import Partitions, SegmentLayout, caption_index, plan_segments, segment_rows
-from ._sorting import sort_left_aligned, stable_argsort
+from ._sorting import sort_masked, stable_argsort
 from ._space import DEFAULT_SPACE, Space
 
 METHODS = ("auto", "segments", "mask")
@@ -46,10 +46,8 @@ def caption_and_image_scores(space: Space, probs, ranks, mask):
     per_image = [agg for agg in space.image_aggregators if not agg.is_join]
     if not per_image:
         return caption, ref_mask, None
-    # References are left-aligned (RefProbs checks it), so the sorted rows keep ref_mask.
-    caption_sorted = sort_left_aligned(caption, ref_mask)
-    ref_mask_full = jnp.broadcast_to(ref_mask, caption.shape)
-    image_scores = jnp.stack([agg.fn(caption_sorted, ref_mask_full) for agg in per_image])  # [A, G, F, I]
+    caption_sorted, sorted_mask = sort_masked(caption, ref_mask)
+    image_scores = jnp.stack([agg.fn(caption_sorted, sorted_mask) for agg in per_image])  # [A, G, F, I]
     return caption, ref_mask, image_scores.astype(probs.dtype)
 
 
@@ -157,7 +155,7 @@ def compiled_sweep(space: Space):
 
 @functools.lru_cache(maxsize=64)
 def compiled_segment_sweep(space: Space):
-    """The jit-compiled segment sweep for one space: ``fn(layout, probs, ranks, mask, members)``,
+    """The jit-compiled segment sweep for one space: ``fn(layout, probs, ranks, mask, index)``,
     compiled once per input shape and layout (``layout`` is static)."""
     return jax.jit(functools.partial(sweep_segment_arrays, space), static_argnums=0)
 
