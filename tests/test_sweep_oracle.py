@@ -191,17 +191,17 @@ def _oracle_trimmed_mean(values):
 @pytest.fixture(scope="module")
 def segment_space():
     """A space with every built-in aggregator in tier 4 and a user-registered one in tiers 3 and 4."""
-    tiers.register_aggregator("trimmedmean")(_trimmed_mean)
+    tiers.register_aggregator("trimmed_mean")(_trimmed_mean)
     yield tiers.Space.from_names(filters=("none", "prefix0"), caption_scores=("prob", "pplx", "count"),
-                                 image_aggregators=("median", "geomean", "trimmedmean", "join"),
-                                 dataset_aggregators=("sum", "mean", "median", "geomean", "max", "min", "trimmedmean"))
-    del tiers.REGISTRIES[3]["trimmedmean"], tiers.REGISTRIES[4]["trimmedmean"]
+                                 image_aggregators=("median", "geomean", "trimmed_mean", "join"),
+                                 dataset_aggregators=("sum", "mean", "median", "geomean", "max", "min", "trimmed_mean"))
+    del tiers.REGISTRIES[3]["trimmed_mean"], tiers.REGISTRIES[4]["trimmed_mean"]
 
 
 def oracle_sweep(ref_probs, strata, space):
-    """``oracle.sweep`` for any space whose functions the oracle knows, plus ``trimmedmean``."""
+    """``oracle.sweep`` for any space whose functions the oracle knows, plus ``trimmed_mean``."""
     def aggregate(values, name):
-        return _oracle_trimmed_mean(values) if name == "trimmedmean" else oracle.aggregate(values, name)
+        return _oracle_trimmed_mean(values) if name == "trimmed_mean" else oracle.aggregate(values, name)
 
     refs = oracle.to_lists(ref_probs)
     out = np.empty((len(strata), len(space)))
