@@ -69,6 +69,10 @@ class Partitions:
         The strata keep their order (``from_mask(m).mask == m``). A row that overlaps the
         rows before it starts a new partition, so any mask works; the spec's 15 strata (k
         blocks for k = 1..5, in that order) give 5 partitions.
+
+        >>> Partitions.from_mask([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 1, 0]]).segment_ids
+        array([[ 0,  0,  0,  0],
+               [ 0,  0,  1, -1]], dtype=int32)
         """
         strata = np.asarray(strata, bool)
         groups, covered = [[]], np.zeros(strata.shape[1], bool)
