@@ -84,8 +84,9 @@ def sweep_models(models: Sequence[RefProbs], strata=None, space: Space = DEFAULT
 
     Args:
       models: one ``RefProbs`` per model (image, reference and position counts may differ).
-      strata: None (all images), one strata (a bool[S, I] mask or ``Partitions``) for every
-        model, or a list with one per model.
+      strata: None (all images), one strata for every model (a bool[S, I] numpy array or
+        ``Partitions``), or a list or tuple with one per model (each None, a mask or
+        ``Partitions``).
       space, method: as ``tiers.sweep``; the segment form is used when every model's strata
         have the same number of partitions and segments, and "auto" chooses it for all.
       devices: the devices to shard the models over (default: all local devices).
