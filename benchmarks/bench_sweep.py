@@ -81,14 +81,14 @@ def time_oracle(ref_probs, strata, sample_metrics, seed=0):
     return (time.perf_counter() - start) * len(names) / sample_metrics
 
 
-def time_models(num_models, images, repeats, batch_size=None):
+def time_models(num_models, images, repeats):
     """(first call s, steady s) of ``tiers.sweep_models`` on ``num_models`` models of ``images``."""
     models = [random_ref_probs(images, seed=m) for m in range(num_models)]
     strata = [spec_strata(images, seed=m) for m in range(num_models)]
     start = time.perf_counter()
-    tiers.sweep_models(models, strata, batch_size=batch_size)
+    tiers.sweep_models(models, strata)
     first = time.perf_counter() - start
-    return first, _median_time(lambda: tiers.sweep_models(models, strata, batch_size=batch_size), repeats)
+    return first, _median_time(lambda: tiers.sweep_models(models, strata), repeats)
 
 
 def _verdict(ok: bool, missed: str) -> str:
