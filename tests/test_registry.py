@@ -157,16 +157,3 @@ def test_space_errors():
         tiers.DEFAULT_SPACE.extend(filters=["nosuch"])
     with pytest.raises(ValueError, match=r"more than once: \['none'\]"):
         tiers.DEFAULT_SPACE.extend(filters=["none"])
-
-
-def test_sweep_compiles_once_per_shape():
-    space = tiers.Space.from_names(filters=("none", "prefix0"))  # a space of its own: a fresh compile cache
-    rng = np.random.default_rng(2)
-    for _ in range(3):  # new values and strata, same shapes
-        mask = np.arange(4) < rng.integers(1, 5, (7, 2))[..., None]
-        ref_probs = RefProbs(rng.uniform(0.01, 1, mask.shape), rng.integers(0, 3, mask.shape), mask)
-        strata = rng.random((3, 7)) < 0.5
-        strata[:, 0] = True
-        tiers.sweep(ref_probs, strata, space)
-    assert tiers.compiled_sweep(space)._cache_size() == 1
-    assert tiers.compiled_sweep(space) is tiers.compiled_sweep(space)

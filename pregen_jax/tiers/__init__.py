@@ -17,26 +17,25 @@ Extending the space from user code::
 
     space = tiers.DEFAULT_SPACE.extend(filters=["top2prefix"])
     scores = tiers.sweep(ref_probs, strata, space)   # f[S, len(space)]
+
+Strata are a bool[S, I] mask or ``Partitions`` (segment ids per partition); ``sweep`` finds
+a mask's partitions (the spec's 15 strata are 5) and reduces each partition's segments, each
+image once per partition. ``sweep_models`` sweeps many models in one computation, sharded
+over the local devices.
 """
 from . import _builtins  # noqa: F401  (registers the spec's functions)
 from ._check import check, registered
-from ._registry import (
-                        JOIN,
-                        REGISTRIES,
-                        TIER_NAMES,
-                        TierFn,
-                        describe,
-                        get,
-                        register,
-                        register_aggregator,
-                        register_caption_score,
-                        register_filter,
-)
+from ._registry import (JOIN, REGISTRIES, TIER_NAMES, TierFn, describe, get, register, register_aggregator,
+                        register_caption_score, register_filter)
 from ._space import COMPAT_2018, DEFAULT_SPACE, Space, parse_metric_name
-from ._sweep import check_strata, compiled_sweep, sweep, sweep_arrays
+from ._models import sweep_models
+from ._segments import Partitions, plan_segments
+from ._sweep import (check_strata, compiled_segment_sweep, compiled_sweep, sweep, sweep_arrays,
+                     sweep_segment_arrays)
 
 __all__ = [
-    "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Space", "TierFn",
-    "check", "check_strata", "registered", "compiled_sweep", "describe", "get", "parse_metric_name", "register",
-    "register_aggregator", "register_caption_score", "register_filter", "sweep", "sweep_arrays",
+    "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Partitions", "Space", "TierFn",
+    "check", "check_strata", "compiled_segment_sweep", "compiled_sweep", "describe", "get", "parse_metric_name",
+    "plan_segments", "register", "register_aggregator", "register_caption_score", "register_filter", "registered",
+    "sweep", "sweep_arrays", "sweep_models", "sweep_segment_arrays",
 ]

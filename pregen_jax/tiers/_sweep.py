@@ -1,8 +1,17 @@
 """The sweep: every metric of a space on every stratum, as one jit-compiled computation.
 
 Tiers 1-3 depend only on the model's reference probabilities, so they are computed once;
-strata differ only in which images tier 4 reduces, which is a mask. Python loops below run
-at trace time only (one per tier function), never per metric, image or stratum.
+strata differ only in which images tier 4 reduces. Two exact forms of tier 4:
+
+- segments (``sweep_segment_arrays``): the strata as partitions of the images (the spec's 15
+  strata are 5 partitions); each stratum is one sorted row of a [segments, length] layout,
+  so each image is touched once per partition, and equal-sized segments need no mask;
+- mask (``sweep_arrays``): any bool[S, I]; each column is sorted once and every stratum's
+  mask permuted along, so each image is touched once per stratum.
+
+Both hand every aggregator its values sorted ascending along the last axis with a mask (the
+registry's contract). Python loops below run at trace time only (one per tier function or
+partition), never per metric, image or stratum.
 """
 from __future__ import annotations
 
@@ -13,36 +22,62 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..refprobs import RefProbs
+from ._segments import Partitions, SegmentLayout, caption_index, plan_segments, segment_rows
+from ._sorting import sort_masked, stable_argsort
 from ._space import DEFAULT_SPACE, Space
 
+METHODS = ("auto", "segments", "mask")
 
-def stable_argsort(values):
-    """``jnp.argsort(values, axis=-1, stable=True)``, built from integer sorts.
 
-    XLA's CPU sort is several times faster on one integer operand than on floats or on
-    (key, index) pairs, so: map the floats to order-preserving integers, sort them, take each
-    value's rank by binary search (ties share the rank), pack (rank, index) into one integer
-    and sort that. Falls back to ``jnp.argsort`` when the pack would overflow int32.
+def caption_and_image_scores(space: Space, probs, ranks, mask):
+    """Tiers 1-3, shared by every stratum.
+
+    Args:
+      probs: f[I, R, T]; ranks: i32[I, R, T]; mask: bool[I, R, T].
+    Returns:
+      caption: f[G, F, I, R] (tier 2 of tier 1); ref_mask: bool[I, R];
+      image_scores: f[A, G, F, I], one row per tier-3 aggregator other than ``join``
+      (None if there is none).
     """
-    n = values.shape[-1]
-    wide = values.dtype == jnp.float64
-    int_type, bits = (jnp.int64, 64) if wide else (jnp.int32, 32)
-    if not wide and n * n >= 2 ** 31:
-        return jnp.argsort(values, axis=-1, stable=True)
-    values = jnp.where(values == 0, jnp.zeros((), values.dtype), values)  # -0.0 ties with +0.0
-    raw = jax.lax.bitcast_convert_type(values, int_type)
-    keys = raw ^ ((raw >> (bits - 1)) & jnp.iinfo(int_type).max)   # negative floats: reverse order
-    flat_keys = keys.reshape(-1, n)
-    rank = jax.vmap(lambda row, k: jnp.searchsorted(row, k, side="left"))(jnp.sort(flat_keys, axis=-1), flat_keys)
-    packed = rank.astype(int_type) * n + jnp.arange(n, dtype=int_type)
-    return (jnp.sort(packed, axis=-1) % n).astype(jnp.int32).reshape(values.shape)
+    ref_mask = mask.any(-1)
+    keep = jnp.stack([f.fn(probs, ranks, mask) & mask for f in space.filters])       # [F, I, R, T]
+    caption = jnp.stack([g.fn(probs[None], keep, mask[None])                         # [G, F, I, R]
+                         for g in space.caption_scores]).astype(probs.dtype)
+    per_image = [agg for agg in space.image_aggregators if not agg.is_join]
+    if not per_image:
+        return caption, ref_mask, None
+    caption_sorted, sorted_mask = sort_masked(caption, ref_mask)
+    image_scores = jnp.stack([agg.fn(caption_sorted, sorted_mask) for agg in per_image])  # [A, G, F, I]
+    return caption, ref_mask, image_scores.astype(probs.dtype)
+
+
+def _columns(space: Space, per_dataset_agg, num_strata: int):
+    """[(over_images f[S, A, G, F] | None, over_captions f[S, G, F] | None)] per tier-4
+    function -> f[S, C], tier 4 outermost and tier 1 innermost, as ``space.names``."""
+    columns = []
+    for over_images, over_captions in per_dataset_agg:
+        by_tier3, next_image = [], 0
+        for agg in space.image_aggregators:  # restore the space's tier-3 order around join
+            if agg.is_join:
+                by_tier3.append(over_captions)
+            else:
+                by_tier3.append(over_images[:, next_image])
+                next_image += 1
+        columns.append(jnp.stack(by_tier3, axis=1))                                  # [S, T3, G, F]
+    return jnp.stack(columns, axis=1).reshape(num_strata, -1)
+
+
+def _has_join(space: Space) -> bool:
+    return any(agg.is_join for agg in space.image_aggregators)
+
+
+# ---------------------------------------------------------------- tier 4 over a mask
 
 
 def _sorted_with_mask(values, mask):
     """Sort ``values: f[..., N]`` along N and carry ``mask: bool[S, ..., N]`` along.
 
-    The sort happens once per column; each stratum's mask is only permuted, so every
-    aggregator sees its values sorted ascending (the registry's documented contract).
+    The sort happens once per column; each stratum's mask is only permuted.
     """
     order = stable_argsort(values)
     sorted_values = jnp.take_along_axis(values, order, axis=-1)
@@ -52,49 +87,77 @@ def _sorted_with_mask(values, mask):
 
 
 def sweep_arrays(space: Space, probs, ranks, mask, strata):
-    """Pure function behind ``sweep``.
+    """The sweep over any strata mask.
 
     Args:
       probs: f[I, R, T]; ranks: i32[I, R, T]; mask: bool[I, R, T]; strata: bool[S, I].
     Returns:
       f[S, C] with C = len(space), columns in ``space.names`` order.
     """
-    ref_mask = mask.any(-1)                                                   # [I, R]
-    keep = jnp.stack([f.fn(probs, ranks, mask) & mask for f in space.filters])  # [F, I, R, T]
-    caption = jnp.stack([g.fn(probs[None], keep, mask[None])                  # [G, F, I, R]
-                         for g in space.caption_scores]).astype(probs.dtype)
-
-    per_image = [agg for agg in space.image_aggregators if not agg.is_join]
-    caption_sorted, ref_mask_sorted = _sorted_with_mask(caption, ref_mask[None])
-    caption_sorted, ref_mask_sorted = caption_sorted[0], ref_mask_sorted[0]   # [G, F, I, R]
-    image_scores = jnp.stack([agg.fn(caption_sorted, ref_mask_sorted) for agg in per_image])  # [A, G, F, I]
-    images_sorted, image_member = _sorted_with_mask(                          # [S, A, G, F, I]
-        image_scores, strata[:, None, None, None, :])
-
-    joined = caption.reshape(*caption.shape[:2], -1)                          # [G, F, I*R]
-    joined_member = (strata[:, :, None] & ref_mask[None]).reshape(strata.shape[0], 1, 1, -1)
-    joined_sorted, joined_member = _sorted_with_mask(joined, joined_member)   # [S, G, F, I*R]
-
-    columns = []                                                              # per tier-4 fn: [S, A3, G, F]
+    caption, ref_mask, image_scores = caption_and_image_scores(space, probs, ranks, mask)
+    images_sorted = image_member = joined_sorted = joined_member = None
+    if image_scores is not None:
+        images_sorted, image_member = _sorted_with_mask(image_scores, strata[:, None, None, None, :])  # [S, A, G, F, I]
+    if _has_join(space):
+        joined = caption.reshape(*caption.shape[:2], -1)                                            # [G, F, I*R]
+        member = (strata[:, :, None] & ref_mask[None]).reshape(strata.shape[0], 1, 1, -1)
+        joined_sorted, joined_member = _sorted_with_mask(joined, member)                           # [S, G, F, I*R]
+    results = []
     for dataset_agg in space.dataset_aggregators:
-        over_images = dataset_agg.fn(images_sorted, image_member)             # [S, A, G, F]
-        over_captions = dataset_agg.fn(joined_sorted, joined_member)          # [S, G, F]
-        by_tier3, next_image = [], 0
-        for agg in space.image_aggregators:  # restore the space's tier-3 order around join
-            if agg.is_join:
-                by_tier3.append(over_captions)
-            else:
-                by_tier3.append(over_images[:, next_image])
-                next_image += 1
-        columns.append(jnp.stack(by_tier3, axis=1))
-    # [S, T4, T3, G, F] -> [S, C]: tier 4 outermost, tier 1 innermost, as space.names.
-    return jnp.stack(columns, axis=1).reshape(strata.shape[0], -1)
+        results.append((None if image_scores is None else dataset_agg.fn(images_sorted, image_member),
+                        None if joined_sorted is None else dataset_agg.fn(joined_sorted, joined_member)))
+    return _columns(space, results, strata.shape[0])
+
+
+# ---------------------------------------------------------------- tier 4 over segments
+
+
+def _reduce_segments(agg_fn, rows):
+    """Apply a tier-4 aggregator to each partition's sorted rows: [S, ...] (segment axis first)."""
+    return jnp.concatenate([jnp.moveaxis(agg_fn(values, mask), -1, 0) for values, mask in rows])
+
+
+def sweep_segment_arrays(space: Space, layout: SegmentLayout, probs, ranks, mask, index):
+    """The sweep over strata that form partitions (``layout`` and ``index`` from
+    ``plan_segments``).
+
+    Args:
+      probs: f[I, R, T]; ranks: i32[I, R, T]; mask: bool[I, R, T];
+      index: the image order i32[I] when ``layout.runs`` is set, else one i32[K_p, L_p] of
+        segment members per partition (-1 = padding).
+    Returns:
+      f[S, C], S = sum of K_p, strata in (partition, segment) order.
+    """
+    caption, ref_mask, image_scores = caption_and_image_scores(space, probs, ranks, mask)
+    image_rows = caption_rows = None
+    if image_scores is not None:
+        image_rows = segment_rows(image_scores, layout.images, layout.runs, index)
+    if _has_join(space):
+        num_refs = ref_mask.shape[-1]
+        caption_rows = segment_rows(caption.reshape(*caption.shape[:2], -1), layout.captions,
+                                    None if layout.runs is None else layout.runs.scaled(num_refs),
+                                    caption_index(layout, index, ref_mask), ref_mask.reshape(-1))
+    results = []
+    for dataset_agg in space.dataset_aggregators:
+        results.append((None if image_rows is None else _reduce_segments(dataset_agg.fn, image_rows),
+                        None if caption_rows is None else _reduce_segments(dataset_agg.fn, caption_rows)))
+    return _columns(space, results, sum(shape.segments for shape in layout.images))
+
+
+# ---------------------------------------------------------------- compiled functions and the public sweep
 
 
 @functools.lru_cache(maxsize=64)
 def compiled_sweep(space: Space):
-    """The jit-compiled sweep for one space (compiled once per input shape)."""
+    """The jit-compiled mask sweep for one space (compiled once per input shape)."""
     return jax.jit(functools.partial(sweep_arrays, space))
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_segment_sweep(space: Space):
+    """The jit-compiled segment sweep for one space: ``fn(layout, probs, ranks, mask, index)``,
+    compiled once per input shape and layout (``layout`` is static)."""
+    return jax.jit(functools.partial(sweep_segment_arrays, space), static_argnums=0)
 
 
 def float_dtype():
@@ -119,13 +182,44 @@ def check_strata(strata, num_images: int) -> np.ndarray:
     return strata
 
 
-def sweep(ref_probs: RefProbs, strata=None, space: Space = DEFAULT_SPACE) -> np.ndarray:
+def as_partitions(strata, num_images: int) -> Partitions:
+    """None (all images), a bool[S, I] mask or ``Partitions`` -> ``Partitions`` (validated)."""
+    if strata is None:
+        return Partitions(np.zeros((1, num_images), np.int32))
+    if isinstance(strata, Partitions):
+        if strata.segment_ids.shape[1] != num_images:
+            raise ValueError(f"segment_ids cover {strata.segment_ids.shape[1]} images, the model has {num_images}")
+        return strata
+    return Partitions.from_mask(check_strata(strata, num_images))
+
+
+def use_segments(partitions: Partitions, method: str) -> bool:
+    """Whether to reduce over segments: always for "segments", never for "mask"; for "auto"
+    when every partition's segments have equal sizes (the spec's strata, or no strata) and
+    span at most 6 x I entries in all. A segment sweep compiles once per shape and partition
+    structure (segment sizes), so "auto" keeps arbitrary masks on the mask sweep, which
+    compiles once per shape."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method != "auto":
+        return method == "segments"
+    equal = all((sizes == sizes[0]).all() for sizes in partitions.segment_sizes())
+    return equal and partitions.padded_elements() <= 6 * partitions.num_images
+
+
+def sweep(ref_probs: RefProbs, strata=None, space: Space = DEFAULT_SPACE, *, method: str = "auto") -> np.ndarray:
     """Every metric of ``space`` on every stratum: ``np.ndarray f[S, C]``.
 
     Args:
       ref_probs: one model's reference probabilities.
-      strata: bool[S, I], one row per stratum (a subset of images); None = all images.
+      strata: None (one stratum: all images); a bool[S, I] mask, one row per stratum; or
+        ``Partitions`` (segment ids per partition; rows then come in (partition, segment)
+        order). A mask's partition structure is found by grouping consecutive disjoint rows.
       space: the tier space; column c of the result is ``space.names[c]``.
+      method: "segments" (reduce each partition's segments), "mask" (one masked reduction per
+        stratum) or "auto" (segments when each partition's segments have equal sizes, as the
+        spec's strata do; see ``use_segments``). Both give the same numbers up to float
+        rounding order.
 
     >>> import numpy as np
     >>> rp = RefProbs.from_lists([[[0.5, 0.5]]], [[[0, 1]]])
@@ -134,10 +228,12 @@ def sweep(ref_probs: RefProbs, strata=None, space: Space = DEFAULT_SPACE) -> np.
     """
     if not isinstance(ref_probs, RefProbs):
         raise TypeError(f"sweep needs a RefProbs, got {type(ref_probs).__name__}")
-    if strata is None:
-        strata = np.ones((1, ref_probs.num_images), bool)
-    strata = check_strata(strata, ref_probs.num_images)
+    partitions = as_partitions(strata, ref_probs.num_images)
     dtype = float_dtype()
-    result = compiled_sweep(space)(jnp.asarray(ref_probs.probs, dtype), jnp.asarray(ref_probs.ranks, jnp.int32),
-                                   jnp.asarray(ref_probs.mask), jnp.asarray(strata))
+    arrays = (jnp.asarray(ref_probs.probs, dtype), jnp.asarray(ref_probs.ranks, jnp.int32), jnp.asarray(ref_probs.mask))
+    if use_segments(partitions, method):
+        layout, index = plan_segments(partitions, ref_probs.ref_mask)
+        result = compiled_segment_sweep(space)(layout, *arrays, jax.tree.map(jnp.asarray, index))
+    else:
+        result = compiled_sweep(space)(*arrays, jnp.asarray(partitions.mask))
     return np.asarray(result)
