@@ -184,6 +184,15 @@ def test_encoders_shapes_mask_and_norms():
     h_alone, _ = matcher.encode_words(params, ids[1:, :1], lengths[1:])
     np.testing.assert_allclose(h[1, 0], h_alone[0, 0], rtol=1e-5, atol=1e-6)
     assert isinstance(matcher, reo.Matcher)
+    # started on standardised regions: the mean region projects to zero, one sd off the mean to the kernel row
+    shifted = regions * 3.0 + 5.0
+    data_params = matcher.init(0, shifted)
+    mean, sd = shifted.reshape(-1, 6).mean(0), shifted.reshape(-1, 6).std(0) + 1e-3
+    kernel = params["params"]["region_proj"]["kernel"]
+    project = lambda x: matcher.module.apply(data_params, x, method=lambda m, x: m.region_proj(x))  # noqa: E731
+    np.testing.assert_allclose(project(mean[None].astype(np.float32)), 0.0, atol=1e-4)
+    one_sd = (mean + sd * np.eye(6)[2]).astype(np.float32)
+    np.testing.assert_allclose(project(one_sd[None])[0], kernel[2], rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="candidates: caption 1 is empty"):
         reo.pad_token_ids([["a"], []], VOCAB, "candidates")
 
@@ -207,6 +216,8 @@ def test_hardest_negative_loss_by_hand():
     # captions: image 0 hardest 0.8 -> 0.1; image 1 hardest 0.6 -> 0.3; image 2 hardest 0.3 -> 0.1
     # images:   caption 0 hardest 0.2 -> 0;  caption 1 hardest 0.8 -> 0.5; caption 2 hardest 0.6 -> 0.4
     assert float(reo_train.hardest_negative_loss(scores, 0.2)) == pytest.approx(0.1 + 0.3 + 0.1 + 0.5 + 0.4)
+    # all negatives: captions 0.1 + 0.3 + 0.1, images 0.5 + 0.4, averaged over the 2 negatives of each pair
+    assert float(reo_train.all_negatives_loss(scores, 0.2)) == pytest.approx((0.5 + 0.9) / 2)
 
 
 def _train(workdir, epochs=2, **overrides):
@@ -242,6 +253,18 @@ def test_training_checkpoints_resume_and_mismatch(tmp_path, monkeypatch):
     jax.tree_util.tree_map(np.testing.assert_array_equal, loaded.params, resumed.params)
     with pytest.raises(ValueError, match="different vocabulary"):
         reo.load_matcher(tmp_path / "b" / "matcher.msgpack", Vocabulary(["a"]))
+    with pytest.raises(ValueError, match="matcher.msgpack: checkpoint was made with a different train config"):
+        _train(tmp_path / "b", epochs=3)
+    # the post-gen entry point loads the finished model and scores a split
+    regions, captions = _toy(images=20)
+    scorer = reo.fit_scorer(VOCAB, regions, captions, tmp_path / "b", regions[:6], captions[:6], TINY,
+                            reo.MatchTrainConfig(epochs=2, batch_size=8, warmup_epochs=1, val_images=6),
+                            covariance="identity", progress=False)
+    generated = [refs[-1] for refs in captions[:6]]
+    corpus = scorer.corpus_scores(regions[:6], generated, captions[:6])
+    per_image = scorer.score(regions[:6], generated, captions[:6])
+    assert sorted(corpus) == sorted(reo.METRIC_NAMES)
+    assert corpus["REO_O_refs"] == pytest.approx(per_image["O_refs"].mean())
     (tmp_path / "b" / "matcher.msgpack").unlink()
     with pytest.raises(ValueError, match="checkpoint.msgpack: checkpoint was made with a different train config"):
         _train(tmp_path / "b", epochs=3)

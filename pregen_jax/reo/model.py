@@ -96,10 +96,26 @@ class ScanMatcher:
     def module(self) -> ScanModule:
         return ScanModule(self.config, len(self.vocab))
 
-    def init(self, seed: int = 0):
+    def init(self, seed: int = 0, regions: np.ndarray | None = None):
+        """Fresh parameters; given training ``regions`` f[I, K, Dr], the region projection starts as if
+        its input were standardised (per feature: minus the mean, over the standard deviation).
+
+        Why: the encoder's regions are ReLU maps sharing a large positive mean, so at a plain
+        initialisation every region points the same way and training barely moves off it (on the
+        shapes dataset, 160 steps reached validation R@10 0.12 plain and 0.20 with this start).
+        """
         ids = jnp.zeros((1, 2), jnp.int32)
-        return self.module.init(jax.random.PRNGKey(seed), jnp.zeros((1, 2, self.config.region_size)), ids,
-                                jnp.array([2], jnp.int32))
+        params = self.module.init(jax.random.PRNGKey(seed), jnp.zeros((1, 2, self.config.region_size)), ids,
+                                  jnp.array([2], jnp.int32))
+        if regions is None:
+            return params
+        flat = np.asarray(regions, np.float64).reshape(-1, regions.shape[-1])
+        mean, scale = flat.mean(axis=0), flat.std(axis=0) + 1e-3
+        proj = params["params"]["region_proj"]
+        kernel = np.asarray(proj["kernel"], np.float64) / scale[:, None]
+        bias = np.asarray(proj["bias"], np.float64) - mean @ kernel
+        proj = {**proj, "kernel": jnp.asarray(kernel, jnp.float32), "bias": jnp.asarray(bias, jnp.float32)}
+        return {**params, "params": {**params["params"], "region_proj": proj}}
 
     def encode_regions(self, params, regions):
         return self.module.apply(params, regions, method=ScanModule.encode_regions)

@@ -56,21 +56,25 @@ class TrainedMatcher:
     path: Path | None = None
 
 
-def hardest_negative_loss(scores, margin: float):
-    """VSE++ loss for a square score matrix f[B, B] whose diagonal holds the positive pairs."""
+def _hinge_costs(scores, margin: float):
+    """Hinge cost of every negative of a square score matrix f[B, B] with the positives on its diagonal:
+    (negative captions of image i: f[B, B] by [i, c], negative images of caption c: f[B, B] by [i, c])."""
     positive = jnp.diag(scores)
     eye = jnp.eye(scores.shape[0], dtype=bool)
-    cost_caption = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[:, None]))  # image i, caption c
-    cost_image = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[None, :]))    # caption c, image i
+    cost_caption = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[:, None]))
+    cost_image = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[None, :]))
+    return cost_caption, cost_image
+
+
+def hardest_negative_loss(scores, margin: float):
+    """VSE++ loss: for each positive pair, the hinge of its hardest negative caption and image, summed."""
+    cost_caption, cost_image = _hinge_costs(scores, margin)
     return jnp.sum(jnp.max(cost_caption, axis=1)) + jnp.sum(jnp.max(cost_image, axis=0))
 
 
 def all_negatives_loss(scores, margin: float):
     """The hinge averaged over all negatives of each positive pair, summed over the pairs (warm-up)."""
-    positive = jnp.diag(scores)
-    eye = jnp.eye(scores.shape[0], dtype=bool)
-    cost_caption = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[:, None]))
-    cost_image = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[None, :]))
+    cost_caption, cost_image = _hinge_costs(scores, margin)
     return (jnp.sum(cost_caption) + jnp.sum(cost_image)) / max(scores.shape[0] - 1, 1)
 
 
@@ -134,9 +138,10 @@ def train_matcher(config: MatcherConfig, train_config: MatchTrainConfig, vocab: 
     meta = _meta(matcher, train_config, int(regions.shape[-1]))
     final = workdir / "matcher.msgpack"
     if final.is_file():
+        _check_meta(final, checkpoints.load(final)[1], meta)
         return load_matcher(final, vocab)
     optimizer = make_optimizer(train_config)
-    params = matcher.init(train_config.seed)
+    params = matcher.init(train_config.seed, regions)
     opt_state = optimizer.init(params)
     best_params, state = params, {"epoch": 0, "best_rsum": -1.0, "best_epoch": 0, "history": []}
     ckpt = workdir / "checkpoint.msgpack"

@@ -31,13 +31,30 @@ class Correlation:
     n: int
 
 
-def correlations(scores: dict[str, np.ndarray], candidates: list[Candidate]) -> list[Correlation]:
-    """Spearman rho of every score (R/E/O x image/refs) with the candidates' extra, omitted and correct tuples."""
-    counts = {name: np.array([getattr(c, name) for c in candidates]) for name in AGAINST}
+def _centred(values: np.ndarray, images: np.ndarray) -> np.ndarray:
+    """values minus the mean of their image's values."""
+    sums = np.bincount(images, weights=values)
+    return values - (sums / np.maximum(np.bincount(images), 1))[images]
+
+
+def correlations(scores: dict[str, np.ndarray], candidates: list[Candidate],
+                 within_image: bool = False) -> list[Correlation]:
+    """Spearman rho of every score (R/E/O x image/refs) with the candidates' extra, omitted and correct tuples.
+
+    Pooled over all candidates, or ``within_image``: scores and counts minus their image's mean
+    first, so only differences between captions of the same image count (scenes with more
+    objects have more correct tuples and longer captions; this takes that out).
+    """
+    counts = {name: np.array([getattr(c, name) for c in candidates], np.float64) for name in AGAINST}
+    images = np.array([c.image for c in candidates])
+    if within_image:
+        counts = {name: _centred(values, images) for name, values in counts.items()}
     rows = []
     for ground in GROUND_TRUTHS:
         for measure in MEASURES:
             values = scores[f"{measure}_{ground}"]
+            if within_image:
+                values = _centred(values, images)
             for against in AGAINST:
                 rho, p = stats.spearmanr(values, counts[against])
                 rows.append(Correlation(measure, ground, against, float(rho), float(p), len(values)))
