@@ -222,29 +222,29 @@ def test_hardest_negative_loss_by_hand():
 
 def _train(workdir, epochs=2, **overrides):
     regions, captions = _toy(images=20)
-    config = reo.MatchTrainConfig(epochs=epochs, batch_size=8, warmup_epochs=1, val_images=6, **overrides)
-    return reo.train_matcher(TINY, config, VOCAB, regions, captions, workdir, regions[:6], captions[:6],
-                             progress=False)
+    config = reo.MatchTrainConfig(epochs=epochs, batch_size=8, warmup_epochs=1, **overrides)
+    return reo.train_matcher(TINY, config, VOCAB, regions, captions, workdir, progress=False)
 
 
 def test_training_checkpoints_resume_and_mismatch(tmp_path, monkeypatch):
     straight = _train(tmp_path / "a")
     assert [h["epoch"] for h in straight.history] == [1, 2]
+    # interrupt the second epoch's checkpoint write (after the first epoch's), then resume
     calls = {"n": 0}
-    original = reo_train.retrieval_recalls
+    original = checkpoints.save
 
     def crash_on_second(*args):
         calls["n"] += 1
         if calls["n"] == 2:
             raise KeyboardInterrupt
         return original(*args)
-    monkeypatch.setattr(reo_train, "retrieval_recalls", crash_on_second)
+    monkeypatch.setattr(checkpoints, "save", crash_on_second)
     with pytest.raises(KeyboardInterrupt):
         _train(tmp_path / "b")
+    monkeypatch.setattr(checkpoints, "save", original)
     assert not (tmp_path / "b" / "matcher.msgpack").exists()
     _, meta = checkpoints.load(tmp_path / "b" / "checkpoint.msgpack")
     assert meta["state"]["epoch"] == 1
-    monkeypatch.setattr(reo_train, "retrieval_recalls", original)
     resumed = _train(tmp_path / "b")
     jax.tree_util.tree_map(np.testing.assert_array_equal, straight.params, resumed.params)
     # a finished run loads, with its vocabulary, instead of training
@@ -257,14 +257,14 @@ def test_training_checkpoints_resume_and_mismatch(tmp_path, monkeypatch):
         _train(tmp_path / "b", epochs=3)
     # the post-gen entry point loads the finished model and scores a split
     regions, captions = _toy(images=20)
-    scorer = reo.fit_scorer(VOCAB, regions, captions, tmp_path / "b", regions[:6], captions[:6], TINY,
-                            reo.MatchTrainConfig(epochs=2, batch_size=8, warmup_epochs=1, val_images=6),
+    scorer = reo.fit_scorer(VOCAB, regions, captions, tmp_path / "b", matcher_config=TINY,
+                            train_config=reo.MatchTrainConfig(epochs=2, batch_size=8, warmup_epochs=1),
                             covariance="identity", progress=False)
-    generated = [refs[-1] for refs in captions[:6]]
-    corpus = scorer.corpus_scores(regions[:6], generated, captions[:6])
-    per_image = scorer.score(regions[:6], generated, captions[:6])
+    regions, captions = _toy(images=5)  # the shapes of test_score_captions: its compiled call is reused
+    generated = [refs[-1] for refs in captions]
+    corpus = scorer.corpus_scores(regions, generated, captions)
     assert sorted(corpus) == sorted(reo.METRIC_NAMES)
-    assert corpus["REO_O_refs"] == pytest.approx(per_image["O_refs"].mean())
+    assert corpus["REO_O_refs"] == pytest.approx(scorer.score(regions, generated, captions)["O_refs"].mean())
     (tmp_path / "b" / "matcher.msgpack").unlink()
     with pytest.raises(ValueError, match="checkpoint.msgpack: checkpoint was made with a different train config"):
         _train(tmp_path / "b", epochs=3)

@@ -59,7 +59,11 @@ def write_figure3(cosines: dict, path: Path) -> list[dict]:
 
 
 def plot_scores(scores: dict, candidates, path: Path) -> None:
-    """R/E/O (rows) against the number of extra, omitted and correct tuples (columns): mean +- s.e."""
+    """R/E/O (rows) against the number of extra, omitted and correct tuples (columns): mean +- s.e.
+
+    Each score is standardised over all candidates (z-score), so the two ground truths, whose
+    scales differ by orders of magnitude, share an axis.
+    """
     fig, axes = plt.subplots(3, 3, figsize=(12, 10), sharex="col")
     for col, against in enumerate(reo.validation.AGAINST):
         counts = np.array([getattr(c, against) for c in candidates])
@@ -68,10 +72,11 @@ def plot_scores(scores: dict, candidates, path: Path) -> None:
             ax = axes[row, col]
             for ground, style in (("image", "o-"), ("refs", "s--")):
                 values = scores[f"{measure}_{ground}"]
+                values = (values - values.mean()) / (values.std() or 1.0)
                 means = [values[counts == x].mean() for x in levels]
                 errors = [values[counts == x].std() / np.sqrt(max((counts == x).sum(), 1)) for x in levels]
                 ax.errorbar(levels, means, yerr=errors, fmt=style, capsize=2, label=f"ground truth: {ground}")
-            ax.set_ylabel(measure)
+            ax.set_ylabel(f"{measure} (z-score)")
             if row == 2:
                 ax.set_xlabel(f"{against} tuples")
             ax.grid(alpha=0.3)
@@ -132,6 +137,14 @@ def main(argv=None) -> int:
         results[name] = {"rows": [dataclasses.asdict(r) for r in rows],
                          "within_image": [dataclasses.asdict(r) for r in within],
                          "means": {k: float(v.mean()) for k, v in scores.items()}}
+    # sanity: the candidates with nothing extra or omitted, against their own image and the next one
+    perfect = [c for c in candidates if c.omit == 0 and c.extras == 0]
+    own_image = np.array([c.image for c in perfect])
+    matched_vs_wrong = {}
+    for label, images in (("own_image", own_image), ("next_image", (own_image + 1) % len(test))):
+        scores = reo.score_pairs(matcher, params, regions["test"], [c.tokens for c in perfect], test.captions,
+                                 covariances["ledoit_wolf"], images, batch_size=1000)
+        matched_vs_wrong[label] = {k: float(v.mean()) for k, v in scores.items()}
     timings["reo_scoring_s"] = time.perf_counter() - tick
     tick = time.perf_counter()
     figure3 = write_figure3(reo.figure3_cosines(matcher, params, regions["test"], test.captions, candidates),
@@ -145,7 +158,7 @@ def main(argv=None) -> int:
                "training_history": trained.history, "vocabulary_size": len(vocab),
                "covariance": covariances["ledoit_wolf"].source, "candidates": len(candidates),
                "candidate_tokens_max": max(len(c.tokens) for c in candidates),
-               "retrieval": recalls, "validation": results, "figure3": figure3, "timings": timings}
+               "retrieval": recalls, "validation": results, "perfect_candidates_own_vs_next_image": matched_vs_wrong, "figure3": figure3, "timings": timings}
     atomic.write_text(json.dumps(summary, indent=1, default=str), out / "summary.json")
 
     print(f"retrieval on {len(test)} test images ({sum(map(len, test.captions))} captions):")
@@ -156,6 +169,9 @@ def main(argv=None) -> int:
     for row, within in zip(results["ledoit_wolf"]["rows"], results["ledoit_wolf"]["within_image"]):
         print(f"  {row['measure']}       {row['ground_truth']:6s}  {row['against']:7s}  {row['spearman_rho']:+.3f}"
               f"       {within['spearman_rho']:+.3f}")
+    print("candidates with no error, mean scores against their own image / the next image:")
+    for key in matched_vs_wrong["own_image"]:
+        print(f"  {key:8s} {matched_vs_wrong['own_image'][key]:.4f} / {matched_vs_wrong['next_image'][key]:.4f}")
     print("Figure 3 (mean cosine of residual with the error phrase / a correct phrase):")
     for r in figure3:
         print(f"  {r['error']:7s} {r['ground_truth']:5s} {r['against']:7s} {r['mean_cosine']:.3f} "
