@@ -58,6 +58,22 @@ def write_figure3(cosines: dict, path: Path) -> list[dict]:
     return rows
 
 
+def write_by_extra_kind(scores: dict, candidates, path: Path) -> list[dict]:
+    """Mean scores of candidates that leave nothing out, with no addition or exactly one of each kind."""
+    groups = {"none": lambda c: c.extras == 0, **{kind: (lambda c, kind=kind: c.extra_kinds == (kind,))
+                                                   for kind in reo.captions.EXTRA_KINDS}}
+    rows = []
+    for name, keep in groups.items():
+        chosen = np.array([c.omit == 0 and keep(c) for c in candidates])
+        rows.append({"addition": name, "n": int(chosen.sum()),
+                     **{key: float(values[chosen].mean()) for key, values in sorted(scores.items())}})
+    header = list(rows[0])
+    lines = ["\t".join(header)] + ["\t".join(f"{r[h]:.4f}" if isinstance(r[h], float) else str(r[h]) for h in header)
+                                   for r in rows]
+    atomic.write_text("\n".join(lines) + "\n", path)
+    return rows
+
+
 def plot_scores(scores: dict, candidates, path: Path) -> None:
     """R/E/O (rows) against the number of extra, omitted and correct tuples (columns): mean +- s.e.
 
@@ -134,7 +150,8 @@ def main(argv=None) -> int:
         reo.write_correlations(rows, out / f"reo_validation{suffix}.tsv")
         reo.write_correlations(within, out / f"reo_validation_within_image{suffix}.tsv")
         plot_scores(scores, candidates, out / f"reo_vs_counts{suffix}.png")
-        results[name] = {"rows": [dataclasses.asdict(r) for r in rows],
+        by_kind = write_by_extra_kind(scores, candidates, out / f"reo_by_extra_kind{suffix}.tsv")
+        results[name] = {"by_extra_kind": by_kind, "rows": [dataclasses.asdict(r) for r in rows],
                          "within_image": [dataclasses.asdict(r) for r in within],
                          "means": {k: float(v.mean()) for k, v in scores.items()}}
     # sanity: the candidates with nothing extra or omitted, against their own image and the next one

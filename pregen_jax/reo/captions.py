@@ -60,6 +60,7 @@ class Candidate:
     extra_phrases: list[list[str]]
     missing_phrases: list[list[str]]
     kept_phrases: list[list[str]]
+    extra_kinds: tuple[str, ...] = ()  # the design's additions, in order: "object", "colour", "background"
 
 
 def scene_tuples(scene: Scene) -> set[tuple]:
@@ -102,10 +103,12 @@ def make_candidate(image: int, scene: Scene, omit: int, extras: int, rng) -> Can
     mentions = [Mention(o.shape, o.colour, o.size if rng.random() < 0.5 else None) for o in kept]
     wrong = [False] * len(mentions)
     wrong_background = None
+    kinds_drawn = []
     absent_shapes = [s for s in SHAPES if s not in {o.shape for o in objects}]
     for _ in range(extras):
         kinds = ["object"] + (["colour"] if not all(wrong) else []) + (["background"] if wrong_background is None else [])
         kind = _pick(rng, kinds)
+        kinds_drawn.append(kind)
         if kind == "object":
             shape = _pick(rng, absent_shapes)
             mentions.append(Mention(shape, _pick(rng, list(COLOURS)), _pick(rng, list(SIZE_WORDS))))
@@ -136,7 +139,8 @@ def make_candidate(image: int, scene: Scene, omit: int, extras: int, rng) -> Can
     correct, extra, omitted = count_tuples(stated, scene)
     missing = [noun_phrase(Mention(o.shape, o.colour, o.size), rng) for o in left_out]
     kept_phrases = [phrases[k] for k in range(len(kept)) if not wrong[k]]
-    return Candidate(image, words, omit, extras, correct, extra, omitted, extra_phrases, missing, kept_phrases)
+    return Candidate(image, words, omit, extras, correct, extra, omitted, extra_phrases, missing, kept_phrases,
+                     tuple(kinds_drawn))
 
 
 def make_candidates(scenes: list[Scene], max_extras: int = 3, seed: int = 0) -> list[Candidate]:
