@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from pregen_jax import checkpoints, reo
-from pregen_jax.datasets import Vocabulary
-from pregen_jax.datasets import shapes
+from pregen_jax.datasets import Vocabulary, shapes
 from pregen_jax.reo import train as reo_train
 
 # ------------------------------------------------------------------------ attention (eqs. 1-3)
@@ -171,7 +170,7 @@ def _toy(images=24, seed=0):
 def test_encoders_shapes_mask_and_norms():
     matcher = reo.ScanMatcher(TINY, VOCAB)
     params = matcher.init(0)
-    regions, captions = _toy()
+    regions, _ = _toy()
     v = matcher.encode_regions(params, regions)
     assert v.shape == (24, 5, 8)
     np.testing.assert_allclose(np.linalg.norm(v, axis=-1), 1.0, rtol=1e-5)
@@ -189,7 +188,7 @@ def test_encoders_shapes_mask_and_norms():
     data_params = matcher.init(0, shifted)
     mean, sd = shifted.reshape(-1, 6).mean(0), shifted.reshape(-1, 6).std(0) + 1e-3
     kernel = params["params"]["region_proj"]["kernel"]
-    project = lambda x: matcher.module.apply(data_params, x, method=lambda m, x: m.region_proj(x))  # noqa: E731
+    project = lambda x: matcher.module.apply(data_params, x, method=lambda m, x: m.region_proj(x))
     np.testing.assert_allclose(project(mean[None].astype(np.float32)), 0.0, atol=1e-4)
     one_sd = (mean + sd * np.eye(6)[2]).astype(np.float32)
     np.testing.assert_allclose(project(one_sd[None])[0], kernel[2], rtol=1e-4, atol=1e-4)

@@ -26,13 +26,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from pregen_jax import atomic, reo  # noqa: E402
-from pregen_jax.datasets import TOKENIZER_NAME, ShapesConfig, Vocabulary, load_shapes  # noqa: E402
-from pregen_jax.datasets.shapes import default_cache_dir, load_scenes  # noqa: E402
-from pregen_jax.image_features import attach_image_features  # noqa: E402
+from pregen_jax import atomic, reo
+from pregen_jax.datasets import TOKENIZER_NAME, ShapesConfig, Vocabulary, load_shapes
+from pregen_jax.datasets.shapes import default_cache_dir, load_scenes
+from pregen_jax.image_features import attach_image_features
 
 FULL = {"data": ShapesConfig(), "matcher": reo.MatcherConfig(),
         "training": reo.MatchTrainConfig(epochs=14, batch_size=128, learning_rate=1e-3, warmup_epochs=6),

@@ -93,7 +93,7 @@ class Scene:
         return {"objects": [dataclasses.asdict(obj) for obj in self.objects], "background": self.background}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Scene":
+    def from_json(cls, data: dict) -> Scene:
         return cls([Obj(**obj) for obj in data["objects"]], data["background"])
 
 

@@ -173,7 +173,7 @@ def map_chunks(fn, arrays: tuple, chunk: int):
         if short:
             part = [np.concatenate([p, np.repeat(a[:1], short, axis=0)]) for p, a in zip(part, arrays)]
         result = fn(*part)
-        outs.append(jax.tree_util.tree_map(lambda x: x[:size - short], result))
+        outs.append(jax.tree_util.tree_map(lambda x, keep=size - short: x[:keep], result))
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *outs)
 
 

@@ -44,12 +44,12 @@ class Covariance:
     source: str
 
     @classmethod
-    def identity(cls, size: int) -> "Covariance":
+    def identity(cls, size: int) -> Covariance:
         eye = np.eye(size)
         return cls(eye, eye, None, "identity (Euclidean distance)")
 
     @classmethod
-    def from_matrix(cls, matrix: np.ndarray, source: str, shrinkage: float | None = None) -> "Covariance":
+    def from_matrix(cls, matrix: np.ndarray, source: str, shrinkage: float | None = None) -> Covariance:
         matrix = np.asarray(matrix, np.float64)
         if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
             raise ValueError(f"covariance ({source}) must be a square matrix, got shape {matrix.shape}")
@@ -123,7 +123,7 @@ def _reo_batch(regions, cand_words, cand_mask, ref_words, ref_mask, ref_valid, i
     r_ref, e_ref, o_ref = reo_from_context(a_cand[:, None], a_refs, precision)       # [C, R]
     valid = ref_valid[image_of]
     count = jnp.maximum(valid.sum(axis=1), 1)
-    mean = lambda x: jnp.sum(jnp.where(valid, x, 0.0), axis=1) / count  # noqa: E731
+    mean = lambda x: jnp.sum(jnp.where(valid, x, 0.0), axis=1) / count
     return {"R_image": r_img, "E_image": e_img, "O_image": o_img,
             "R_refs": mean(r_ref), "E_refs": mean(e_ref), "O_refs": mean(o_ref)}
 

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from .. import atomic, checkpoints
 from ..datasets import Vocabulary
 from .attention import pair_scores
-from .model import MatcherConfig, ScanMatcher, map_chunks, encode_captions, encode_regions, pad_token_ids
+from .model import MatcherConfig, ScanMatcher, encode_captions, encode_regions, map_chunks, pad_token_ids
 
 RECALL_AT = (1, 5, 10)
 
@@ -79,7 +79,7 @@ def all_negatives_loss(scores, margin: float):
 
 
 @functools.partial(jax.jit, static_argnames=("matcher", "config", "hardest"))
-def train_step(params, opt_state, regions, ids, lengths, *, matcher, config: "MatchTrainConfig", hardest: bool):
+def train_step(params, opt_state, regions, ids, lengths, *, matcher, config: MatchTrainConfig, hardest: bool):
     """One Adam step on a batch of B images and their B captions (caption n belongs to image n).
 
     Static arguments are hashed by value, so every training run with the same settings reuses
@@ -223,7 +223,8 @@ def similarity_matrix(matcher, params, regions: np.ndarray, captions: list[list[
     step = chunk * 5
     for c in range(0, len(captions), step):
         part = slice(c, c + step)
-        out[:, part] = np.asarray(map_chunks(lambda r: _scores(r, h[part], mask[part], lam), (v,), chunk))
+        scores = map_chunks(lambda r, words=h[part], m=mask[part]: _scores(r, words, m, lam), (v,), chunk)
+        out[:, part] = np.asarray(scores)
     return out
 
 
