@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import io
 from ..io import default_cache_dir
 from .corpus import CaptionDataset, CaptionSplit
 
@@ -67,6 +68,41 @@ class Obj:
     cx: float
     cy: float
     radius: float
+
+
+@dataclasses.dataclass
+class Scene:
+    """What one image shows, exactly: its objects (in drawing order) and its background.
+
+    The ground truth for checking caption metrics against known content (see ``load_scenes``).
+    """
+
+    objects: list[Obj]
+    background: str
+
+    def relations(self) -> list[tuple[int, str, int]]:
+        """(a, relation, b) for every ordered pair of objects: "a is <relation> b".
+
+        The relation is the grammar's spatial one ("above", "below", "left of", "right of");
+        the grammar also says "next to"/"near" at random, which holds for every pair.
+        """
+        return [(a, relation_of(self.objects[a], self.objects[b]), b)
+                for a in range(len(self.objects)) for b in range(len(self.objects)) if a != b]
+
+    def to_json(self) -> dict:
+        return {"objects": [dataclasses.asdict(obj) for obj in self.objects], "background": self.background}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Scene:
+        return cls([Obj(**obj) for obj in data["objects"]], data["background"])
+
+
+def relation_of(a: Obj, b: Obj) -> str:
+    """Where ``a`` lies relative to ``b`` (image y grows downwards), as the grammar words it."""
+    dx, dy = b.cx - a.cx, b.cy - a.cy
+    if abs(dy) >= abs(dx):
+        return "above" if dy > 0 else "below"
+    return "left of" if dx > 0 else "right of"
 
 
 # ------------------------------------------------------------------------ scenes and pixels
@@ -249,26 +285,39 @@ def _describe(rng, objs, background, count) -> list[list[str]]:
 
 def generate(config: ShapesConfig) -> CaptionDataset:
     """Generate the dataset in memory (a few seconds for the default 8,000 images)."""
-    splits = {}
+    return generate_with_scenes(config)[0]
+
+
+def generate_with_scenes(config: ShapesConfig) -> tuple[CaptionDataset, dict[str, list[Scene]]]:
+    """The dataset and, per split, the scene behind every image (same pixels and captions as ``generate``)."""
+    splits, scenes = {}, {}
     for offset, (split, count) in enumerate((("train", config.train), ("val", config.val), ("test", config.test))):
         rng = np.random.default_rng([config.seed, VERSION, offset])
         pixels = np.empty((count, SIZE, SIZE, 3), np.uint8)
         labels = np.empty((count, len(_ATTRIBUTE_INDEX)), np.uint8)
-        captions = []
+        captions, scenes[split] = [], []
         for n in range(count):
             objs, background = _scene(rng)
             pixels[n] = _render(objs, background, rng)
             labels[n] = _labels(objs, background)
             captions.append(_describe(rng, objs, background, config.refs_per_image))
+            scenes[split].append(Scene(objs, background))  # recorded only: no extra draws from rng
         splits[split] = CaptionSplit([f"{split}-{n:05d}" for n in range(count)], captions, pixels, labels=labels)
-    return CaptionDataset("shapes", splits)
+    return CaptionDataset("shapes", splits), scenes
+
+
+SCENES_FILE = "scenes.json"
+
+
+def _scenes_json(scenes: dict[str, list[Scene]]) -> str:
+    return json.dumps({split: [scene.to_json() for scene in split_scenes] for split, split_scenes in scenes.items()})
 
 
 def load_shapes(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> CaptionDataset:
     """The built-in dataset, generated once into ``cache_dir`` (with its seed and version)."""
     folder = Path(cache_dir or default_cache_dir()) / config.folder_name
     if not (folder / "meta.json").is_file():
-        dataset = generate(config)
+        dataset, scenes = generate_with_scenes(config)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
         try:
@@ -277,6 +326,7 @@ def load_shapes(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> Captio
                 np.save(staging / f"{split}_labels.npy", data.labels)
                 (staging / f"{split}_captions.json").write_text(json.dumps(
                     {"image_ids": data.image_ids, "captions": [[" ".join(r) for r in refs] for refs in data.captions]}))
+            (staging / SCENES_FILE).write_text(_scenes_json(scenes))
             (staging / "meta.json").write_text(json.dumps({"version": VERSION, **dataclasses.asdict(config)}))
             if folder.exists():
                 shutil.rmtree(folder)
@@ -295,3 +345,32 @@ def load_shapes(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> Captio
         splits[split] = CaptionSplit(data["image_ids"], [[r.split() for r in refs] for refs in data["captions"]], pixels,
                                      labels=labels)
     return CaptionDataset("shapes", splits)
+
+
+def load_scenes(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> dict[str, list[Scene]]:
+    """The scene behind every image of every split, from ``scenes.json`` in the dataset's cache folder.
+
+    A cache folder made before scenes were stored lacks the file: the dataset is then generated
+    again (deterministic from the seed), checked against the cached captions, and the scenes are
+    added to the folder.
+    """
+    dataset = load_shapes(config, cache_dir)
+    folder = Path(cache_dir or default_cache_dir()) / config.folder_name
+    path = folder / SCENES_FILE
+    if not path.is_file():
+        regenerated, scenes = generate_with_scenes(config)
+        for split, data in dataset.splits.items():
+            if regenerated[split].captions != data.captions:
+                raise ValueError(f"{folder}: cached captions differ from those the generator makes now; "
+                                 "delete the folder to regenerate it")
+        io.write_text(_scenes_json(scenes), path)
+        return scenes
+    try:
+        data = json.loads(path.read_text())
+        scenes = {split: [Scene.from_json(scene) for scene in data[split]] for split in dataset.splits}
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: damaged scene file ({err}); delete it to regenerate it") from err
+    for split, split_scenes in scenes.items():
+        if len(split_scenes) != len(dataset[split]):
+            raise ValueError(f"{path}: {len(split_scenes)} {split} scenes but the split has {len(dataset[split])} images")
+    return scenes

@@ -16,7 +16,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..refprobs import RefProbs
-from ._segments import PartitionShape, Partitions, SegmentLayout, plan_segments
+from ._segments import Partitions, PartitionShape, SegmentLayout, plan_segments
 from ._space import DEFAULT_SPACE, Space
 from ._sweep import METHODS, as_partitions, float_dtype, sweep_arrays, sweep_segment_arrays, use_segments
 

@@ -1,0 +1,62 @@
+"""REO as a post-gen metric: one object that holds the shared space and the covariance and
+scores the generated captions of a split.
+
+    scorer = fit_scorer(vocab, train_regions, train.captions, workdir, val_regions, val.captions)
+    per_image = scorer.score(test_regions, generated, test.captions)   # f64[I] arrays
+    corpus = scorer.corpus_scores(test_regions, generated, test.captions)  # means over images
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..datasets import TOKENIZER_NAME, Vocabulary
+from .attention import LAMBDA
+from .model import Matcher, MatcherConfig
+from .scores import Covariance, estimate_covariance, score_captions
+from .train import MatchTrainConfig, train_matcher
+
+METRIC_NAMES = ("REO_R_image", "REO_E_image", "REO_O_image", "REO_R_refs", "REO_E_refs", "REO_O_refs")
+
+
+@dataclasses.dataclass
+class ReoScorer:
+    """A matcher (any ``Matcher``), its parameters, the Mahalanobis covariance and lambda."""
+
+    matcher: Matcher
+    params: dict
+    covariance: Covariance
+    lam: float = LAMBDA
+    tokenizer: str = TOKENIZER_NAME  # the references and candidates must be tokenised this way
+
+    def score(self, regions: np.ndarray, candidates: list[list[str]], references) -> dict[str, np.ndarray]:
+        """Per-image R/E/O against the image and against the references: f64[I] arrays keyed
+        R_image, E_image, O_image, R_refs, E_refs, O_refs (see ``scores.score_captions``)."""
+        return score_captions(self.matcher, self.params, regions, candidates, references, self.covariance, self.lam)
+
+    def corpus_scores(self, regions: np.ndarray, candidates: list[list[str]], references) -> dict[str, float]:
+        """Mean over images of each score, keyed REO_R_image ... REO_O_refs."""
+        per_image = self.score(regions, candidates, references)
+        return {f"REO_{key}": float(values.mean()) for key, values in per_image.items()}
+
+
+def fit_scorer(vocab: Vocabulary, train_regions: np.ndarray, train_captions, workdir, val_regions=None,
+               val_captions=None, matcher_config: MatcherConfig | None = None,
+               train_config: MatchTrainConfig | None = None, covariance: str = "ledoit-wolf",
+               progress: bool = True) -> ReoScorer:
+    """Train (or resume, or load) the matching model in ``workdir`` and estimate the covariance.
+
+    train_regions f[I, K, Dr]; ``covariance``: "ledoit-wolf" (from training references' context
+    vectors) or "identity" (Euclidean distance).
+    """
+    if covariance not in ("ledoit-wolf", "identity"):
+        raise ValueError(f"covariance must be 'ledoit-wolf' or 'identity', not {covariance!r}")
+    matcher_config = matcher_config or MatcherConfig(region_size=int(train_regions.shape[-1]))
+    trained = train_matcher(matcher_config, train_config or MatchTrainConfig(), vocab, train_regions, train_captions,
+                            workdir, val_regions, val_captions, progress)
+    if covariance == "identity":
+        cov = Covariance.identity(matcher_config.joint_size)
+    else:
+        cov = estimate_covariance(trained.matcher, trained.params, train_regions, train_captions)
+    return ReoScorer(trained.matcher, trained.params, cov)

@@ -1,0 +1,259 @@
+"""Training the matching model (VSE++ hinge loss on the hardest negatives), resuming it, and
+measuring it by image-caption retrieval.
+
+Each epoch shows every training image once, with one of its references chosen at random, in
+minibatches of distinct images (so no caption in a batch is a false negative for another image).
+The loss (Faghri et al. 2018, "max violation") sums, over the positive pairs of a batch, the
+hinge against the hardest negative caption and against the hardest negative image.
+
+Warm-up: trained from scratch on the shapes dataset, the hardest-negative loss sat at its
+collapsed value (every score equal, loss = 2 x batch x margin) for 300 steps, while the hinge
+averaged over all negatives started learning at once; so the first ``warmup_epochs`` use the
+latter (VSE++'s own remedy for its loss with untrained encoders) and the rest the hardest negatives.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import serialization
+from tqdm.auto import tqdm
+
+from .. import io
+from ..captioning import checkpoints
+from ..datasets import Vocabulary
+from .attention import pair_scores
+from .model import MatcherConfig, ScanMatcher, encode_captions, encode_regions, map_chunks, pad_token_ids
+
+RECALL_AT = (1, 5, 10)
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchTrainConfig:
+    """How to train the matching model."""
+
+    epochs: int = 20              # passes over the training images
+    batch_size: int = 128         # images (each with one reference) per minibatch
+    learning_rate: float = 2e-4   # Adam, as SCAN
+    margin: float = 0.2           # hinge margin, as SCAN/VSE++
+    grad_clip: float = 2.0        # global-norm clipping, as SCAN
+    warmup_epochs: int = 2        # epochs of the hinge averaged over all negatives before the hardest ones
+    val_images: int = 200         # validation retrieval (sum of recalls) on this many images each epoch
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class TrainedMatcher:
+    matcher: ScanMatcher
+    params: dict
+    history: list[dict]
+    path: Path | None = None
+
+
+def _hinge_costs(scores, margin: float):
+    """Hinge cost of every negative of a square score matrix f[B, B] with the positives on its diagonal:
+    (negative captions of image i: f[B, B] by [i, c], negative images of caption c: f[B, B] by [i, c])."""
+    positive = jnp.diag(scores)
+    eye = jnp.eye(scores.shape[0], dtype=bool)
+    cost_caption = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[:, None]))
+    cost_image = jnp.where(eye, 0.0, jnp.maximum(0.0, margin + scores - positive[None, :]))
+    return cost_caption, cost_image
+
+
+def hardest_negative_loss(scores, margin: float):
+    """VSE++ loss: for each positive pair, the hinge of its hardest negative caption and image, summed."""
+    cost_caption, cost_image = _hinge_costs(scores, margin)
+    return jnp.sum(jnp.max(cost_caption, axis=1)) + jnp.sum(jnp.max(cost_image, axis=0))
+
+
+def all_negatives_loss(scores, margin: float):
+    """The hinge averaged over all negatives of each positive pair, summed over the pairs (warm-up)."""
+    cost_caption, cost_image = _hinge_costs(scores, margin)
+    return (jnp.sum(cost_caption) + jnp.sum(cost_image)) / max(scores.shape[0] - 1, 1)
+
+
+@functools.partial(jax.jit, static_argnames=("matcher", "config", "hardest"))
+def train_step(params, opt_state, regions, ids, lengths, *, matcher, config: MatchTrainConfig, hardest: bool):
+    """One Adam step on a batch of B images and their B captions (caption n belongs to image n).
+
+    Static arguments are hashed by value, so every training run with the same settings reuses
+    one compiled step.
+    """
+    loss_of_scores = hardest_negative_loss if hardest else all_negatives_loss
+
+    def loss_fn(p):
+        v = matcher.encode_regions(p, regions)
+        h, mask = matcher.encode_words(p, ids, lengths)
+        return loss_of_scores(pair_scores(v, h, mask, matcher.config.lam), config.margin)
+    loss, grads = jax.value_and_grad(loss_fn)(params)
+    updates, opt_state = make_optimizer(config).update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, loss
+
+
+def make_optimizer(config: MatchTrainConfig):
+    return optax.chain(optax.clip_by_global_norm(config.grad_clip), optax.adam(config.learning_rate))
+
+
+def _meta(matcher: ScanMatcher, config: MatchTrainConfig, region_size: int) -> dict:
+    return {"matcher_config": dataclasses.asdict(matcher.config), "train_config": dataclasses.asdict(config),
+            "vocab_fingerprint": matcher.vocab.fingerprint(), "vocab_tokens": matcher.vocab.tokens,
+            "region_size": region_size}
+
+
+def _check_meta(path, saved: dict, meta: dict) -> None:
+    for key in ("matcher_config", "train_config", "vocab_fingerprint", "region_size"):
+        if json.dumps(saved.get(key), sort_keys=True) != json.dumps(meta[key], sort_keys=True):
+            raise ValueError(f"{path}: checkpoint was made with a different {key.replace('_', ' ')} "
+                             f"({saved.get(key)} vs {meta[key]}); use another workdir or delete it")
+
+
+def _epoch_batches(captions, batch_size: int, rng) -> list[tuple[np.ndarray, list[list[str]]]]:
+    order = rng.permutation(len(captions))
+    picks = [captions[n][int(rng.integers(len(captions[n])))] for n in order]
+    return [(order[s:s + batch_size], picks[s:s + batch_size])
+            for s in range(0, len(order) - batch_size + 1, batch_size)]
+
+
+def train_matcher(config: MatcherConfig, train_config: MatchTrainConfig, vocab: Vocabulary, regions: np.ndarray,
+                  captions, workdir, val_regions=None, val_captions=None, progress: bool = True) -> TrainedMatcher:
+    """Train (or resume, or load when finished) the matching model in ``workdir``.
+
+    regions f[I, K, Dr] of the training images; ``captions[n][r]`` token lists. Writes
+    ``workdir/checkpoint.msgpack`` after every epoch (atomic) and ``workdir/matcher.msgpack``
+    at the end: the parameters of the epoch with the best validation recall sum when
+    validation data is given, else of the last epoch. A mismatched checkpoint is a ValueError.
+    """
+    if regions.shape[-1] != config.region_size:
+        raise ValueError(f"regions have {regions.shape[-1]} features but the matcher expects {config.region_size}")
+    if len(regions) < train_config.batch_size:
+        raise ValueError(f"{len(regions)} training images, fewer than one batch of {train_config.batch_size}")
+    workdir = Path(workdir)
+    matcher = ScanMatcher(config, vocab)
+    meta = _meta(matcher, train_config, int(regions.shape[-1]))
+    final = workdir / "matcher.msgpack"
+    if final.is_file():
+        _check_meta(final, checkpoints.load(final)[1], meta)
+        return load_matcher(final, vocab)
+    optimizer = make_optimizer(train_config)
+    params = matcher.init(train_config.seed, regions)
+    opt_state = optimizer.init(params)
+    best_params, state = params, {"epoch": 0, "best_rsum": -1.0, "best_epoch": 0, "history": []}
+    ckpt = workdir / "checkpoint.msgpack"
+    if ckpt.is_file():
+        tree, saved = checkpoints.load(ckpt)
+        _check_meta(ckpt, saved, meta)
+        params = serialization.from_state_dict(params, tree["params"])
+        best_params = serialization.from_state_dict(params, tree["best_params"])
+        opt_state = serialization.from_state_dict(opt_state, tree["opt_state"])
+        state = saved["state"]
+    regions = np.asarray(regions, np.float32)
+    width = -(-max(len(t) for refs in captions for t in refs) // 8) * 8  # one width: one compilation
+    while state["epoch"] < train_config.epochs:
+        epoch = state["epoch"] + 1
+        batches = _epoch_batches(captions, train_config.batch_size, np.random.default_rng([train_config.seed, epoch]))
+        bar = tqdm(batches, desc=f"matcher epoch {epoch}/{train_config.epochs}", disable=not progress, leave=False)
+        start, losses = time.perf_counter(), []
+        hardest = epoch > train_config.warmup_epochs
+        for images, picked in bar:
+            ids, lengths = pad_token_ids(picked, vocab, "training captions", width)
+            params, opt_state, loss = train_step(params, opt_state, regions[images], ids, lengths, matcher=matcher,
+                                                 config=train_config, hardest=hardest)
+            losses.append(float(loss))
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        record = {"epoch": epoch, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}
+        if val_regions is not None:
+            count = min(train_config.val_images, len(val_regions))
+            recalls = retrieval_recalls(matcher, params, val_regions[:count], val_captions[:count])
+            record["val_rsum"] = float(sum(sum(r.values()) for r in recalls.values()))
+            if record["val_rsum"] > state["best_rsum"]:
+                best_params, state["best_rsum"], state["best_epoch"] = params, record["val_rsum"], epoch
+        else:
+            best_params, state["best_epoch"] = params, epoch
+        state["epoch"] = epoch
+        state["history"].append(record)
+        checkpoints.save(ckpt, {"params": params, "best_params": best_params,
+                                "opt_state": serialization.to_state_dict(opt_state)}, {**meta, "state": state})
+        if progress:
+            tqdm.write(f"matcher epoch {epoch}: loss {record['train_loss']:.3f}"
+                       + (f", val recall sum {record['val_rsum']:.3f}" if "val_rsum" in record else ""))
+    checkpoints.save(final, {"params": best_params}, {**meta, "epoch": state["best_epoch"], "history": state["history"]})
+    return TrainedMatcher(matcher, best_params, state["history"], final)
+
+
+def load_matcher(path, vocab: Vocabulary | None = None) -> TrainedMatcher:
+    """A matcher saved by ``train_matcher``; its vocabulary travels in the file (checked against ``vocab``)."""
+    tree, meta = checkpoints.load(path)
+    try:
+        saved_vocab = Vocabulary(meta["vocab_tokens"][2:])
+        config = MatcherConfig(**meta["matcher_config"])
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a matcher checkpoint ({err})") from err
+    if vocab is not None and vocab.fingerprint() != saved_vocab.fingerprint():
+        raise ValueError(f"{path}: the matcher was trained with a different vocabulary "
+                         f"({len(saved_vocab)} tokens) than the one given ({len(vocab)} tokens)")
+    matcher = ScanMatcher(config, saved_vocab)
+    try:
+        params = serialization.from_state_dict(matcher.init(0), tree["params"])
+    except Exception as err:
+        raise ValueError(f"{path}: parameters do not fit the matcher config ({err})") from err
+    return TrainedMatcher(matcher, params, meta.get("history", []), Path(path))
+
+
+# ------------------------------------------------------------------------ retrieval
+
+
+@functools.partial(jax.jit, static_argnums=(3,))
+def _scores(regions, words, mask, lam):
+    return pair_scores(regions, words, mask, lam)
+
+
+def similarity_matrix(matcher, params, regions: np.ndarray, captions: list[list[str]], lam: float | None = None,
+                      chunk: int = 100) -> np.ndarray:
+    """f32[I, C]: the matcher's score (SCAN, mean over regions) of every image with every caption."""
+    lam = matcher.config.lam if lam is None else lam
+    v = encode_regions(matcher, params, regions)
+    h, mask = encode_captions(matcher, params, captions, "retrieval captions")
+    out = np.zeros((len(regions), len(captions)), np.float32)
+    step = chunk * 5
+    for c in range(0, len(captions), step):
+        part = slice(c, c + step)
+        scores = map_chunks(lambda r, words=h[part], m=mask[part]: _scores(r, words, m, lam), (v,), chunk)
+        out[:, part] = np.asarray(scores)
+    return out
+
+
+def recalls_from_scores(scores: np.ndarray, caption_image: np.ndarray, ks=RECALL_AT) -> dict[str, dict[int, float]]:
+    """Recall at k as fractions, both directions, from scores f[I, C] and the image of each caption i[C].
+
+    image_to_caption: an image hits when any of its own captions ranks in the top k;
+    caption_to_image: a caption hits when its image ranks in the top k. Ties count against.
+    """
+    images = np.arange(scores.shape[0])
+    own = caption_image[None, :] == images[:, None]
+    best_own = np.where(own, scores, -np.inf).max(axis=1)
+    image_rank = (np.where(own, -np.inf, scores) >= best_own[:, None]).sum(axis=1)
+    true_score = scores[caption_image, np.arange(scores.shape[1])]
+    caption_rank = (scores >= true_score[None, :]).sum(axis=0) - 1
+    return {"image_to_caption": {k: float(np.mean(image_rank < k)) for k in ks},
+            "caption_to_image": {k: float(np.mean(caption_rank < k)) for k in ks}}
+
+
+def retrieval_recalls(matcher, params, regions: np.ndarray, captions) -> dict[str, dict[int, float]]:
+    """Recall at 1/5/10 of image-to-caption and caption-to-image retrieval; ``captions[n][r]`` token lists."""
+    flat = [tokens for refs in captions for tokens in refs]
+    owner = np.array([n for n, refs in enumerate(captions) for _ in refs])
+    return recalls_from_scores(similarity_matrix(matcher, params, regions, flat), owner)
+
+
+def write_retrieval(recalls: dict[str, dict[int, float]], path) -> None:
+    """retrieval.tsv: direction, recall_at_1, recall_at_5, recall_at_10."""
+    lines = ["direction\t" + "\t".join(f"recall_at_{k}" for k in RECALL_AT)]
+    lines += [f"{direction}\t" + "\t".join(f"{r[k]:.4f}" for k in RECALL_AT) for direction, r in recalls.items()]
+    io.write_text("\n".join(lines) + "\n", path)

@@ -1,0 +1,136 @@
+"""Checking REO against known content: rank correlations with tuple counts, and the paper's
+Figure 3 check that the residual vectors point at the extra or missing phrase."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import stats
+
+from .. import io
+from ..datasets import TOKENIZER_NAME
+from .attention import LAMBDA, context_vectors
+from .captions import Candidate
+from .model import Matcher, encode_captions, encode_regions
+from .scores import GROUND_TRUTHS, MEASURES, cosine, encode_references, projection_residual
+
+AGAINST = ("extra", "omitted", "correct")
+EXPECTED_SIGN = {("E", "extra"): -1, ("O", "omitted"): -1, ("R", "correct"): +1}  # what REO should show
+
+
+@dataclasses.dataclass(frozen=True)
+class Correlation:
+    measure: str
+    ground_truth: str
+    against: str
+    spearman_rho: float
+    p_value: float
+    n: int
+
+
+def _centred(values: np.ndarray, images: np.ndarray) -> np.ndarray:
+    """values minus the mean of their image's values."""
+    sums = np.bincount(images, weights=values)
+    return values - (sums / np.maximum(np.bincount(images), 1))[images]
+
+
+def correlations(scores: dict[str, np.ndarray], candidates: list[Candidate],
+                 within_image: bool = False) -> list[Correlation]:
+    """Spearman rho of every score (R/E/O x image/refs) with the candidates' extra, omitted and correct tuples.
+
+    Pooled over all candidates, or ``within_image``: scores and counts minus their image's mean
+    first, so only differences between captions of the same image count (scenes with more
+    objects have more correct tuples and longer captions; this takes that out).
+    """
+    counts = {name: np.array([getattr(c, name) for c in candidates], np.float64) for name in AGAINST}
+    images = np.array([c.image for c in candidates])
+    if within_image:
+        counts = {name: _centred(values, images) for name, values in counts.items()}
+    rows = []
+    for ground in GROUND_TRUTHS:
+        for measure in MEASURES:
+            values = scores[f"{measure}_{ground}"]
+            if within_image:
+                values = _centred(values, images)
+            for against in AGAINST:
+                rho, p = stats.spearmanr(values, counts[against])
+                rows.append(Correlation(measure, ground, against, float(rho), float(p), len(values)))
+    return rows
+
+
+def write_correlations(rows: list[Correlation], path) -> None:
+    """reo_validation.tsv: measure, ground_truth, against, spearman_rho, n (then p_value, expected_sign, tokenizer)."""
+    lines = ["measure\tground_truth\tagainst\tspearman_rho\tn\tp_value\texpected_sign\ttokenizer"]
+    for r in rows:
+        sign = EXPECTED_SIGN.get((r.measure, r.against))
+        lines.append(f"{r.measure}\t{r.ground_truth}\t{r.against}\t{r.spearman_rho:.4f}\t{r.n}\t{r.p_value:.3g}\t"
+                     f"{'' if sign is None else ('+' if sign > 0 else '-')}\t{TOKENIZER_NAME}")
+    io.write_text("\n".join(lines) + "\n", path)
+
+
+# ------------------------------------------------------------------------ Figure 3
+
+
+@functools.partial(jax.jit, static_argnums=(8,))
+def _residual_cosines(v, cand, cand_mask, phrase, phrase_mask, control, control_mask, refs, lam):
+    """Per candidate: mean over regions of cos(residual_i, a_i of a phrase), for the phrase and a control.
+
+    v f[C, K, D]; cand/phrase/control f[C, L, D] with masks; refs = (words f[C, R, L, D], mask
+    bool[C, R, L], valid bool[C, R]). Returns f[C] arrays keyed extra|omit _ image|refs _
+    phrase|control: the extraness residual a_perp or the omission residual g_perp, with the
+    image or the references (averaged over them) as ground truth, against the phrase or the control.
+    """
+    ref_words, ref_mask, ref_valid = refs
+    a = context_vectors(v, cand, cand_mask, lam)
+    a_phrase = context_vectors(v, phrase, phrase_mask, lam)
+    a_control = context_vectors(v, control, control_mask, lam)
+    a_refs = context_vectors(v[:, None], ref_words, ref_mask, lam)  # [C, R, K, D]
+    count = jnp.maximum(ref_valid.sum(axis=1), 1)
+
+    def ref_mean(x):
+        return jnp.sum(jnp.where(ref_valid, x, 0.0), axis=1) / count
+
+    out = {}
+    for name, target in (("phrase", a_phrase), ("control", a_control)):
+        out[f"extra_image_{name}"] = jnp.mean(cosine(projection_residual(a, v), target), axis=-1)
+        out[f"omit_image_{name}"] = jnp.mean(cosine(projection_residual(v, a), target), axis=-1)
+        a_perp_refs = projection_residual(a[:, None], a_refs)
+        g_perp_refs = projection_residual(a_refs, a[:, None])
+        out[f"extra_refs_{name}"] = ref_mean(jnp.mean(cosine(a_perp_refs, target[:, None]), axis=-1))
+        out[f"omit_refs_{name}"] = ref_mean(jnp.mean(cosine(g_perp_refs, target[:, None]), axis=-1))
+    return out
+
+
+def figure3_cosines(matcher: Matcher, params, regions: np.ndarray, references, candidates: list[Candidate],
+                    lam: float = LAMBDA) -> dict[str, dict[str, np.ndarray]]:
+    """The paper's Figure 3 check on candidates with exactly one error and a correct object.
+
+    "extra": candidates with one extra phrase and nothing left out, residual a_perp;
+    "omitted": candidates with one object left out and no extras, residual g_perp.
+    For each, per candidate, the mean over regions of cos(residual_i, a_i of the error phrase
+    alone) ("phrase") and of a correctly stated object's phrase alone ("control"), with the
+    image and with the references as ground truth. Returns {"extra"|"omitted": {key: f[n]}}.
+    """
+    chosen = {
+        "extra": [c for c in candidates if c.omit == 0 and len(c.extra_phrases) == 1 and c.kept_phrases],
+        "omitted": [c for c in candidates if c.omit == 1 and c.extras == 0 and c.kept_phrases],
+    }
+    v_all = encode_regions(matcher, params, regions)
+    out = {}
+    for kind, group in chosen.items():
+        if not group:
+            continue
+        images = np.array([c.image for c in group])
+        phrases = [c.extra_phrases[0] if kind == "extra" else c.missing_phrases[0] for c in group]
+        cand = encode_captions(matcher, params, [c.tokens for c in group], "figure 3 candidates")
+        phrase = encode_captions(matcher, params, phrases, "figure 3 phrases")
+        control = encode_captions(matcher, params, [c.kept_phrases[0] for c in group], "figure 3 controls")
+        refs = encode_references(matcher, params, [references[n] for n in images])
+        result = _residual_cosines(v_all[images], *cand, *phrase, *control, refs, float(lam))
+        prefix = "extra" if kind == "extra" else "omit"
+        out[kind] = {key.replace(f"{prefix}_", ""): np.asarray(value, np.float64)
+                     for key, value in result.items() if key.startswith(prefix)}
+    return out
