@@ -375,3 +375,27 @@ def test_candidates_count_tuples_exactly():
         reo.make_candidate(7, scene, 2, 0, rng)
     many = reo.make_candidates([scene, dataclasses.replace(scene, objects=[red_circle])], max_extras=2)
     assert len(many) == 2 * 3 + 1 * 3
+
+
+def test_reo_scores_are_post_gen_metrics_of_a_search(tmp_path):
+    from pregen_jax import postgen
+    assert "no REO matching model" in postgen.availability(postgen.PostgenOptions())["REO_R_image"][1]
+    trained = _train(tmp_path / "m", epochs=1)
+    scorer = reo.ReoScorer(trained.matcher, trained.params, reo.Covariance.identity(TINY.joint_size))
+    reo.save_scorer(scorer, tmp_path / "m" / "matcher.msgpack", tmp_path / "scorer")
+    options = postgen.PostgenOptions(reo_model=str(tmp_path / "scorer"))
+    assert all(ok for name, (ok, _) in postgen.availability(options).items() if name.startswith("REO_"))
+    regions, captions = _toy(images=5)
+    ids = [f"im{k}" for k in range(5)]
+    gts = {i: [" ".join(ref) for ref in refs] for i, refs in zip(ids, captions)}
+    res = {i: [" ".join(refs[-1])] for i, refs in zip(ids, captions)}
+    with postgen.make_metrics(list(reo.METRIC_NAMES), options) as metrics:
+        with pytest.raises(ValueError, match="bind_images"):
+            metrics.metrics[0].compute_score(gts, res)
+        expected = scorer.score(regions, [refs[-1] for refs in captions], captions)
+        for metric in metrics.metrics:
+            metric.bind_images(ids[::-1], regions[::-1])  # bound by id, in any order
+            corpus, per_image = metric.compute_score(gts, res)
+            np.testing.assert_allclose(per_image, expected[metric.name.removeprefix("REO_")], rtol=1e-5)
+            blocks, _ = metric.score_blocks(gts, res, [ids[:2], ids])
+            assert blocks[1] == pytest.approx(corpus)

@@ -142,6 +142,8 @@ def main(argv=None) -> int:
                    "identity": reo.Covariance.identity(matcher.config.joint_size)}
     image_of = [c.image for c in candidates]
     results = {}
+    reo.save_scorer(reo.ReoScorer(matcher, params, covariances["ledoit_wolf"]), out / "matcher" / "matcher.msgpack",
+                    out / "reo_scorer")  # a search's [postgen] reo_model = OUT/reo_scorer
     for name, covariance in covariances.items():
         scores = reo.score_pairs(matcher, params, regions["test"], [c.tokens for c in candidates], test.captions,
                                  covariance, image_of, batch_size=1000)

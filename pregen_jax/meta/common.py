@@ -11,8 +11,8 @@ METRIC_ORDER = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CI
 def metric_names(spec: str | None) -> list[str]:
     """The metric names of a ``--metrics A,B`` value; every registered metric when ``spec`` is None."""
     from .. import postgen
-    registered = [n for n in METRIC_ORDER if n in postgen.names()] + \
-                 [n for n in postgen.names() if n not in METRIC_ORDER]
+    text_only = [n for n in postgen.names() if not postgen.REGISTRY[n].needs_images]  # no images here
+    registered = [n for n in METRIC_ORDER if n in text_only] + [n for n in text_only if n not in METRIC_ORDER]
     if spec is None:
         return registered
     names = [n.strip() for n in spec.split(",") if n.strip()]

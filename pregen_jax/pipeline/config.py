@@ -102,7 +102,7 @@ class PostgenConfig(PostgenOptions):
 
     @property
     def options(self) -> PostgenOptions:
-        return PostgenOptions(stopwords=self.stopwords, corenlp_dir=self.corenlp_dir)
+        return PostgenOptions(stopwords=self.stopwords, corenlp_dir=self.corenlp_dir, reo_model=self.reo_model)
 
 
 @settings
@@ -215,7 +215,7 @@ class SearchConfig:
         models = dataclasses.replace(self.models, checkpoints=[path(p) for p in self.models.checkpoints],
                                      vocabulary=path(self.models.vocabulary))
         postgen = dataclasses.replace(self.postgen, stopwords=path(self.postgen.stopwords),
-                                      corenlp_dir=path(self.postgen.corenlp_dir))
+                                      corenlp_dir=path(self.postgen.corenlp_dir), reo_model=path(self.postgen.reo_model))
         pregen = dataclasses.replace(self.pregen, modules=[module(m) for m in self.pregen.modules])
         precomputed = [dataclasses.replace(m, ref_probs=path(m.ref_probs), captions=path(m.captions))
                        for m in self.precomputed]

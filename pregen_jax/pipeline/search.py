@@ -83,7 +83,7 @@ def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult
     if not candidates:
         raise ValueError("no models to evaluate (configure [models], checkpoints or [[precomputed]])")
 
-    metrics = stages.LazyMetrics(config.postgen)
+    metrics = stages.LazyMetrics(config.postgen, data)
     for name, why in metrics.unavailable.items():
         tqdm.write(f"{name} unavailable: {why}")
     space_id = stages.space_key(space)

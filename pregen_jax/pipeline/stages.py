@@ -8,6 +8,7 @@ Each takes the upstream values with their cache keys and returns its own value a
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -117,8 +118,9 @@ def strata_stage(cache: StageCache, candidate: Candidate, captions, captions_key
 class LazyMetrics:
     """Post-gen metrics started on first use, so a run served from the cache starts no Java."""
 
-    def __init__(self, config: PostgenConfig):
+    def __init__(self, config: PostgenConfig, data: Data):
         self.config = config
+        self.data = data
         self.started: dict[str, postgen.PostgenMetric] = {}
         self.available = postgen.availability(config.options, config.metrics)
 
@@ -132,7 +134,10 @@ class LazyMetrics:
 
     def __getitem__(self, name: str) -> postgen.PostgenMetric:
         if name not in self.started:
-            self.started[name] = postgen.REGISTRY[name].factory(self.config.options)
+            metric = postgen.REGISTRY[name].factory(self.config.options)
+            if getattr(metric, "needs_images", False):
+                metric.bind_images(self.data.test.image_ids, self.data.test.features)
+            self.started[name] = metric
         return self.started[name]
 
     def settings(self, name: str) -> dict:
@@ -140,6 +145,11 @@ class LazyMetrics:
         if name == "WMD":
             words, _ = postgen.resolve_stopwords(self.config.options)
             return {"metric": name, "stopwords": digest(sorted(words))}
+        if postgen.REGISTRY[name].needs_images:  # the scorer (a model) and the images determine it too
+            folder = Path(self.config.reo_model)
+            scorer = digest(*(hashlib.sha256((folder / f).read_bytes()).hexdigest()
+                              for f in ("matcher.msgpack", "covariance.npz", "covariance.json")))
+            return {"metric": name, "scorer": scorer, "images": self.data.split_key("test")}
         return {"metric": name}
 
     def close(self) -> None:

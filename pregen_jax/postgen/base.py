@@ -18,6 +18,7 @@ class PostgenOptions:
 
     stopwords: str = ""     # WMD stop-word file ("" = the 2018 NLTK list in ../shared/data/wmd when present)
     corenlp_dir: str = ""   # SPICE: folder with the Stanford CoreNLP 3.6.0 jars ("" = $PREGEN_JAX_CORENLP)
+    reo_model: str = ""     # REO: a scorer folder (matching model + covariance) from experiments/reo_shapes
 
 
 class PostgenMetric:
@@ -26,6 +27,7 @@ class PostgenMetric:
     name = "metric"
     corpus_is_mean = True       # the corpus score is the mean of the per-image scores
     corpus_dependent = False    # an image's score depends on the other images scored with it
+    needs_images = False        # reads the images too: the caller binds them first (bind_images)
 
     def compute_score(self, gts: dict, res: dict) -> tuple[float, list[float]]:
         """(corpus score, per-image scores in ``gts`` order)."""

@@ -25,16 +25,18 @@ class MetricSpec:
     factory: Callable[[PostgenOptions], PostgenMetric]
     availability: Callable[[PostgenOptions], tuple[bool, str]] = _always
     description: str = ""
+    needs_images: bool = False  # scores captions against the images too (REO), not only the references
 
 
 REGISTRY: dict[str, MetricSpec] = {}
 
 
-def register(name: str, factory, availability=_always, description: str = "", overwrite: bool = False) -> None:
+def register(name: str, factory, availability=_always, description: str = "", overwrite: bool = False,
+             needs_images: bool = False) -> None:
     """Add a post-gen metric; ``factory(options)`` returns an object with ``compute_score(gts, res)``."""
     if name in REGISTRY and not overwrite:
         raise ValueError(f"a post-gen metric named {name!r} is already registered (pass overwrite=True)")
-    REGISTRY[name] = MetricSpec(name, factory, availability, description)
+    REGISTRY[name] = MetricSpec(name, factory, availability, description, needs_images)
 
 
 def names() -> list[str]:
@@ -151,3 +153,23 @@ register("WMD", _wmd, _wmd_availability,
 for _n in (1, 2, 3, 4):
     register(f"Bleu_{_n}", _bleu(_n), description=f"BLEU-{_n} (pycocoevalcap)")
 register("ROUGE_L", _rouge, description="ROUGE-L F (pycocoevalcap)")
+
+
+def _reo(name):
+    def factory(options):
+        from .reo import REO
+        return REO(name, options.reo_model)
+    return factory
+
+
+def _reo_availability(options):
+    from .reo import availability as reo_availability
+    return reo_availability(options)
+
+
+for _name, _what in (("R", "relevance"), ("E", "extraness (higher: less extra content)"),
+                     ("O", "omission (higher: less missing content)")):
+    for _truth in ("image", "refs"):
+        register(f"REO_{_name}_{_truth}", _reo(f"REO_{_name}_{_truth}"), _reo_availability,
+                 f"REO {_what} against the {'image' if _truth == 'image' else 'references'} (needs a matching model)",
+                 needs_images=True)

@@ -9,7 +9,7 @@ covariance) and ``ReoScorer.score`` / ``corpus_scores``; or the pieces: ``train_
 from .attention import LAMBDA, attention, context_vectors, pair_scores
 from .captions import Candidate, count_tuples, make_candidate, make_candidates, scene_tuples
 from .model import Matcher, MatcherConfig, ScanMatcher, encode_captions, encode_regions, pad_token_ids, shapes_regions
-from .scorer import METRIC_NAMES, ReoScorer, fit_scorer
+from .scorer import METRIC_NAMES, ReoScorer, fit_scorer, load_scorer, save_scorer
 from .scores import (Covariance, estimate_covariance, ledoit_wolf, mahalanobis, projection_residual, reo_from_context,
                      score_captions, score_pairs)
 from .train import MatchTrainConfig, TrainedMatcher, load_matcher, retrieval_recalls, train_matcher, write_retrieval
@@ -17,7 +17,7 @@ from .validation import correlations, figure3_cosines, write_correlations
 
 __all__ = ["LAMBDA", "METRIC_NAMES", "attention", "context_vectors", "correlations", "count_tuples",
            "encode_captions", "encode_regions", "estimate_covariance", "figure3_cosines", "fit_scorer",
-           "ledoit_wolf", "load_matcher", "mahalanobis", "make_candidate", "make_candidates", "pad_token_ids",
+           "ledoit_wolf", "load_matcher", "load_scorer", "save_scorer", "mahalanobis", "make_candidate", "make_candidates", "pad_token_ids",
            "pair_scores", "projection_residual", "reo_from_context", "retrieval_recalls", "scene_tuples",
            "score_captions", "score_pairs", "shapes_regions", "train_matcher", "write_correlations",
            "write_retrieval", "Candidate", "Covariance", "MatchTrainConfig", "Matcher", "MatcherConfig",

@@ -8,14 +8,17 @@ scores the generated captions of a split.
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 
+from .. import io
 from ..datasets import TOKENIZER_NAME, Vocabulary
 from .attention import LAMBDA
 from .model import Matcher, MatcherConfig
 from .scores import Covariance, estimate_covariance, score_captions
-from .train import MatchTrainConfig, train_matcher
+from .train import MatchTrainConfig, load_matcher, train_matcher
 
 METRIC_NAMES = ("REO_R_image", "REO_E_image", "REO_O_image", "REO_R_refs", "REO_E_refs", "REO_O_refs")
 
@@ -60,3 +63,28 @@ def fit_scorer(vocab: Vocabulary, train_regions: np.ndarray, train_captions, wor
     else:
         cov = estimate_covariance(trained.matcher, trained.params, train_regions, train_captions)
     return ReoScorer(trained.matcher, trained.params, cov)
+
+
+def save_scorer(scorer: ReoScorer, matcher_path, folder) -> None:
+    """Make ``folder`` a REO scorer for searches (``[postgen] reo_model = folder``): a copy of the
+    matcher checkpoint and the covariance."""
+    folder = Path(folder)
+    io.write_bytes(Path(matcher_path).read_bytes(), folder / "matcher.msgpack")
+    with io.atomic_path(folder / "covariance.npz") as tmp:
+        np.savez(tmp, matrix=scorer.covariance.matrix)
+    io.write_text(json.dumps({"source": scorer.covariance.source, "shrinkage": scorer.covariance.shrinkage,
+                              "lambda": scorer.lam, "tokenizer": scorer.tokenizer}), folder / "covariance.json")
+
+
+def load_scorer(folder) -> tuple[ReoScorer, Vocabulary]:
+    """A scorer saved by ``save_scorer``, and the vocabulary its matcher reads captions with."""
+    folder = Path(folder)
+    for name in ("matcher.msgpack", "covariance.npz", "covariance.json"):
+        if not (folder / name).is_file():
+            raise ValueError(f"{folder}: no {name}: not a REO scorer folder (experiments/reo_shapes/run.py writes "
+                             "one as OUT/reo_scorer)")
+    trained = load_matcher(folder / "matcher.msgpack")
+    meta = json.loads(io.read_text(folder / "covariance.json"))
+    with np.load(folder / "covariance.npz") as npz:
+        covariance = Covariance.from_matrix(npz["matrix"], meta["source"], meta["shrinkage"])
+    return ReoScorer(trained.matcher, trained.params, covariance, meta["lambda"]), trained.matcher.vocab

@@ -1,0 +1,80 @@
+"""REO (Jiang et al. 2019) as post-gen metrics: relevance, extraness and omission of a caption,
+against the image (``*_image``) and against the references (``*_refs``), in a shared
+image-text space trained here (``pregen_jax.reo``; experiments/reo_shapes/ trains one and writes
+the scorer folder that ``[postgen] reo_model`` names).
+
+Unlike the text-only metrics, REO reads the images: the search binds each metric to the split's
+image ids and features (``bind_images``) before scoring. The six metrics share one scorer and
+one scoring pass per set of captions. Corpus score: the mean over images.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from .base import PostgenMetric, PostgenOptions, check_inputs
+
+MEASURES = {"REO_R_image": "R_image", "REO_E_image": "E_image", "REO_O_image": "O_image",
+            "REO_R_refs": "R_refs", "REO_E_refs": "E_refs", "REO_O_refs": "O_refs"}
+
+
+def availability(options: PostgenOptions) -> tuple[bool, str]:
+    if not options.reo_model:
+        return False, ("no REO matching model: train one with experiments/reo_shapes/run.py and set "
+                       "[postgen] reo_model = OUT/reo_scorer")
+    folder = Path(options.reo_model)
+    missing = [name for name in ("matcher.msgpack", "covariance.npz", "covariance.json") if not (folder / name).is_file()]
+    if missing:
+        return False, f"{folder}: not a REO scorer folder (no {', '.join(missing)})"
+    return True, f"matching model in {folder}"
+
+
+@functools.lru_cache(maxsize=4)
+def _scorer(folder: str):
+    from ..reo import load_scorer
+    return load_scorer(folder)
+
+
+class REO(PostgenMetric):
+    """One of REO's six scores; higher is better for each (the paper's E and O are distances
+    to the residual, so a larger value means less extra or less missing content)."""
+
+    needs_images = True
+
+    def __init__(self, name: str, folder: str):
+        if name not in MEASURES:
+            raise ValueError(f"unknown REO metric {name!r}; choose from {', '.join(MEASURES)}")
+        self.name, self.folder = name, str(folder)
+        self.scorer, self.vocab = _scorer(self.folder)
+        self._regions: dict | None = None
+        self._last: tuple | None = None
+
+    def bind_images(self, image_ids, features) -> None:
+        """Which image each id is: ``features`` f[I, D] (a flattened region grid) or f[I, K, Dr] regions."""
+        from ..reo import shapes_regions
+        features = np.asarray(features, np.float32)
+        regions = features if features.ndim == 3 else shapes_regions(features)
+        if regions.shape[-1] != self.scorer.matcher.config.region_size:
+            raise ValueError(f"{self.folder}: the matcher reads {self.scorer.matcher.config.region_size}-dimensional "
+                             f"regions, the images have {regions.shape[-1]}")
+        self._regions = {image_id: k for k, image_id in enumerate(image_ids)}
+        self._features = regions
+
+    def compute_score(self, gts, res):
+        check_inputs(gts, res)
+        if self._regions is None:
+            raise ValueError(f"{self.name} reads the images: bind_images(image_ids, features) first")
+        missing = [i for i in gts if i not in self._regions]
+        if missing:
+            raise ValueError(f"{self.name}: no image features for image {missing[0]}")
+        ids = list(gts)
+        key = (tuple(ids), tuple(res[i][0] for i in ids), tuple(tuple(gts[i]) for i in ids))
+        if self._last is None or self._last[0] != key:
+            regions = self._features[[self._regions[i] for i in ids]]
+            candidates = [res[i][0].split() for i in ids]
+            references = [[ref.split() for ref in gts[i]] for i in ids]
+            self._last = (key, self.scorer.score(regions, candidates, references))
+        per_image = np.asarray(self._last[1][MEASURES[self.name]], float)
+        return float(per_image.mean()), per_image.tolist()
