@@ -189,3 +189,48 @@ def test_the_epoch_line_shows_the_criterion_and_the_cost():
         "geomean_join_pplx_none 3.9, eval 0.41 s")
     assert training.epoch_line("", 1, criteria.Validation(4.2101, {}, 0.5), "perplexity", True) == (
         "epoch 1: val perplexity 4.210 (best), eval 0.50 s")
+
+
+# ------------------------------------------------------------------ the study's comparison (experiments/model_selection)
+
+
+def _compare_module():
+    import importlib.util
+    import sys
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "experiments" / "model_selection" / "compare.py"
+    spec = importlib.util.spec_from_file_location("model_selection_compare", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_study_early_stopping_matches_training():
+    compare = _compare_module()
+    assert compare.early_stop([0.5, 0.7, 0.45, 0.65, 0.44, 0.3], +1, 2) == (4, 2)   # as the training test above
+    assert compare.early_stop([0.5, 0.7, 0.45, 0.65, 0.44, 0.3], -1, 2) == (6, 6)
+    assert compare.early_stop([3.0, 2.0], -1, 2) == (2, 2)
+    assert compare.early_stop([np.nan, 1.0, 0.5, 0.4], +1, 2) == (4, 2)
+
+
+def test_study_criterion_scores_by_hand():
+    compare = _compare_module()
+    # Two runs of 3 epochs; the criterion is perplexity-like (lower is better).
+    cider = np.array([0.1, 0.3, 0.2, 0.05, 0.4, 0.35])
+    ppl = np.array([9.0, 5.0, 6.0, 8.0, 4.0, 3.0])
+    significant = np.zeros((6, 6), bool)
+    significant[0, 1] = significant[4, 5] = True
+    checkpoints = compare.Checkpoints([f"m{k}" for k in range(6)], ["a"] * 3 + ["b"] * 3, np.array([1, 2, 3] * 2),
+                                      cider, significant)
+    row, stops = compare.evaluate_criterion(checkpoints, ppl, -1.0, patience=2)
+    # 15 pairs, two discordant: m0 vs m3 (CIDEr .1 > .05 but perplexity 9 > 8) and m4 vs m5
+    # (.4 > .35 but 4 > 3); of the two significant pairs, m0 vs m1 is concordant, m4 vs m5 not.
+    assert row["pairs"] == 15 and row["pairwise_accuracy"] == pytest.approx(13 / 15)
+    assert row["kendall_tau"] == pytest.approx(11 / 15)
+    assert row["significant_pairs"] == 2 and row["significant_pairwise_accuracy"] == pytest.approx(0.5)
+    assert row["picked"] == "m5" and row["regret_at_1"] == pytest.approx(0.05)
+    assert row["regret_at_1_percent"] == pytest.approx(12.5)
+    assert row["top5_overlap"] == pytest.approx(0.8)      # m0 (CIDEr's 5th) is perplexity's 6th
+    assert [(s["stop_epoch"], s["chosen_epoch"], s["cider_lost"]) for s in stops] == [
+        (3, 2, 0.0), (3, 3, pytest.approx(0.05))]

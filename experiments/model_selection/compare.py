@@ -108,6 +108,7 @@ def evaluate_criterion(checkpoints: Checkpoints, values, sign: float, patience: 
         "regret_at_1": float(cider.max() - cider[best]),
         "regret_at_1_percent": float(100 * (cider.max() - cider[best]) / cider.max()),
         "top5_overlap": top_k_overlap(values, sign, cider),
+        "early_stopped_runs": sum(r["stop_epoch"] < r["epochs"] for r in stops),
         "early_stop_mean_epoch": float(np.mean([r["stop_epoch"] for r in stops])),
         "early_stop_cider_lost_mean": float(lost.mean()),
         "early_stop_cider_lost_max": float(lost.max()),
@@ -119,3 +120,28 @@ def best_in_hindsight(checkpoints: Checkpoints, table: np.ndarray, signs: np.nda
     (ties: the first). An upper bound for pre-gen, not a criterion anyone could choose in advance."""
     accuracy = decisions.pairwise_accuracy(table, checkpoints.cider, signs)
     return int(np.nanargmax(np.where(np.isfinite(table).all(0), accuracy, np.nan)))
+
+
+def gain_interval(checkpoints: Checkpoints, values, sign: float, base_values, base_sign: float,
+                  resamples: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """Significant-pair accuracy of a criterion minus a baseline's, with a 90% interval.
+
+    Checkpoints of one training run are not independent, so the interval resamples whole runs
+    with replacement (a cluster bootstrap) and recomputes both accuracies on the pairs of the
+    resampled checkpoints that differ significantly. Returns (observed gain, 5th, 95th percentile).
+    """
+    values, base_values = np.asarray(values, np.float64)[:, None], np.asarray(base_values, np.float64)[:, None]
+    cider, significant = checkpoints.cider, checkpoints.significant
+
+    def gain(idx):
+        mask = significant[np.ix_(idx, idx)]
+        ours = decisions.pairwise_accuracy(values[idx], cider[idx], np.array([sign]), mask)[0]
+        theirs = decisions.pairwise_accuracy(base_values[idx], cider[idx], np.array([base_sign]), mask)[0]
+        return ours - theirs
+
+    runs = list(checkpoints.run_rows().values())
+    rng = np.random.default_rng(seed)
+    draws = [gain(np.concatenate([runs[k] for k in rng.integers(0, len(runs), len(runs))]))
+             for _ in range(resamples)]
+    low, high = np.nanpercentile(draws, [5, 95])
+    return float(gain(np.arange(len(cider)))), float(low), float(high)

@@ -36,7 +36,7 @@ import scoring  # noqa: E402
 
 from pregen_jax import io, postgen, ranking, tiers  # noqa: E402
 from pregen_jax.captioning import ARCHITECTURES, criteria  # noqa: E402
-from pregen_jax.datasets import TOKENIZER_NAME  # noqa: E402
+from pregen_jax.datasets import TOKENIZER_NAME, Vocabulary  # noqa: E402
 from pregen_jax.ranking import decisions  # noqa: E402
 
 NAMES = tiers.DEFAULT_SPACE.names
@@ -68,17 +68,21 @@ class Plan:
     search_epochs: tuple[int, ...]         # snapshots of the search models that are scored
     flickr_images: tuple[int, int, int]
     flickr_grid: Grid
+    overfit_images: int                    # shapes-small: few training images, no dropout, many epochs,
+    overfit_grid: Grid                     # so that early stopping has something to decide
     resamples: int = 1000
 
 
 FULL = Plan(shapes_dataset=(6000, 1000, 1000), encoder_epochs=4, shapes_images=(2000, 1000, 500),
             shapes_grid=Grid(ARCHITECTURES, (32, 96), (1e-3, 5e-3), epochs=4),
             search_grid=Grid(ARCHITECTURES, (32, 96), (1e-3, 5e-3), epochs=4), search_epochs=(1, 2, 4),
-            flickr_images=(2000, 1000, 500), flickr_grid=Grid(ARCHITECTURES, (64,), (1e-3, 5e-3), epochs=4))
+            flickr_images=(2000, 1000, 500), flickr_grid=Grid(ARCHITECTURES, (64,), (1e-3, 5e-3), epochs=4),
+            overfit_images=400, overfit_grid=Grid(ARCHITECTURES, (96,), (5e-3,), epochs=10, dropout=0.0))
 QUICK = Plan(shapes_dataset=(1200, 200, 300), encoder_epochs=3, shapes_images=(1200, 200, 300),
              shapes_grid=Grid(ARCHITECTURES, (32,), (5e-3,), epochs=2),
              search_grid=Grid(ARCHITECTURES, (32,), (5e-3,), epochs=2), search_epochs=(1, 2),
              flickr_images=(300, 100, 100), flickr_grid=Grid(("merge", "par"), (32,), (5e-3,), epochs=2),
+             overfit_images=200, overfit_grid=Grid(("merge",), (32,), (5e-3,), epochs=3, dropout=0.0),
              resamples=200)
 SEEDS = {"selection": 0, "search": 500}
 
@@ -193,13 +197,17 @@ def evaluate_corpus(name: str, frame: pd.DataFrame, picks: dict, resamples: int)
     usable = np.isfinite(pregen).all(0) & (np.ptp(np.where(np.isfinite(pregen), pregen, 0), 0) > 0)
     best = compare.best_in_hindsight(checkpoints, np.where(usable, pregen, np.nan), signs)
     rows, stops = [], []
-    cider_seconds = None
-    for c in criteria_of(frame, pregen, picks, (NAMES[best], float(signs[best]))):
+    chosen = criteria_of(frame, pregen, picks, (NAMES[best], float(signs[best])))
+    cider_seconds, base = chosen[0]["seconds"], next(c for c in chosen if c["label"] == "val perplexity")
+    for c in chosen:
         result, per_run = compare.evaluate_criterion(checkpoints, c["values"], c["sign"], PATIENCE)
-        cider_seconds = c["seconds"] if cider_seconds is None else cider_seconds
+        gain, low, high = compare.gain_interval(checkpoints, c["values"], c["sign"], base["values"], base["sign"],
+                                                resamples)
         rows.append({"corpus": name, "label": c["label"], "criterion": c["criterion"], "metric": c["metric"],
                      "direction": "higher" if c["sign"] > 0 else "lower", "seconds_per_eval": c["seconds"],
-                     "speedup_vs_cider": cider_seconds / c["seconds"], **result, "tokenizer": TOKENIZER_NAME})
+                     "speedup_vs_cider": cider_seconds / c["seconds"], **result,
+                     "significant_accuracy_gain_vs_perplexity": gain, "gain_90ci_low": low, "gain_90ci_high": high,
+                     "tokenizer": TOKENIZER_NAME})
         stops += [{"corpus": name, "label": c["label"], "metric": c["metric"], **s} for s in per_run]
         frame[c["metric"]] = c["values"]
     return rows, stops, frame.drop(columns=["_pregen", "_per_image"])
@@ -217,7 +225,7 @@ def summary_markdown(selection: pd.DataFrame, picks: dict, facts: dict) -> str:
     lines += ["", f"Search on disjoint models: best by R^2 `{picks['R^2'][0]}`, best by model-level pairwise "
               f"accuracy `{picks['pairwise accuracy'][0]}`.", ""]
     cols = ["criterion", "seconds_per_eval", "speedup_vs_cider", "pairwise_accuracy", "significant_pairwise_accuracy",
-            "kendall_tau", "regret_at_1", "regret_at_1_percent", "top5_overlap", "early_stop_mean_epoch",
+            "significant_accuracy_gain_vs_perplexity", "gain_90ci_low", "gain_90ci_high", "kendall_tau", "regret_at_1", "regret_at_1_percent", "top5_overlap", "early_stopped_runs", "early_stop_mean_epoch",
             "early_stop_cider_lost_mean"]
     for corpus, part in selection.groupby("corpus", sort=False):
         first = part.iloc[0]
@@ -228,8 +236,27 @@ def summary_markdown(selection: pd.DataFrame, picks: dict, facts: dict) -> str:
             cells = [row["criterion"]] + [f"{row[c]:.4g}" if isinstance(row[c], float) else str(row[c])
                                           for c in cols[1:]]
             lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+        lines += ["", *moonshot_lines(part), ""]
     return "\n".join(lines)
+
+
+PREGEN_LABELS = ("2018 winner", "2018 pplx column", "search R^2 pick", "search pairwise pick",
+                 "hindsight (not selectable)")
+
+
+def moonshot_lines(part: pd.DataFrame) -> list[str]:
+    """Which pre-gen criteria meet the moonshot: >= 90% of significant pairs ordered as CIDEr does,
+    better than validation perplexity there, regret@1 <= 1% of CIDEr, >= 20x cheaper than beam-3 CIDEr."""
+    base = part[part["label"] == "val perplexity"].iloc[0]
+    lines = ["Moonshot (significant-pair accuracy >= 0.9, above validation perplexity's "
+             f"{base['significant_pairwise_accuracy']:.3f}, regret@1 <= 1%, >= 20x faster than beam-3 CIDEr):"]
+    for _, row in part[part["label"].isin(PREGEN_LABELS)].iterrows():
+        checks = {"accuracy >= 0.9": row["significant_pairwise_accuracy"] >= 0.9,
+                  "beats perplexity": row["significant_pairwise_accuracy"] > base["significant_pairwise_accuracy"],
+                  "regret <= 1%": row["regret_at_1_percent"] <= 1.0, "20x faster": row["speedup_vs_cider"] >= 20}
+        verdict = "MET" if all(checks.values()) else "not met (" + ", ".join(k for k, ok in checks.items() if not ok)
+        lines.append(f"- {row['label']} `{row['metric']}`: {verdict}{')' if verdict != 'MET' else ''}")
+    return lines
 
 
 def main(argv=None) -> int:
@@ -255,7 +282,12 @@ def main(argv=None) -> int:
         picks, ranked = search_picks(shapes, plan, cache / "shapes", metrics, args.progress)
         clock.phase(f"search on disjoint models: R^2 pick {picks['R^2'][0]}, "
                     f"pairwise pick {picks['pairwise accuracy'][0]}")
-        corpus_list = [(shapes, plan.shapes_grid)]
+        small = dataclasses.replace(shapes, name="shapes-small", train=shapes.train.take(plan.overfit_images),
+                                    vocab=Vocabulary.build(shapes.train.take(plan.overfit_images).captions, 5),
+                                    description=f"shapes with {plan.overfit_images} training images")
+        facts["shapes-small"] = (f"the same shapes splits, first {plan.overfit_images} training images, "
+                                 f"dropout {plan.overfit_grid.dropout:g}, {plan.overfit_grid.epochs} epochs")
+        corpus_list = [(shapes, plan.shapes_grid), (small, plan.overfit_grid)]
         if not args.no_flickr8k:
             if io.shared_data("flickr8k", "Flickr8k.token.txt").is_file():
                 flickr = corpora.flickr8k(*plan.flickr_images)
