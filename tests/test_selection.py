@@ -191,7 +191,7 @@ def test_the_epoch_line_shows_the_criterion_and_the_cost():
         "epoch 1: val perplexity 4.210 (best), eval 0.50 s")
 
 
-# ------------------------------------------------------------------ the study's comparison (experiments/model_selection)
+# ------------------------------------------------------------------ the study (experiments/model_selection)
 
 
 def _compare_module():

@@ -28,7 +28,7 @@ class Split:
     def __len__(self) -> int:
         return len(self.image_ids)
 
-    def take(self, n: int) -> "Split":
+    def take(self, n: int) -> Split:
         return Split(self.image_ids[:n], self.features[:n], self.captions[:n])
 
 

@@ -51,8 +51,8 @@ def accuracy_bars(selection: pd.DataFrame, path: Path):
     """Pairwise accuracy (all pairs and significant pairs) of every criterion, per corpus."""
     plt = _pyplot()
     corpora = list(dict.fromkeys(selection["corpus"]))
-    fig, axes = plt.subplots(1, len(corpora), figsize=(7.5 * len(corpora), 4.2), squeeze=False)
-    for ax, corpus in zip(axes[0], corpora):
+    fig, axes = plt.subplots(len(corpora), 1, figsize=(8, 3.8 * len(corpora)), squeeze=False)
+    for ax, corpus in zip(axes[:, 0], corpora):
         part = selection[selection["corpus"] == corpus]
         y = np.arange(len(part))
         ax.barh(y - 0.2, part["pairwise_accuracy"], height=0.4, label="all pairs")

@@ -29,15 +29,15 @@ from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import compare  # noqa: E402
-import corpora  # noqa: E402
-import plots  # noqa: E402
-import scoring  # noqa: E402
+import compare
+import corpora
+import plots
+import scoring
 
-from pregen_jax import io, postgen, ranking, tiers  # noqa: E402
-from pregen_jax.captioning import ARCHITECTURES, criteria  # noqa: E402
-from pregen_jax.datasets import TOKENIZER_NAME, Vocabulary  # noqa: E402
-from pregen_jax.ranking import decisions  # noqa: E402
+from pregen_jax import io, postgen, ranking, tiers
+from pregen_jax.captioning import ARCHITECTURES, criteria
+from pregen_jax.datasets import TOKENIZER_NAME, Vocabulary
+from pregen_jax.ranking import decisions
 
 NAMES = tiers.DEFAULT_SPACE.names
 PATIENCE = 2  # TrainConfig's default
@@ -169,14 +169,15 @@ def criteria_of(frame: pd.DataFrame, pregen: np.ndarray, picks: dict, hindsight:
                 "values": pregen[:, NAMES.index(name)], "seconds": pregen_seconds}
     winner_sign = criteria.Criterion.make(scoring.WINNER_2018).sign
     return [
-        {"label": "CIDEr", "criterion": "CIDEr, beam 3, all validation images (reference)", "metric": "CIDEr", "sign": 1.0,
-         "values": frame["CIDEr"].to_numpy(), "seconds": seconds["generate"] + seconds["cider"]},
-        {"label": "METEOR", "criterion": "METEOR, beam 3, all validation images", "metric": "METEOR", "sign": 1.0,
-         "values": frame["METEOR"].to_numpy(), "seconds": seconds["generate"] + seconds["meteor"]},
-        {"label": "CIDEr on 10%", "criterion": "CIDEr, beam 3, random 10% of validation images", "metric": "CIDEr@10%", "sign": 1.0,
-         "values": frame["CIDEr@10%"].to_numpy(), "seconds": seconds["generate_subset"] + seconds["cider_subset"]},
-        {"label": "val perplexity", "criterion": "validation perplexity (the usual default)", "metric": "perplexity", "sign": -1.0,
-         "values": frame["perplexity"].to_numpy(), "seconds": seconds["refprobs"]},
+        {"label": "CIDEr", "criterion": "CIDEr, beam 3, all validation images (reference)", "metric": "CIDEr",
+         "sign": 1.0, "values": frame["CIDEr"].to_numpy(), "seconds": seconds["generate"] + seconds["cider"]},
+        {"label": "METEOR", "criterion": "METEOR, beam 3, all validation images", "metric": "METEOR",
+         "sign": 1.0, "values": frame["METEOR"].to_numpy(), "seconds": seconds["generate"] + seconds["meteor"]},
+        {"label": "CIDEr on 10%", "criterion": "CIDEr, beam 3, random 10% of validation images",
+         "metric": "CIDEr@10%", "sign": 1.0, "values": frame["CIDEr@10%"].to_numpy(),
+         "seconds": seconds["generate_subset"] + seconds["cider_subset"]},
+        {"label": "val perplexity", "criterion": "validation perplexity (the usual default)",
+         "metric": "perplexity", "sign": -1.0, "values": frame["perplexity"].to_numpy(), "seconds": seconds["refprobs"]},
         metric("2018 winner", "2018 winner", scoring.WINNER_2018, winner_sign),
         metric("2018 pplx column", "2018 perplexity column", PPLX_2018, -1.0),
         metric("search R^2 pick", "search pick by R^2", *picks["R^2"]),
@@ -225,7 +226,8 @@ def summary_markdown(selection: pd.DataFrame, picks: dict, facts: dict) -> str:
     lines += ["", f"Search on disjoint models: best by R^2 `{picks['R^2'][0]}`, best by model-level pairwise "
               f"accuracy `{picks['pairwise accuracy'][0]}`.", ""]
     cols = ["criterion", "seconds_per_eval", "speedup_vs_cider", "pairwise_accuracy", "significant_pairwise_accuracy",
-            "significant_accuracy_gain_vs_perplexity", "gain_90ci_low", "gain_90ci_high", "kendall_tau", "regret_at_1", "regret_at_1_percent", "top5_overlap", "early_stopped_runs", "early_stop_mean_epoch",
+            "significant_accuracy_gain_vs_perplexity", "gain_90ci_low", "gain_90ci_high", "kendall_tau",
+            "regret_at_1", "regret_at_1_percent", "top5_overlap", "early_stopped_runs", "early_stop_mean_epoch",
             "early_stop_cider_lost_mean"]
     for corpus, part in selection.groupby("corpus", sort=False):
         first = part.iloc[0]

@@ -70,7 +70,7 @@ class Criterion:
     higher_is_better: bool
 
     @classmethod
-    def make(cls, name: str, direction: Direction = "auto") -> "Criterion":
+    def make(cls, name: str, direction: Direction = "auto") -> Criterion:
         """Validate ``name`` and settle its direction; one-line ValueError for what cannot be used."""
         if name != PERPLEXITY:
             parse_metric(name, "select_by")
