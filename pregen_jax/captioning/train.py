@@ -1,10 +1,11 @@
 """Training caption generators: optax Adam, length-bucketed minibatches, early stopping on
-validation perplexity, a checkpoint each epoch (atomic), resume, and snapshots."""
+validation perplexity or a pre-gen metric (``criteria``), a checkpoint each epoch (atomic),
+resume, and snapshots."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-import math
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from tqdm.auto import tqdm
 
 from ..datasets import Vocabulary
 from ..settings import PositiveFloat, PositiveInt, as_dict, settings
-from . import checkpoints, decode
+from . import checkpoints, criteria, decode
 from .evaluate import perplexity, reference_probs
 from .input_pipeline import encode_references, training_batch, training_batches
 from .models import ARCHITECTURES, Captioner, CaptionerConfig, with_feature_mean
@@ -31,8 +32,11 @@ class TrainConfig:
     epochs: PositiveInt = 10                  # at most this many epochs
     batch_size: PositiveInt = 128             # captions per minibatch
     learning_rate: PositiveFloat = 1e-3       # Adam, as in 2018
-    patience: PositiveInt = 2                 # stop after this many epochs without a better val perplexity
+    patience: PositiveInt = 2                 # stop after this many epochs without a better select_by value
     snapshot_epochs: list[PositiveInt] = dataclasses.field(default_factory=list)  # also keep these epochs' parameters
+    select_by: str = criteria.PERPLEXITY      # keep the best epoch and stop early by "perplexity" or a pre-gen metric
+    direction: criteria.Direction = "auto"    # select_by's better values: "higher", "lower", or inferred from its tiers
+    monitor: list[str] = dataclasses.field(default_factory=list)  # more pre-gen metrics to log each epoch
 
     @pydantic.model_validator(mode="after")
     def _snapshots_within_epochs(self):
@@ -40,6 +44,35 @@ class TrainConfig:
         if late:
             raise ValueError(f"snapshot_epochs {late} lie beyond epochs = {self.epochs}")
         return self
+
+    @pydantic.model_validator(mode="after")
+    def _known_criterion(self):
+        self.criterion  # noqa: B018  (validates the name and settles the direction)
+        for name in self.monitor:
+            criteria.parse_metric(name, "monitor")
+        return self
+
+    @property
+    def criterion(self) -> criteria.Criterion:
+        return criteria.Criterion.make(self.select_by, self.direction)
+
+    @property
+    def pregen_metrics(self) -> list[str]:
+        """The pre-gen metrics computed each epoch: select_by (unless perplexity), then monitor."""
+        chosen = [] if self.select_by == criteria.PERPLEXITY else [self.select_by]
+        return list(dict.fromkeys(chosen + list(self.monitor)))
+
+    def record(self) -> dict:
+        """The settings as plain data, without the selection fields left at their defaults, so
+        that checkpoints (and cache keys) made before those fields existed still match."""
+        record = as_dict(self)
+        for name, default in SELECTION_DEFAULTS.items():
+            if record[name] == default:
+                del record[name]
+        return record
+
+
+SELECTION_DEFAULTS = {"select_by": criteria.PERPLEXITY, "direction": "auto", "monitor": []}
 
 
 @dataclasses.dataclass
@@ -50,6 +83,14 @@ class TrainedModel:
     params: dict
     history: list[dict]
     path: Path | None = None
+
+
+@functools.lru_cache(maxsize=32)
+def adam_train_step(model: Captioner, learning_rate: float):
+    """``make_train_step`` with Adam, one per (model, learning rate): runs that differ only in
+    their seed share the compiled step (compiling it per length bucket costs more than an
+    epoch on small data)."""
+    return make_train_step(model, optax.adam(learning_rate))
 
 
 def make_train_step(model: Captioner, optimizer):
@@ -72,6 +113,17 @@ def val_perplexity(model, params, features, captions, vocab) -> float:
                                       warn_unknown=False))
 
 
+def validate(model, params, features, captions, vocab, pregen_metrics) -> criteria.Validation:
+    """Validation perplexity and the named pre-gen metrics from one teacher-forced pass, timed."""
+    start = time.perf_counter()
+    if not pregen_metrics:
+        return criteria.Validation(val_perplexity(model, params, features, captions, vocab), {},
+                                   time.perf_counter() - start)
+    ref_probs = reference_probs(model, params, features, captions, vocab, progress=False, source="validation",
+                                warn_unknown=False)
+    return criteria.validation_from_ref_probs(ref_probs, pregen_metrics, start)
+
+
 def init_params(model: Captioner, feature_size: int, seed: int):
     return model.init(jax.random.PRNGKey(seed), jnp.zeros((1, feature_size)), jnp.zeros((1,), jnp.int32))
 
@@ -83,14 +135,17 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
 
     train_features: f32[N, D]; train_captions[n][r]: token lists (likewise for validation).
     Writes ``workdir/checkpoint.msgpack`` after every epoch, ``workdir/model.msgpack`` (the
-    best parameters by validation perplexity) at the end, and ``snapshot-epochN.msgpack``
-    for the chosen epochs. A matching checkpoint resumes; a mismatched one is an error.
+    best parameters by ``train_config.select_by``, validation perplexity by default) at the
+    end, and ``snapshot-epochN.msgpack`` for the chosen epochs. A matching checkpoint
+    resumes; a mismatched one is an error. Each epoch's history entry holds the validation
+    perplexity, every pre-gen metric asked for (by name) and ``eval_seconds``, the cost of
+    that evaluation.
     """
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}")
     workdir = Path(workdir)
     model = Captioner(arch, model_config, len(vocab))
-    meta = {"arch": arch, "model_config": as_dict(model_config), "train_config": as_dict(train_config),
+    meta = {"arch": arch, "model_config": as_dict(model_config), "train_config": train_config.record(),
             "seed": seed, "vocab_size": len(vocab), "vocab_fingerprint": vocab.fingerprint(),
             "feature_size": int(train_features.shape[1])}
     final = workdir / "model.msgpack"
@@ -100,7 +155,9 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
     optimizer = optax.adam(train_config.learning_rate)
     params = with_feature_mean(init_params(model, train_features.shape[1], seed), model_config, train_features)
     opt_state = optimizer.init(params)
-    state = {"epoch": 0, "best_val": math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
+    criterion, pregen_metrics = train_config.criterion, train_config.pregen_metrics
+    # best_val: the best select_by value so far (validation perplexity by default).
+    state = {"epoch": 0, "best_val": criterion.worst, "best_epoch": 0, "bad_epochs": 0, "history": []}
     best_params = params
     ckpt = workdir / "checkpoint.msgpack"
     if ckpt.is_file():
@@ -112,7 +169,7 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
         state = saved["state"]
 
     pairs = [(n, ids) for n, _, ids in encode_references(train_captions, vocab, "training captions")]
-    train_step = make_train_step(model, optimizer)
+    train_step = adam_train_step(model, train_config.learning_rate)
     train_features = np.asarray(train_features, np.float32)
     while state["epoch"] < train_config.epochs and state["bad_epochs"] < train_config.patience:
         epoch = state["epoch"] + 1
@@ -129,25 +186,36 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
                 losses.append(float(loss))
                 rate = (step + 1) * train_config.batch_size / (time.perf_counter() - start)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}", captions_per_s=f"{rate:.0f}")
-        val = val_perplexity(model, params, val_features, val_captions, vocab)
-        improved = val < state["best_val"]
+        validation = validate(model, params, val_features, val_captions, vocab, pregen_metrics)
+        value = validation.value(criterion.name)
+        improved = state["best_epoch"] == 0 or criterion.improves(value, state["best_val"])
         if improved:
-            best_params, state["best_val"], state["best_epoch"], state["bad_epochs"] = params, val, epoch, 0
+            best_params, state["best_val"], state["best_epoch"], state["bad_epochs"] = params, value, epoch, 0
         else:
             state["bad_epochs"] += 1
         state["epoch"] = epoch
         state["history"].append({"epoch": epoch, "train_loss": float(np.mean(losses)) if losses else None,
-                                 "val_perplexity": val, "seconds": time.perf_counter() - start})
+                                 "val_perplexity": validation.perplexity, **validation.pregen,
+                                 "eval_seconds": validation.seconds, "seconds": time.perf_counter() - start})
         if epoch in train_config.snapshot_epochs:
             checkpoints.save(workdir / f"snapshot-epoch{epoch}.msgpack", {"params": params},
-                             {**meta, "epoch": epoch, "val_perplexity": val})
+                             {**meta, "epoch": epoch, "val_perplexity": validation.perplexity, **validation.pregen})
         checkpoints.save(ckpt, {"params": params, "best_params": best_params,
                                 "opt_state": serialization.to_state_dict(opt_state)}, {**meta, "state": state})
         if progress:
-            tqdm.write(f"{description} epoch {epoch}: val perplexity {val:.3f}{' (best)' if improved else ''}")
+            tqdm.write(epoch_line(description, epoch, validation, criterion.name, improved))
     checkpoints.save(final, {"params": best_params}, {**meta, "epoch": state["best_epoch"],
                                                       "history": state["history"]})
     return TrainedModel(model, best_params, state["history"], final)
+
+
+def epoch_line(description: str, epoch: int, validation: criteria.Validation, select_by: str, best: bool) -> str:
+    """``merge-1 epoch 3: val perplexity 4.210, mean_max_normcount_prefix0 0.6120 (best), eval 0.41 s``:
+    "(best)" follows the value training selects by."""
+    mark = " (best)" if best else ""
+    parts = [f"val perplexity {validation.perplexity:.3f}{mark if select_by == criteria.PERPLEXITY else ''}"]
+    parts += [f"{name} {value:.4g}{mark if name == select_by else ''}" for name, value in validation.pregen.items()]
+    return f"{description} epoch {epoch}: {', '.join(parts)}, eval {validation.seconds:.2f} s".strip()
 
 
 def _check_meta(path, saved: dict, meta: dict) -> None:

@@ -1,0 +1,332 @@
+"""Which checkpoint to keep, when to stop: pre-gen criteria against validation perplexity and CIDEr.
+
+    python3 experiments/model_selection/run.py --out runs/model_selection [--quick]
+
+Trains a grid of caption models (4 architectures x sizes x learning rates, a snapshot every
+epoch) on the built-in shapes dataset and on Flickr8k (image stand-in: the mean GloVe
+vector of a held-out caption), scores every checkpoint on the validation split (beam-3
+CIDEr and METEOR, CIDEr on a random 10% of the images, per-token perplexity, the 504
+pre-gen metrics, the wall time of each), and asks of every criterion a user could select by
+how well it makes CIDEr's decisions (compare.py). The pre-gen metrics a search would pick
+come from a disjoint set of models (other seeds, scored on the test split, 15 strata each).
+
+Writes DIR/selection.tsv (one row per corpus and criterion), DIR/checkpoints_<corpus>.tsv,
+DIR/early_stopping.tsv, DIR/search_ranking.tsv, DIR/criteria_vs_cider.png,
+DIR/pairwise_accuracy.png and DIR/summary.md; DIR/cache/ keeps checkpoints and scores, so
+a rerun resumes. Timings are wall seconds on this machine, compilation excluded.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import compare
+import corpora
+import plots
+import scoring
+
+from pregen_jax import io, postgen, ranking, tiers
+from pregen_jax.captioning import ARCHITECTURES, criteria
+from pregen_jax.datasets import TOKENIZER_NAME, Vocabulary
+from pregen_jax.ranking import decisions
+
+NAMES = tiers.DEFAULT_SPACE.names
+PATIENCE = 2  # TrainConfig's default
+PPLX_2018 = ranking.PERPLEXITY_BASELINE  # geomean_join_pplx_none
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    architectures: tuple[str, ...]
+    sizes: tuple[int, ...]
+    learning_rates: tuple[float, ...]
+    epochs: int
+    dropout: float = 0.5
+
+    def runs(self, seed: int) -> list[scoring.RunSpec]:
+        return [scoring.RunSpec(arch, size, lr, self.dropout, seed + k, self.epochs)
+                for k, (arch, size, lr) in enumerate((a, s, r) for a in self.architectures for s in self.sizes
+                                                     for r in self.learning_rates)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    shapes_dataset: tuple[int, int, int]   # the built-in dataset's train/val/test sizes
+    encoder_epochs: int
+    shapes_images: tuple[int, int, int]    # images used per split
+    shapes_grid: Grid
+    search_grid: Grid
+    search_epochs: tuple[int, ...]         # snapshots of the search models that are scored
+    flickr_images: tuple[int, int, int]
+    flickr_grid: Grid
+    overfit_images: int                    # shapes-small: few training images, no dropout, many epochs,
+    overfit_grid: Grid                     # so that early stopping has something to decide
+    resamples: int = 1000
+
+
+FULL = Plan(shapes_dataset=(6000, 1000, 1000), encoder_epochs=4, shapes_images=(2000, 1000, 500),
+            shapes_grid=Grid(ARCHITECTURES, (32, 96), (1e-3, 5e-3), epochs=4),
+            search_grid=Grid(ARCHITECTURES, (32, 96), (1e-3, 5e-3), epochs=4), search_epochs=(1, 2, 4),
+            flickr_images=(2000, 1000, 500), flickr_grid=Grid(ARCHITECTURES, (64,), (1e-3, 5e-3), epochs=4),
+            overfit_images=400, overfit_grid=Grid(ARCHITECTURES, (96,), (5e-3,), epochs=10, dropout=0.0))
+QUICK = Plan(shapes_dataset=(1200, 200, 300), encoder_epochs=3, shapes_images=(1200, 200, 300),
+             shapes_grid=Grid(ARCHITECTURES, (32,), (5e-3,), epochs=2),
+             search_grid=Grid(ARCHITECTURES, (32,), (5e-3,), epochs=2), search_epochs=(1, 2),
+             flickr_images=(300, 100, 100), flickr_grid=Grid(("merge", "par"), (32,), (5e-3,), epochs=2),
+             overfit_images=200, overfit_grid=Grid(("merge",), (32,), (5e-3,), epochs=3, dropout=0.0),
+             resamples=200)
+SEEDS = {"selection": 0, "search": 500}
+
+
+class Clock:
+    """Wall and CPU seconds since the start, per phase (CPU: this process, all its threads)."""
+
+    def __init__(self):
+        self.start, self.cpu, self.phases = time.perf_counter(), time.process_time(), {}
+
+    def phase(self, name: str) -> None:
+        wall, cpu = time.perf_counter() - self.start, time.process_time() - self.cpu
+        self.phases[name.split(":")[0]] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+        print(f"[{wall:7.1f} s wall, {cpu:7.1f} s CPU] {name}", flush=True)
+
+
+# ------------------------------------------------------------------ the search on disjoint models
+
+
+def search_picks(corpus, plan: Plan, cache: Path, metrics, progress: bool) -> tuple[dict, pd.DataFrame]:
+    """Train the search models (other seeds), score them on the test split in 15 strata, rank.
+
+    Returns ({"R^2": (name, sign), "pairwise accuracy": (name, sign)}, the ranking table).
+    """
+    cider = next(m for m in metrics.metrics if m.name == "CIDEr")
+    rows = []
+    specs = plan.search_grid.runs(SEEDS["search"])
+    for spec in tqdm(specs, desc="search models", disable=not progress):
+        spec.train(corpus, cache, progress=False)
+        for epoch in plan.search_epochs:
+            trained = scoring.load_snapshot(spec, cache, epoch, corpus.vocab)
+            scores = scoring.score_search_model(trained, corpus.test, corpus.vocab, cider,
+                                                cache / "search" / f"{spec.label}-e{epoch}.npz")
+            frame = pd.DataFrame(scores["pregen"], columns=NAMES)
+            frame.insert(0, "CIDEr", scores["cider"])
+            for col, value in (("architecture", spec.arch), ("run", spec.label), ("epoch", str(epoch)),
+                               ("num_strata", scores["num_strata"]), ("stratum", scores["stratum"])):
+                frame.insert(0, col, value)
+            rows.append(frame)
+    table = pd.concat(rows, ignore_index=True)
+    result = ranking.rank(table, ["CIDEr"], NAMES)
+    by_r2 = result.correlations["CIDEr"]
+    by_pairs = decisions.validate_models(decisions.model_rows(table), by_r2, "CIDEr")
+    sign_of = dict(zip(by_r2["pregen"], decisions.signs(by_r2["all_R"])))
+    picks = {"R^2": (by_r2["pregen"].iloc[0], sign_of[by_r2["pregen"].iloc[0]]),
+             "pairwise accuracy": (by_pairs["pregen"].iloc[0], sign_of[by_pairs["pregen"].iloc[0]])}
+    ranked = by_r2[["pregen", "all_R^2", "all_R"]].merge(
+        by_pairs[["pregen", "all_pairwise_accuracy", "all_kendall_tau", "all_pairs"]], on="pregen")
+    ranked.insert(1, "rank_by_R^2", np.arange(1, len(ranked) + 1))
+    ranked["rank_by_pairwise_accuracy"] = ranked["all_pairwise_accuracy"].rank(ascending=False, method="min")
+    return picks, ranked
+
+
+# ------------------------------------------------------------------ one corpus's checkpoints
+
+
+def score_grid(corpus, grid: Grid, cache: Path, metrics, subset, progress: bool) -> pd.DataFrame:
+    """Train the selection grid and score every snapshot: one row per checkpoint."""
+    scorer = scoring.Scorer(corpus, metrics, subset)
+    rows = []
+    specs = grid.runs(SEEDS["selection"])
+    for spec in tqdm(specs, desc=f"{corpus.name} runs", disable=not progress):
+        spec.train(corpus, cache, progress=False)
+        for epoch in range(1, grid.epochs + 1):
+            trained = scoring.load_snapshot(spec, cache, epoch, corpus.vocab)
+            scores = scorer.score(trained, cache / "scores" / f"{spec.label}-e{epoch}.npz")
+            rows.append({"checkpoint": f"{spec.label}-e{epoch}", "run": spec.label, "architecture": spec.arch,
+                         "size": spec.size, "learning_rate": spec.learning_rate, "epoch": epoch,
+                         "CIDEr": float(scores["cider"]), "METEOR": float(scores["meteor"]),
+                         "CIDEr@10%": float(scores["cider_subset"]), "perplexity": float(scores["perplexity"]),
+                         "mean_caption_length": float(scores["mean_caption_length"]),
+                         **{f"seconds_{k}": float(t) for k, t in zip(scoring.TIMES, scores["times"])},
+                         "_pregen": scores["pregen"], "_per_image": scores["cider_per_image"]})
+    return pd.DataFrame(rows)
+
+
+def criteria_of(frame: pd.DataFrame, pregen: np.ndarray, picks: dict, hindsight: tuple[str, float]) -> list[dict]:
+    """Every criterion a user could select by: name, values per checkpoint, sign, seconds per evaluation."""
+    seconds = {k: float(frame[f"seconds_{k}"].median()) for k in scoring.TIMES}
+    pregen_seconds = seconds["refprobs"] + seconds["sweep_one"]
+
+    def metric(label, kind, name, sign):
+        return {"label": label, "criterion": f"{kind}: {name}", "metric": name, "sign": sign,
+                "values": pregen[:, NAMES.index(name)], "seconds": pregen_seconds}
+    winner_sign = criteria.Criterion.make(scoring.WINNER_2018).sign
+    return [
+        {"label": "CIDEr", "criterion": "CIDEr, beam 3, all validation images (reference)", "metric": "CIDEr",
+         "sign": 1.0, "values": frame["CIDEr"].to_numpy(), "seconds": seconds["generate"] + seconds["cider"]},
+        {"label": "METEOR", "criterion": "METEOR, beam 3, all validation images", "metric": "METEOR",
+         "sign": 1.0, "values": frame["METEOR"].to_numpy(), "seconds": seconds["generate"] + seconds["meteor"]},
+        {"label": "CIDEr on 10%", "criterion": "CIDEr, beam 3, random 10% of validation images",
+         "metric": "CIDEr@10%", "sign": 1.0, "values": frame["CIDEr@10%"].to_numpy(),
+         "seconds": seconds["generate_subset"] + seconds["cider_subset"]},
+        {"label": "val perplexity", "criterion": "validation perplexity (the usual default)",
+         "metric": "perplexity", "sign": -1.0, "values": frame["perplexity"].to_numpy(), "seconds": seconds["refprobs"]},
+        metric("2018 winner", "2018 winner", scoring.WINNER_2018, winner_sign),
+        metric("2018 pplx column", "2018 perplexity column", PPLX_2018, -1.0),
+        metric("search R^2 pick", "search pick by R^2", *picks["R^2"]),
+        metric("search pairwise pick", "search pick by pairwise accuracy", *picks["pairwise accuracy"]),
+        metric("hindsight (not selectable)", "best pre-gen in hindsight, not selectable", *hindsight),
+    ]
+
+
+def evaluate_corpus(name: str, frame: pd.DataFrame, picks: dict, resamples: int) -> tuple[list, list, pd.DataFrame]:
+    pregen = np.stack(frame["_pregen"].to_numpy())
+    per_image = np.stack(frame["_per_image"].to_numpy())
+    significant = decisions.paired_bootstrap(per_image, resamples, seed=0).significant()
+    checkpoints = compare.Checkpoints(list(frame["checkpoint"]), list(frame["run"]), frame["epoch"].to_numpy(),
+                                      frame["CIDEr"].to_numpy(), significant)
+    with np.errstate(divide="ignore", invalid="ignore"):  # constant columns: NaN R, sign +1, never chosen
+        r, _ = ranking.pearson(np.where(np.isfinite(pregen), pregen, 0.0), checkpoints.cider)
+    signs = decisions.signs(r)
+    usable = np.isfinite(pregen).all(0) & (np.ptp(np.where(np.isfinite(pregen), pregen, 0), 0) > 0)
+    best = compare.best_in_hindsight(checkpoints, np.where(usable, pregen, np.nan), signs)
+    rows, stops = [], []
+    chosen = criteria_of(frame, pregen, picks, (NAMES[best], float(signs[best])))
+    cider_seconds, base = chosen[0]["seconds"], next(c for c in chosen if c["label"] == "val perplexity")
+    for c in chosen:
+        result, per_run = compare.evaluate_criterion(checkpoints, c["values"], c["sign"], PATIENCE)
+        gain, low, high = compare.gain_interval(checkpoints, c["values"], c["sign"], base["values"], base["sign"],
+                                                resamples)
+        rows.append({"corpus": name, "label": c["label"], "criterion": c["criterion"], "metric": c["metric"],
+                     "direction": "higher" if c["sign"] > 0 else "lower", "seconds_per_eval": c["seconds"],
+                     "speedup_vs_cider": cider_seconds / c["seconds"], **result,
+                     "significant_accuracy_gain_vs_perplexity": gain, "gain_90ci_low": low, "gain_90ci_high": high,
+                     "tokenizer": TOKENIZER_NAME})
+        stops += [{"corpus": name, "label": c["label"], "metric": c["metric"], **s} for s in per_run]
+        frame[c["metric"]] = c["values"]
+    return rows, stops, frame.drop(columns=["_pregen", "_per_image"])
+
+
+# ------------------------------------------------------------------ outputs
+
+
+def summary_markdown(selection: pd.DataFrame, picks: dict, facts: dict) -> str:
+    lines = ["# Model selection: pre-gen criteria against validation perplexity and CIDEr", "",
+             f"Tokenizer: {TOKENIZER_NAME}. Seconds: median wall time per checkpoint evaluation on this machine "
+             "(compilation excluded; other processes shared the CPU).", ""]
+    for key, value in facts.items():
+        lines.append(f"- {key}: {value}")
+    lines += ["", f"Search on disjoint models: best by R^2 `{picks['R^2'][0]}`, best by model-level pairwise "
+              f"accuracy `{picks['pairwise accuracy'][0]}`.", ""]
+    cols = ["criterion", "seconds_per_eval", "speedup_vs_cider", "pairwise_accuracy", "significant_pairwise_accuracy",
+            "significant_accuracy_gain_vs_perplexity", "gain_90ci_low", "gain_90ci_high", "kendall_tau",
+            "regret_at_1", "regret_at_1_percent", "top5_overlap", "early_stopped_runs", "early_stop_mean_epoch",
+            "early_stop_cider_lost_mean"]
+    for corpus, part in selection.groupby("corpus", sort=False):
+        first = part.iloc[0]
+        lines += [f"## {corpus}: {first['checkpoints']} checkpoints, {first['pairs']} pairs, "
+                  f"{first['significant_pairs']} significant", "",
+                  "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for _, row in part.iterrows():
+            cells = [row["criterion"]] + [f"{row[c]:.4g}" if isinstance(row[c], float) else str(row[c])
+                                          for c in cols[1:]]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", *moonshot_lines(part), ""]
+    return "\n".join(lines)
+
+
+PREGEN_LABELS = ("2018 winner", "2018 pplx column", "search R^2 pick", "search pairwise pick",
+                 "hindsight (not selectable)")
+
+
+def moonshot_lines(part: pd.DataFrame) -> list[str]:
+    """Which pre-gen criteria meet the moonshot: >= 90% of significant pairs ordered as CIDEr does,
+    better than validation perplexity there, regret@1 <= 1% of CIDEr, >= 20x cheaper than beam-3 CIDEr."""
+    base = part[part["label"] == "val perplexity"].iloc[0]
+    lines = ["Moonshot (significant-pair accuracy >= 0.9, above validation perplexity's "
+             f"{base['significant_pairwise_accuracy']:.3f}, regret@1 <= 1%, >= 20x faster than beam-3 CIDEr):"]
+    for _, row in part[part["label"].isin(PREGEN_LABELS)].iterrows():
+        checks = {"accuracy >= 0.9": row["significant_pairwise_accuracy"] >= 0.9,
+                  "beats perplexity": row["significant_pairwise_accuracy"] > base["significant_pairwise_accuracy"],
+                  "regret <= 1%": row["regret_at_1_percent"] <= 1.0, "20x faster": row["speedup_vs_cider"] >= 20}
+        verdict = "MET" if all(checks.values()) else "not met (" + ", ".join(k for k, ok in checks.items() if not ok)
+        lines.append(f"- {row['label']} `{row['metric']}`: {verdict}{')' if verdict != 'MET' else ''}")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="run folder (its cache/ makes a rerun resume)")
+    parser.add_argument("--quick", action="store_true", help="a small grid (a few minutes)")
+    parser.add_argument("--no-flickr8k", action="store_true", help="the shapes corpus only")
+    parser.add_argument("--progress", action="store_true", help="progress bars")
+    args = parser.parse_args(argv)
+    out = io.check_out_folder(args.out)
+    plan = QUICK if args.quick else FULL
+    cache = out / "cache"
+    clock = Clock()
+    shapes = corpora.shapes(*plan.shapes_images, dataset_size=plan.shapes_dataset,
+                            encoder_epochs=plan.encoder_epochs, progress=args.progress)
+    clock.phase(f"shapes loaded: {len(shapes.train)}/{len(shapes.val)}/{len(shapes.test)} images, "
+                f"vocabulary {len(shapes.vocab)}")
+    facts = {"plan": "quick" if args.quick else "full", "shapes": shapes.description}
+    selections, stops, tables = [], [], {}
+    with postgen.make_metrics(["CIDEr", "METEOR"]) as metrics:
+        if metrics.unavailable:
+            raise SystemExit(f"needs CIDEr and METEOR: {metrics.unavailable}")
+        picks, ranked = search_picks(shapes, plan, cache / "shapes", metrics, args.progress)
+        clock.phase(f"search on disjoint models: R^2 pick {picks['R^2'][0]}, "
+                    f"pairwise pick {picks['pairwise accuracy'][0]}")
+        small = dataclasses.replace(shapes, name="shapes-small", train=shapes.train.take(plan.overfit_images),
+                                    vocab=Vocabulary.build(shapes.train.take(plan.overfit_images).captions, 5),
+                                    description=f"shapes with {plan.overfit_images} training images")
+        facts["shapes-small"] = (f"the same shapes splits, first {plan.overfit_images} training images, "
+                                 f"dropout {plan.overfit_grid.dropout:g}, {plan.overfit_grid.epochs} epochs")
+        corpus_list = [(shapes, plan.shapes_grid), (small, plan.overfit_grid)]
+        if not args.no_flickr8k:
+            if io.shared_data("flickr8k", "Flickr8k.token.txt").is_file():
+                flickr = corpora.flickr8k(*plan.flickr_images)
+                facts["flickr8k"] = flickr.description + f", vocabulary {len(flickr.vocab)}"
+                corpus_list.append((flickr, plan.flickr_grid))
+            else:
+                facts["flickr8k"] = "skipped: ../shared/data/flickr8k not found"
+        for corpus, grid in corpus_list:
+            subset = np.sort(np.random.default_rng(0).choice(len(corpus.val), max(2, len(corpus.val) // 10),
+                                                            replace=False))
+            frame = score_grid(corpus, grid, cache / corpus.name, metrics, subset, args.progress)
+            clock.phase(f"{corpus.name}: {len(frame)} checkpoints scored")
+            rows, corpus_stops, table = evaluate_corpus(corpus.name, frame, picks, plan.resamples)
+            selections += rows
+            stops += corpus_stops
+            tables[corpus.name] = table
+    selection = pd.DataFrame(selections)
+    facts["time"] = f"{clock.phases} (seconds since start, this run; cached work is reused)"
+    shown = {name: [("validation perplexity", "perplexity"), ("2018 winner", scoring.WINNER_2018),
+                    ("search pick (R^2)", picks["R^2"][0]), ("CIDEr on 10% of images", "CIDEr@10%")]
+             for name in tables}
+    with io.staged_folder(out, keep=("cache",)) as staging:
+        io.write_tsv(selection, staging / "selection.tsv")
+        io.write_tsv(pd.DataFrame(stops), staging / "early_stopping.tsv")
+        io.write_tsv(ranked, staging / "search_ranking.tsv")
+        for name, table in tables.items():
+            io.write_tsv(table, staging / f"checkpoints_{name}.tsv")
+        plots.criteria_vs_cider(tables, shown, staging / "criteria_vs_cider.png")
+        plots.accuracy_bars(selection, staging / "pairwise_accuracy.png")
+        io.write_text(summary_markdown(selection, picks, facts), staging / "summary.md")
+    clock.phase(f"wrote {out}")
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(selection[["corpus", "criterion", "seconds_per_eval", "pairwise_accuracy",
+                         "significant_pairwise_accuracy", "kendall_tau", "regret_at_1_percent", "top5_overlap",
+                         "early_stop_cider_lost_mean"]].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
