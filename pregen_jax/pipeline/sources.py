@@ -145,7 +145,7 @@ def _check_feature_size(trained: TrainedModel, data: Data, path) -> None:
 
 def train_settings(config: SearchConfig, arch: str, run: int) -> dict:
     """Everything that determines a trained model, besides the data."""
-    return {"arch": arch, "captioner": as_dict(config.models.captioner), "training": as_dict(config.training),
+    return {"arch": arch, "captioner": as_dict(config.models.captioner), "training": config.training.record(),
             "seed": config.seed * 1000 + run}
 
 
