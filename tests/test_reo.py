@@ -382,7 +382,7 @@ def test_reo_scores_are_post_gen_metrics_of_a_search(tmp_path):
     assert "no REO matching model" in postgen.availability(postgen.PostgenOptions())["REO_R_image"][1]
     trained = _train(tmp_path / "m", epochs=1)
     scorer = reo.ReoScorer(trained.matcher, trained.params, reo.Covariance.identity(TINY.joint_size))
-    reo.save_scorer(scorer, tmp_path / "m" / "matcher.msgpack", tmp_path / "scorer")
+    reo.save_scorer(scorer, tmp_path / "m" / "matcher.msgpack", tmp_path / "scorer", "toy-features")
     options = postgen.PostgenOptions(reo_model=str(tmp_path / "scorer"))
     assert all(ok for name, (ok, _) in postgen.availability(options).items() if name.startswith("REO_"))
     regions, captions = _toy(images=5)
@@ -393,8 +393,10 @@ def test_reo_scores_are_post_gen_metrics_of_a_search(tmp_path):
         with pytest.raises(ValueError, match="bind_images"):
             metrics.metrics[0].compute_score(gts, res)
         expected = scorer.score(regions, [refs[-1] for refs in captions], captions)
+        with pytest.raises(ValueError, match="trained on image features 'toy-features', this search's are 'other'"):
+            metrics.metrics[0].bind_images(ids, regions, "other")
         for metric in metrics.metrics:
-            metric.bind_images(ids[::-1], regions[::-1])  # bound by id, in any order
+            metric.bind_images(ids[::-1], regions[::-1], "toy-features")  # bound by id, in any order
             corpus, per_image = metric.compute_score(gts, res)
             np.testing.assert_allclose(per_image, expected[metric.name.removeprefix("REO_")], rtol=1e-5)
             blocks, _ = metric.score_blocks(gts, res, [ids[:2], ids])

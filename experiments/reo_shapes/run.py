@@ -37,10 +37,10 @@ from pregen_jax.io import default_cache_dir
 
 FULL = {"data": ShapesConfig(), "matcher": reo.MatcherConfig(),
         "training": reo.MatchTrainConfig(epochs=14, batch_size=128, learning_rate=1e-3, warmup_epochs=6),
-        "max_extras": 3}
+        "max_extras": 3, "encoder_epochs": 4}
 QUICK = {"data": ShapesConfig(train=1200, val=200, test=300), "matcher": reo.MatcherConfig(joint_size=64, embed_size=64),
          "training": reo.MatchTrainConfig(epochs=8, batch_size=64, learning_rate=2e-3, warmup_epochs=4, val_images=100),
-         "max_extras": 3}
+         "max_extras": 3, "encoder_epochs": 3}
 FIGURE3_THRESHOLD = 0.65  # the paper reports machine-identified errors at >= 0.65 cosine with the true ones
 
 
@@ -118,7 +118,8 @@ def main(argv=None) -> int:
     timings, start = {}, time.perf_counter()
 
     dataset = load_shapes(setup["data"], cache)
-    encoder = attach_image_features(dataset, cache, epochs=4, seed=0, progress=False)
+    # The demo's encoder (4 epochs; --quick: demo --quick's 3), so that the scorer fits those searches' images.
+    encoder = attach_image_features(dataset, cache, epochs=setup["encoder_epochs"], seed=0, progress=False)
     scenes = load_scenes(setup["data"], cache)["test"]
     train, val, test = dataset["train"], dataset["val"], dataset["test"]
     regions = {name: reo.shapes_regions(split.features) for name, split in dataset.splits.items()}
@@ -143,7 +144,7 @@ def main(argv=None) -> int:
     image_of = [c.image for c in candidates]
     results = {}
     reo.save_scorer(reo.ReoScorer(matcher, params, covariances["ledoit_wolf"]), out / "matcher" / "matcher.msgpack",
-                    out / "reo_scorer")  # a search's [postgen] reo_model = OUT/reo_scorer
+                    out / "reo_scorer", Path(encoder["encoder"]).name)  # a search's [postgen] reo_model
     for name, covariance in covariances.items():
         scores = reo.score_pairs(matcher, params, regions["test"], [c.tokens for c in candidates], test.captions,
                                  covariance, image_of, batch_size=1000)

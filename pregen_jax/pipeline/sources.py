@@ -56,6 +56,11 @@ class Data:
     def test(self):
         return self.dataset["test"]
 
+    @property
+    def features_id(self) -> str:
+        """The identity of the image features: the built-in encoder's checkpoint name, or the feature file."""
+        return Path(self.facts["encoder"]).name if "encoder" in self.facts else str(self.facts.get("features", ""))
+
     def split_key(self, split: str, features: bool = True) -> str:
         """Content hash of a split's image ids and references (and features, if asked)."""
         data = self.dataset[split]

@@ -136,7 +136,7 @@ class LazyMetrics:
         if name not in self.started:
             metric = postgen.REGISTRY[name].factory(self.config.options)
             if getattr(metric, "needs_images", False):
-                metric.bind_images(self.data.test.image_ids, self.data.test.features)
+                metric.bind_images(self.data.test.image_ids, self.data.test.features, self.data.features_id)
             self.started[name] = metric
         return self.started[name]
 

@@ -47,13 +47,17 @@ class REO(PostgenMetric):
         if name not in MEASURES:
             raise ValueError(f"unknown REO metric {name!r}; choose from {', '.join(MEASURES)}")
         self.name, self.folder = name, str(folder)
-        self.scorer, self.vocab = _scorer(self.folder)
+        self.scorer, self.vocab, self.image_features = _scorer(self.folder)
         self._regions: dict | None = None
         self._last: tuple | None = None
 
-    def bind_images(self, image_ids, features) -> None:
-        """Which image each id is: ``features`` f[I, D] (a flattened region grid) or f[I, K, Dr] regions."""
+    def bind_images(self, image_ids, features, source: str) -> None:
+        """Which image each id is: ``features`` f[I, D] (a flattened region grid) or f[I, K, Dr] regions,
+        from ``source`` (the identity of the features; it must be the one the matcher was trained on)."""
         from ..reo import shapes_regions
+        if source != self.image_features:
+            raise ValueError(f"{self.folder}: the REO matcher was trained on image features {self.image_features!r}, "
+                             f"this search's are {source!r}; train a matcher on these (experiments/reo_shapes)")
         features = np.asarray(features, np.float32)
         regions = features if features.ndim == 3 else shapes_regions(features)
         if regions.shape[-1] != self.scorer.matcher.config.region_size:

@@ -65,19 +65,23 @@ def fit_scorer(vocab: Vocabulary, train_regions: np.ndarray, train_captions, wor
     return ReoScorer(trained.matcher, trained.params, cov)
 
 
-def save_scorer(scorer: ReoScorer, matcher_path, folder) -> None:
+def save_scorer(scorer: ReoScorer, matcher_path, folder, image_features: str) -> None:
     """Make ``folder`` a REO scorer for searches (``[postgen] reo_model = folder``): a copy of the
-    matcher checkpoint and the covariance."""
+    matcher checkpoint, the covariance, and ``image_features``, the identity of the image
+    features it was trained on (for the built-in dataset, the encoder checkpoint's name): a
+    search on other features is refused rather than scored in a space they do not live in."""
     folder = Path(folder)
     io.write_bytes(Path(matcher_path).read_bytes(), folder / "matcher.msgpack")
     with io.atomic_path(folder / "covariance.npz") as tmp:
         np.savez(tmp, matrix=scorer.covariance.matrix)
     io.write_text(json.dumps({"source": scorer.covariance.source, "shrinkage": scorer.covariance.shrinkage,
-                              "lambda": scorer.lam, "tokenizer": scorer.tokenizer}), folder / "covariance.json")
+                              "lambda": scorer.lam, "tokenizer": scorer.tokenizer, "image_features": image_features}),
+                  folder / "covariance.json")
 
 
-def load_scorer(folder) -> tuple[ReoScorer, Vocabulary]:
-    """A scorer saved by ``save_scorer``, and the vocabulary its matcher reads captions with."""
+def load_scorer(folder) -> tuple[ReoScorer, Vocabulary, str]:
+    """A scorer saved by ``save_scorer``, the vocabulary its matcher reads captions with, and the
+    identity of the image features it was trained on."""
     folder = Path(folder)
     for name in ("matcher.msgpack", "covariance.npz", "covariance.json"):
         if not (folder / name).is_file():
@@ -87,4 +91,5 @@ def load_scorer(folder) -> tuple[ReoScorer, Vocabulary]:
     meta = json.loads(io.read_text(folder / "covariance.json"))
     with np.load(folder / "covariance.npz") as npz:
         covariance = Covariance.from_matrix(npz["matrix"], meta["source"], meta["shrinkage"])
-    return ReoScorer(trained.matcher, trained.params, covariance, meta["lambda"]), trained.matcher.vocab
+    return (ReoScorer(trained.matcher, trained.params, covariance, meta["lambda"]), trained.matcher.vocab,
+            meta.get("image_features", ""))
