@@ -10,6 +10,15 @@ import sys
 
 
 def _search(config, args) -> int:
+    from .pipeline.distributed import run_local_processes
+    alone = args.coordinator is None and args.process_id is None and not args.distributed
+    if alone and (args.num_processes or 1) > 1:  # N processes on this machine, started from here
+        sys.stdout.flush()
+        return run_local_processes(args.argv, args.num_processes)
+    return _search_in_cluster(config, args)
+
+
+def _search_in_cluster(config, args) -> int:
     import time
 
     from .pipeline import run_search, write_outputs
@@ -153,7 +162,8 @@ def _scale_arguments(parser: argparse.ArgumentParser) -> None:
                                       "processes and hosts)")
     group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                        help="address of process 0, which the others connect to (jax.distributed.initialize)")
-    group.add_argument("--num-processes", type=int, default=None, metavar="N", help="how many processes in all")
+    group.add_argument("--num-processes", type=int, default=None, metavar="N",
+                       help="how many processes in all; alone, it starts N processes on this machine")
     group.add_argument("--process-id", type=int, default=None, metavar="K", help="this process's number, 0..N-1")
     group.add_argument("--distributed", action="store_true",
                        help="let JAX detect the processes from the cluster (Slurm, Open MPI, ...) instead")
@@ -219,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
     except (ValueError, OSError) as err:

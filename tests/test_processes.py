@@ -15,7 +15,7 @@ import pytest
 
 from pregen_jax import cli, tiers
 from pregen_jax.pipeline.distributed import Cluster, initialize
-from tests.builders import training_config, write_config, write_training_corpus
+from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,6 +78,16 @@ def test_two_processes_write_one_process_table(tmp_path):
     assert "train 2 computed / 0 reused" in report
 
 
+def test_num_processes_alone_starts_them_on_this_machine(tmp_path):
+    config = write_precomputed(tmp_path, models=3)
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "two"), "--no-progress",
+                     "--num-processes", "2"]) == 0  # this process has used JAX: it only starts and waits
+    one, two = (pd.read_csv(tmp_path / name / "table.tsv", sep="\t") for name in ("one", "two"))
+    pd.testing.assert_frame_equal(two, one, rtol=1e-6)
+    assert "refprobs" not in (tmp_path / "two" / "report.md").read_text()  # precomputed: nothing decoded
+
+
 def test_cluster_divides_units_round_robin():
     cluster = Cluster(1, 3)
     assert cluster.mine(list("abcdefg")) == ["b", "e"]
@@ -89,6 +99,7 @@ def test_cluster_divides_units_round_robin():
     (("127.0.0.1:1234", 2, None), "go together"),
     (("127.0.0.1:1234", 2, 2), "must lie in 0..1"),
     (("localhost", 2, 0), "HOST:PORT"),
+    ((None, 0, None), "1 or more"),
 ])
 def test_bad_process_flags_are_one_line_errors(args, message):
     with pytest.raises(ValueError, match=message):
@@ -96,6 +107,6 @@ def test_bad_process_flags_are_one_line_errors(args, message):
 
 
 def test_bad_process_flags_on_the_command_line(tmp_path, capsys):
-    assert cli.main(["demo", "--out", str(tmp_path / "x"), "--num-processes", "2"]) == 2
+    assert cli.main(["demo", "--out", str(tmp_path / "x"), "--process-id", "1"]) == 2
     assert "--coordinator, --num-processes and --process-id go together" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()

@@ -13,7 +13,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import os
 import platform
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Sequence, TypeVar
 
@@ -84,6 +88,8 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     Kubernetes...). With neither, nothing is initialised: one process.
     """
     given = [coordinator is not None, num_processes is not None, process_id is not None]
+    if num_processes is not None and num_processes < 1:
+        raise ValueError(f"--num-processes {num_processes}: give 1 or more")
     if any(given) and not all(given):
         raise ValueError("--coordinator, --num-processes and --process-id go together (or use --distributed "
                          "where JAX detects the cluster, as on Slurm)")
@@ -104,6 +110,36 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     except (RuntimeError, ValueError) as err:
         raise ValueError(f"jax.distributed.initialize failed: {' '.join(str(err).split())[:300]}") from None
     return Cluster(jax.process_index(), jax.process_count())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_local_processes(argv: list[str], count: int) -> int:
+    """Run this command line as processes 0..count-1 on this machine, and wait for them.
+
+    This process only starts and waits (it may already have used JAX, which a process of the
+    search must not have before ``jax.distributed.initialize``). Process 0 prints as a single
+    process would; the others print only errors. Returns the first non-zero exit code, else 0.
+    """
+    import pregen_jax
+    address = f"127.0.0.1:{free_port()}"
+    root = str(Path(pregen_jax.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    children = [subprocess.Popen([sys.executable, "-m", "pregen_jax.cli", *argv, "--coordinator", address,
+                                  "--process-id", str(k)], env=env, stdout=None if k == 0 else subprocess.DEVNULL)
+                for k in range(count)]
+    try:
+        codes = [child.wait() for child in children]
+    except BaseException:
+        for child in children:
+            child.terminate()
+            child.wait()
+        raise
+    return next((code for code in codes if code), 0)
 
 
 @contextlib.contextmanager

@@ -202,7 +202,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
 
     metrics = stages.LazyMetrics(config.postgen)
     for name, why in metrics.unavailable.items():
-        if progress:
+        if cluster.is_main:
             tqdm.write(f"{name} unavailable: {why}")
     search = Search(config, data, space, stages.space_key(space), metrics, progress)
     mine = [position for position in range(len(units)) if cluster.owns(position)]
