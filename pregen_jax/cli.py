@@ -169,7 +169,8 @@ def _scale_arguments(parser: argparse.ArgumentParser) -> None:
                        help="let JAX detect the processes from the cluster (Slurm, Open MPI, ...) instead")
     parser.add_argument("--workers", type=_workers, default=None, metavar="N",
                         help="post-gen worker processes scoring one model while the next trains "
-                             "(default: one per core beyond the first, at most 8; 0: none)")
+                             "(default: one per core beyond the first, at most 8, of this process's share of "
+                             "the machine; 0: none)")
 
 
 def build_parser() -> argparse.ArgumentParser:

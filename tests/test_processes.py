@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from pregen_jax import cli, tiers
+from pregen_jax.pipeline import SearchConfig, run_search, sources, workers
 from pregen_jax.pipeline.distributed import Cluster, initialize
 from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
 
@@ -86,6 +87,24 @@ def test_num_processes_alone_starts_them_on_this_machine(tmp_path):
     one, two = (pd.read_csv(tmp_path / name / "table.tsv", sep="\t") for name in ("one", "two"))
     pd.testing.assert_frame_equal(two, one, rtol=1e-6)
     assert "refprobs" not in (tmp_path / "two" / "report.md").read_text()  # precomputed: nothing decoded
+
+
+def test_postgen_workers_give_the_sequential_result(tmp_path):
+    """Scoring in a worker process, or in a worker thread, equals scoring in order in this process."""
+    config = SearchConfig.load(write_precomputed(tmp_path, models=3))
+    inline = run_search(config, tmp_path / "inline", progress=False, workers=0)
+    pooled = run_search(config, tmp_path / "pooled", progress=False, workers=1)
+    pd.testing.assert_frame_equal(pooled.table, inline.table)
+    assert pooled.stages == inline.stages == {
+        "strata": {"computed": 3, "reused": 0}, "postgen": {"computed": 9, "reused": 0},
+        "pregen": {"computed": 3, "reused": 0}}
+    assert pooled.timings["post-gen metrics"] > 0 and "waiting for post-gen workers" not in inline.timings
+    data = sources.load_data(config, False)
+    candidate = sources.precomputed_candidates(config, data)[0]
+    with workers.PostgenPool(1, data, config.postgen, tmp_path / "threads" / "cache", kind="thread") as pool:
+        scored = pool.submit(candidate, candidate.captions, candidate.key).result()
+    first = inline.table.iloc[:15]
+    np.testing.assert_array_equal(scored.post["CIDEr"].to_numpy(), first["CIDEr"].to_numpy())
 
 
 def test_cluster_divides_units_round_robin():

@@ -32,6 +32,7 @@ class Cluster:
 
     index: int = 0
     count: int = 1
+    on_this_host: int = 1  # processes of the search on this machine (they share its cores)
 
     @property
     def is_main(self) -> bool:
@@ -109,7 +110,11 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
             jax.distributed.initialize(coordinator, num_processes, process_id)
     except (RuntimeError, ValueError) as err:
         raise ValueError(f"jax.distributed.initialize failed: {' '.join(str(err).split())[:300]}") from None
-    return Cluster(jax.process_index(), jax.process_count())
+    cluster = Cluster(jax.process_index(), jax.process_count())
+    host = int.from_bytes(hashlib.sha256(socket.gethostname().encode()).digest()[:6], "little")
+    from jax.experimental import multihost_utils
+    hosts = np.asarray(multihost_utils.process_allgather(np.array([host], np.int64))).reshape(-1)
+    return dataclasses.replace(cluster, on_this_host=int((hosts == host).sum()))
 
 
 def free_port() -> int:

@@ -207,7 +207,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     search = Search(config, data, space, stages.space_key(space), metrics, progress)
     mine = [position for position in range(len(units)) if cluster.owns(position)]
     if workers is None:
-        workers = default_workers() if len(mine) > 1 else 0   # a pool pays when models can overlap
+        workers = default_workers(cluster.on_this_host) if len(mine) > 1 else 0  # pays when models can overlap
     evaluated: dict[int, list[Evaluated]] = {}
     try:
         with PostgenPool(workers, data, config.postgen, cache.root) as pool:

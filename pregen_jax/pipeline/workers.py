@@ -35,11 +35,12 @@ from .sources import Candidate, Data
 MAX_WORKERS = 8  # each holds a JVM (up to 2 GB) and GloVe: more rarely pays
 
 
-def default_workers() -> int:
-    """Workers for this machine: one per core beyond the one the main process trains on (at most 8);
-    none on a single core, where a pool would only add overhead."""
+def default_workers(processes_here: int = 1) -> int:
+    """Workers for one of ``processes_here`` search processes on this machine: one per core of its
+    share beyond the one it trains on (at most 8); none with a single core, where a pool would
+    only add overhead."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, min(cores - 1, MAX_WORKERS))
+    return max(0, min(cores // processes_here - 1, MAX_WORKERS))
 
 
 @dataclasses.dataclass
