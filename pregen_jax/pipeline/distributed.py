@@ -63,6 +63,15 @@ class Cluster:
         from jax.experimental import multihost_utils
         return np.asarray(multihost_utils.process_allgather(values)).reshape(self.count, -1).sum(0)
 
+    def same_host(self) -> np.ndarray:
+        """bool[count]: which processes run on this machine (by host name)."""
+        host = int.from_bytes(hashlib.sha256(socket.gethostname().encode()).digest()[:3], "little")  # int32-safe
+        if self.count == 1:
+            return np.array([True])
+        from jax.experimental import multihost_utils
+        hosts = np.asarray(multihost_utils.process_allgather(np.array([host], np.int32))).reshape(-1)
+        return hosts == host
+
     def check_same(self, what: str, value: str) -> None:
         """ValueError on every process unless all processes hold the same ``value`` (a config, say).
 
@@ -111,10 +120,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     except (RuntimeError, ValueError) as err:
         raise ValueError(f"jax.distributed.initialize failed: {' '.join(str(err).split())[:300]}") from None
     cluster = Cluster(jax.process_index(), jax.process_count())
-    host = int.from_bytes(hashlib.sha256(socket.gethostname().encode()).digest()[:6], "little")
-    from jax.experimental import multihost_utils
-    hosts = np.asarray(multihost_utils.process_allgather(np.array([host], np.int64))).reshape(-1)
-    return dataclasses.replace(cluster, on_this_host=int((hosts == host).sum()))
+    return dataclasses.replace(cluster, on_this_host=max(1, int(cluster.same_host().sum())))
 
 
 def free_port() -> int:

@@ -40,7 +40,7 @@ def default_workers(processes_here: int = 1) -> int:
     share beyond the one it trains on (at most 8); none with a single core, where a pool would
     only add overhead."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, min(cores // processes_here - 1, MAX_WORKERS))
+    return max(0, min(cores // max(1, processes_here) - 1, MAX_WORKERS))
 
 
 @dataclasses.dataclass
