@@ -9,12 +9,26 @@ import argparse
 import sys
 
 
-def _search(config, out, progress: bool) -> int:
+def _search(config, args) -> int:
+    from .pipeline.distributed import run_local_processes
+    alone = args.coordinator is None and args.process_id is None and not args.distributed
+    if alone and (args.num_processes or 1) > 1:  # N processes on this machine, started from here
+        sys.stdout.flush()
+        return run_local_processes(args.argv, args.num_processes)
+    return _search_in_cluster(config, args)
+
+
+def _search_in_cluster(config, args) -> int:
     import time
 
     from .pipeline import run_search, write_outputs
+    from .pipeline.distributed import initialize
     start = time.perf_counter()
-    result = run_search(config, out, progress=progress)
+    cluster = initialize(args.coordinator, args.num_processes, args.process_id, detect=args.distributed)
+    result = run_search(config, args.out, progress=not args.no_progress, cluster=cluster, workers=args.workers)
+    if result is None:  # not process 0: its models are in the shared cache, process 0 writes the run folder
+        print(f"process {cluster.index} of {cluster.count}: done; process 0 writes {args.out}")
+        return 0
     report = write_outputs(result, config)
     print(f"\n{len(result.table)} data points; report: {report} ({time.perf_counter() - start:.0f} s)")
     for name, why in result.unavailable.items():
@@ -29,12 +43,12 @@ def _search(config, out, progress: bool) -> int:
 
 def _demo(args) -> int:
     from .pipeline import demo_config
-    return _search(demo_config(args.quick), args.out, not args.no_progress)
+    return _search(demo_config(args.quick), args)
 
 
 def _run(args) -> int:
     from .pipeline import SearchConfig
-    return _search(SearchConfig.load(args.config), args.out, not args.no_progress)
+    return _search(SearchConfig.load(args.config), args)
 
 
 def _rank(args) -> int:
@@ -154,6 +168,29 @@ def _doctor(args) -> int:
     return 0
 
 
+def _workers(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"not a number of workers (0, 1, 2, ...): {text!r}")
+    return int(text)
+
+
+def _scale_arguments(parser: argparse.ArgumentParser) -> None:
+    """Several processes or hosts (JAX's distributed runtime) and the post-gen worker pool."""
+    group = parser.add_argument_group("several processes or hosts (README: Running on several devices, "
+                                      "processes and hosts)")
+    group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="address of process 0, which the others connect to (jax.distributed.initialize)")
+    group.add_argument("--num-processes", type=int, default=None, metavar="N",
+                       help="how many processes in all; alone, it starts N processes on this machine")
+    group.add_argument("--process-id", type=int, default=None, metavar="K", help="this process's number, 0..N-1")
+    group.add_argument("--distributed", action="store_true",
+                       help="let JAX detect the processes from the cluster (Slurm, Open MPI, ...) instead")
+    parser.add_argument("--workers", type=_workers, default=None, metavar="N",
+                        help="post-gen worker processes scoring one model while the next trains "
+                             "(default: one per core beyond the first, at most 8, of this process's share of "
+                             "the machine; 0: none)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pregen-search", description=(
         "Pre-gen metrics: rank ways of scoring a caption generator from its reference probabilities "
@@ -164,12 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="runs/demo", help="run folder (its cache/ resumes a rerun; default runs/demo)")
     demo.add_argument("--quick", action="store_true", help="a small version that finishes in about 2 minutes")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _scale_arguments(demo)
     demo.set_defaults(func=_demo)
 
     run = sub.add_parser("run", help="run a search from a TOML config (see search/configs/)")
     run.add_argument("--config", required=True, help="the search's TOML config")
     run.add_argument("--out", required=True, help="run folder (its cache/ resumes a rerun)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _scale_arguments(run)
     run.set_defaults(func=_run)
 
     rank = sub.add_parser("rank", help="rank the pre-gen metrics of a table of data points")
@@ -219,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
     except (ValueError, OSError) as err:

@@ -1,13 +1,20 @@
 """A caption model on a whole split: reference probabilities (the pre-gen input) and captions.
 
 Both stream fixed-size, padded batches through jit-compiled functions, so memory stays
-bounded for any test-set size and jit compiles one shape per length bucket.
+bounded for any test-set size and jit compiles one shape per length bucket. Every batch is
+split over the process's local devices (``DataParallel``: one code path for one CPU, four
+fake CPU devices or eight GPUs); each device runs the one-device program on its rows.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import warnings
 
+import jax
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
 from ..datasets import Vocabulary
@@ -15,6 +22,63 @@ from ..refprobs import RefProbs
 from . import decode
 from .input_pipeline import bucket_width, encode_references, padded_ids
 from .models import Captioner
+
+
+BATCH = "batch"  # the mesh axis batches are split along
+
+
+def round_up(count: int, multiple: int) -> int:
+    """The smallest multiple of ``multiple`` that is at least ``count``."""
+    return -(-count // multiple) * multiple
+
+
+@dataclasses.dataclass(frozen=True)
+class DataParallel:
+    """Batches split along their first axis over ``mesh``'s devices; parameters replicated.
+
+    A batch of B rows gives each of the D devices B / D rows (B is rounded up to a multiple of
+    D with ``round_up``), and each device runs the same program as one device would, with no
+    communication (``shard_map``), so results do not depend on D beyond float rounding.
+    """
+
+    mesh: Mesh
+
+    @classmethod
+    def over(cls, devices=None) -> "DataParallel":
+        """Over ``devices`` (default: this process's local devices; other processes have their own)."""
+        devices = list(devices) if devices is not None else jax.local_devices()
+        return cls(Mesh(np.array(devices), (BATCH,)))
+
+    @property
+    def size(self) -> int:
+        return self.mesh.size
+
+    def round_up(self, batch_size: int) -> int:
+        """The smallest multiple of the device count that is at least ``batch_size``."""
+        return round_up(batch_size, self.size)
+
+    def replicate(self, tree):
+        """A pytree (the parameters) copied whole to every device, once per call."""
+        return jax.device_put(tree, NamedSharding(self.mesh, P()))
+
+    def split(self, array: np.ndarray) -> jax.Array:
+        """array: [B, ...] with B a multiple of ``size`` -> its rows spread over the devices."""
+        return jax.device_put(array, NamedSharding(self.mesh, P(BATCH)))
+
+
+@functools.lru_cache(maxsize=None)
+def _per_device(kind: str, model: Captioner, mesh: Mesh, statics: tuple):
+    """``decode.<kind>`` as jit(shard_map): params replicated, every other argument split by rows.
+
+    Cached per (function, model, mesh, static arguments), so each is traced once per process.
+    """
+    fn = {"probs": decode.true_token_probs, "greedy": decode.greedy, "beam": decode.beam_search}[kind]
+    batched = 3 if kind == "probs" else 1
+
+    def local(params, *rows):
+        return fn(model, params, *rows, *statics)
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(), *[P(BATCH)] * batched), out_specs=P(BATCH),
+                                 check_vma=False))
 
 
 def check_model_vocab(model: Captioner, params, vocab: Vocabulary, source: str = "model") -> None:
@@ -27,12 +91,12 @@ def check_model_vocab(model: Captioner, params, vocab: Vocabulary, source: str =
 
 def reference_probs(model: Captioner, params, features: np.ndarray, captions, vocab: Vocabulary,
                     batch_size: int = 512, progress: bool = True, source: str = "references",
-                    warn_unknown: bool = True) -> RefProbs:
+                    warn_unknown: bool = True, devices=None) -> RefProbs:
     """Teacher-forced probability and rank of every reference token (m words + end token).
 
     features: f32[I, D]; captions[i][r]: token lists -> RefProbs [I, R, T] with T = longest m+1.
     Unknown words are read as the unknown token, as the model saw them in training (with a
-    warning that counts them).
+    warning that counts them). Batches are split over ``devices`` (default: all local ones).
     """
     check_model_vocab(model, params, vocab, source)
     if len(features) != len(captions):
@@ -54,13 +118,16 @@ def reference_probs(model: Captioner, params, features: np.ndarray, captions, vo
     ranks = np.zeros((len(captions), num_refs, positions), np.int32)
     mask = np.zeros((len(captions), num_refs, positions), bool)
     mask[image_of, ref_of] = np.arange(positions) < lengths[:, None]
+    parallel = DataParallel.over(devices)
+    batch_size = parallel.round_up(batch_size)
+    probs_fn, params = _per_device("probs", model, parallel.mesh, ()), parallel.replicate(params)
     batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
     for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=not progress, leave=False):
         width = bucket_width(int(lengths[batch].max()))
         rows = np.zeros(batch_size, np.int64)                           # padding rows repeat reference 0
         rows[:len(batch)] = batch
         inputs, targets = ids[rows, :width], ids[rows, 1:width + 1]
-        batch_probs, batch_ranks = decode.true_token_probs(model, params, features[image_of[rows]], inputs, targets)
+        batch_probs, batch_ranks = probs_fn(params, *map(parallel.split, (features[image_of[rows]], inputs, targets)))
         keep = min(width, positions)
         valid = mask[image_of[batch], ref_of[batch], :keep]
         probs[image_of[batch], ref_of[batch], :keep] = np.where(valid, np.asarray(batch_probs)[:len(batch), :keep], 0)
@@ -80,18 +147,27 @@ def perplexity(ref_probs: RefProbs) -> float:
 
 
 def generate_captions(model: Captioner, params, features: np.ndarray, vocab: Vocabulary, beam_width: int = 1,
-                      max_len: int = 50, min_len: int = 5, batch_size: int = 250, progress: bool = True):
-    """Captions (token lists) for every row of ``features: f32[I, D]``: greedy when beam_width is 1."""
+                      max_len: int = 50, min_len: int = 5, batch_size: int = 250, progress: bool = True,
+                      devices=None):
+    """Captions (token lists) for every row of ``features: f32[I, D]``: greedy when beam_width is 1.
+
+    Batches are split over ``devices`` (default: all local ones).
+    """
     check_model_vocab(model, params, vocab)
+    parallel = DataParallel.over(devices)
+    batch_size = parallel.round_up(batch_size)
+    if beam_width == 1:
+        decode_fn = _per_device("greedy", model, parallel.mesh, (max_len, min_len))
+    else:
+        beam = _per_device("beam", model, parallel.mesh, (beam_width, max_len, min_len))
+        decode_fn = lambda params, features: beam(params, features)[0]  # noqa: E731  (tokens; scores unused)
+    params = parallel.replicate(params)
     captions = []
     batches = range(0, len(features), batch_size)
     for start in tqdm(batches, desc=f"generation (beam {beam_width})", unit="batch", disable=not progress, leave=False):
         chunk = features[start:start + batch_size]
         padded = np.zeros((batch_size, chunk.shape[1]), chunk.dtype)
         padded[:len(chunk)] = chunk
-        if beam_width == 1:
-            tokens = decode.greedy(model, params, padded, max_len, min_len)
-        else:
-            tokens, _ = decode.beam_search(model, params, padded, beam_width, max_len, min_len)
+        tokens = decode_fn(params, parallel.split(padded))
         captions += [vocab.decode(row) for row in np.asarray(tokens)[:len(chunk)]]
     return captions

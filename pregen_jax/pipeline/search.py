@@ -5,9 +5,16 @@ Inputs are all checked before the first model trains; every per-model stage is c
 ``<out>/cache`` (see ``cache``), so an interrupted run resumes where it stopped and a finished
 one re-renders its report in seconds. Nothing but ``cache/`` is written here: ``report``
 publishes the outputs.
+
+The work is a list of units (a model to train and evaluate, or a model given ready-made).
+Each unit is trained, then its models decoded, here; their post-gen scoring goes to a pool of
+workers (``workers``) so that the next unit trains meanwhile. Several processes
+(``distributed``) split the units between them; process 0 then reads the others' results
+from the shared cache. One process with no workers is the plain sequential search.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import time
@@ -22,6 +29,23 @@ from ..datasets import TOKENIZER, TOKENIZER_NAME
 from . import sources, stages
 from .cache import StageCache
 from .config import ID_COLUMNS, SearchConfig
+from .distributed import Cluster, compiled_programs_kept_in
+from .workers import PostgenPool, default_workers
+
+STAGE_NAMES = ("train", "refprobs", "captions", "strata", "postgen", "pregen")
+NUM_STRATA = 15  # the spec's 1 + 2 + 3 + 4 + 5 (stages.strata_stage)
+
+
+def timed_stages(config: SearchConfig, space_size: int) -> list[str]:
+    """The stages a search times, in report order (the same list on every process).
+
+    Times are summed over models, worker processes and search processes; post-gen metrics
+    run in workers while the next model trains, so the stages can add up to more than the
+    total, which is process 0's wall-clock time.
+    """
+    return ["data and image features", "training", "reference probabilities",
+            f"generation (beam {config.generation.beam_width})", "post-gen metrics", "waiting for post-gen workers",
+            f"pre-gen sweep ({space_size} metrics x {NUM_STRATA} strata)"]
 
 
 class StageTimer:
@@ -36,7 +60,10 @@ class StageTimer:
         try:
             yield
         finally:
-            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - start
+            self.add(stage, time.perf_counter() - start)
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
 
 
 @dataclasses.dataclass
@@ -66,60 +93,211 @@ class SearchResult:
     reference_lengths: np.ndarray | None = None  # i32[I, R]: positions (tokens + 1) of each test reference
 
 
-def run_search(config: SearchConfig, out, progress: bool = True) -> SearchResult:
+@dataclasses.dataclass
+class Evaluated:
+    """One model's table rows and what the report says about it."""
+
+    rows: pd.DataFrame
+    model: ModelResult
+
+
+class ReadOnlyCache(StageCache):
+    """The stage cache as process 0 reads the other processes' results: every entry must be done."""
+
+    def cached(self, stage, label, settings, upstream, compute, save, load):
+        entry = self.entry(stage, label, settings, upstream)
+        if not entry.done:
+            raise ValueError(f"{entry.folder}: another process did not finish {stage.name} of {label} "
+                             "(stopped early?); rerun the same command to resume")
+        return load(entry.folder), entry
+
+
+@dataclasses.dataclass
+class Search:
+    """One search's fixed parts: what every model's stages need."""
+
+    config: SearchConfig
+    data: sources.Data
+    space: object
+    space_id: str
+    metrics: stages.LazyMetrics
+    progress: bool
+
+    def rows(self, candidate: sources.Candidate, strata, post: pd.DataFrame, pre: np.ndarray, per_image: dict,
+             captions) -> Evaluated:
+        ids = pd.DataFrame({"dataset": self.data.dataset.name, "architecture": candidate.architecture,
+                            "run": candidate.run, "epoch": candidate.epoch,
+                            "num_strata": strata.num_strata, "stratum": strata.stratum})
+        rows = pd.concat([ids, post, pd.DataFrame(pre, columns=self.space.names)], axis=1)
+        return Evaluated(rows, ModelResult(candidate.label, candidate.architecture, candidate.run, candidate.epoch,
+                                           per_image, stages.caption_quality(captions)))
+
+    def decode(self, cache: StageCache, candidate: sources.Candidate, timer: StageTimer):
+        """Reference probabilities and captions of one model (JAX, on this process's devices)."""
+        with timer("reference probabilities"):
+            ref_probs, ref_probs_key = stages.ref_probs_stage(cache, candidate, self.data, self.progress)
+        with timer(f"generation (beam {self.config.generation.beam_width})"):
+            captions, captions_key = stages.captions_stage(cache, candidate, self.data, self.config.generation,
+                                                           self.progress)
+        return ref_probs, ref_probs_key, captions, captions_key
+
+    def finish(self, cache: StageCache, candidate, ref_probs, ref_probs_key, captions, scored, timer) -> Evaluated:
+        """The pre-gen sweep over the strata the post-gen job found, and the model's rows."""
+        with timer(timed_stages(self.config, len(self.space))[-1]):
+            pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, scored.strata, scored.strata_key,
+                                      self.space, self.space_id)
+        return self.rows(candidate, scored.strata, scored.post, pre, scored.per_image, captions)
+
+    def read(self, cache: ReadOnlyCache, candidate: sources.Candidate) -> Evaluated:
+        """Another process's model, every stage read from the cache."""
+        ref_probs, ref_probs_key, captions, captions_key = self.decode(cache, candidate, StageTimer())
+        strata, strata_key = stages.strata_stage(cache, candidate, captions, captions_key, self.data)
+        post, per_image = stages.postgen_stage(cache, candidate, captions, captions_key, strata, strata_key,
+                                               self.data, self.metrics)
+        pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, strata, strata_key, self.space,
+                                  self.space_id)
+        return self.rows(candidate, strata, post, pre, per_image, captions)
+
+
+def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluster | None = None,
+               workers: int | None = None) -> SearchResult | None:
+    """Run (or resume) the search into ``out``'s cache; process 0 returns the result, others None.
+
+    ``cluster``: this process among the search's processes (default: the only one);
+    ``workers``: post-gen worker processes (default: one per spare core, see ``workers``).
+    """
+    cluster = cluster or Cluster()
     out = io.check_out_folder(out)
+    cluster.check_same("the search config or --out", config.to_toml() + str(out))
+    progress = progress and cluster.is_main  # one set of progress bars
+    with compiled_programs_kept_in(out / "cache"):
+        return _run(config, out, progress, cluster, workers)
+
+
+def _load_data(config: SearchConfig, progress: bool, cluster: Cluster) -> sources.Data:
+    """The data, built by process 0 first, so that the others read its cached dataset and encoder
+    (where they share its home folder) instead of building them too."""
+    if not cluster.is_main:
+        cluster.barrier("data ready")
+    data = sources.load_data(config, progress)
+    if cluster.is_main:
+        cluster.barrier("data ready")
+    return data
+
+
+def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, workers: int | None):
     timer = StageTimer()
     wall = time.perf_counter()
     with timer("data and image features"):
-        data = sources.load_data(config, progress)
+        data = _load_data(config, progress, cluster)
         space = stages.tier_space(config.pregen)
         # Everything a user supplied is read and checked here, before anything is trained or written.
-        candidates = sources.precomputed_candidates(config, data)
-        candidates += sources.checkpoint_candidates(config, data)
+        units: list = sources.precomputed_candidates(config, data)
+        units += sources.checkpoint_candidates(config, data)
     cache = StageCache(out / "cache")
-    with timer("training"):
-        if not config.precomputed and not config.models.checkpoints:
-            candidates += sources.trained_candidates(config, data, cache, progress)
-    if not candidates:
+    if not config.precomputed and not config.models.checkpoints:
+        units += sources.training_jobs(config, data, cache)
+    if not units:
         raise ValueError("no models to evaluate (configure [models], checkpoints or [[precomputed]])")
 
     metrics = stages.LazyMetrics(config.postgen, data)
     for name, why in metrics.unavailable.items():
-        tqdm.write(f"{name} unavailable: {why}")
-    space_id = stages.space_key(space)
-    frames, models = [], []
+        if cluster.is_main:
+            tqdm.write(f"{name} unavailable: {why}")
+    search = Search(config, data, space, stages.space_key(space), metrics, progress)
+    mine = [position for position in range(len(units)) if cluster.owns(position)]
+    if workers is None:
+        workers = default_workers(cluster.on_this_host) if len(mine) > 1 else 0  # pays when models can overlap
+    evaluated: dict[int, list[Evaluated]] = {}
     try:
-        for candidate in tqdm(candidates, desc="models", unit="model", disable=not progress):
-            with timer("reference probabilities"):
-                ref_probs, ref_probs_key = stages.ref_probs_stage(cache, candidate, data, progress)
-            with timer(f"generation (beam {config.generation.beam_width})"):
-                captions, captions_key = stages.captions_stage(cache, candidate, data, config.generation, progress)
-            with timer("post-gen metrics"):
-                strata, strata_key = stages.strata_stage(cache, candidate, captions, captions_key, data)
-                post, per_image = stages.postgen_stage(cache, candidate, captions, captions_key, strata, strata_key,
-                                                       data, metrics)
-            with timer(f"pre-gen sweep ({len(space)} metrics x {len(strata.mask)} strata)"):
-                pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, strata, strata_key, space,
-                                          space_id)
-            ids = pd.DataFrame({"dataset": data.dataset.name, "architecture": candidate.architecture,
-                                "run": candidate.run, "epoch": candidate.epoch,
-                                "num_strata": strata.num_strata, "stratum": strata.stratum})
-            frames.append(pd.concat([ids, post, pd.DataFrame(pre, columns=space.names)], axis=1))
-            models.append(ModelResult(candidate.label, candidate.architecture, candidate.run, candidate.epoch,
-                                      per_image, stages.caption_quality(captions)))
+        with PostgenPool(workers, data, config.postgen, cache.root) as pool:
+            evaluated = _evaluate_mine(search, units, mine, cache, pool, timer)
     finally:
         metrics.close()
+    cluster.barrier("models evaluated")
 
-    table = pd.concat(frames, ignore_index=True)
+    counts = _gathered_counts(cache, cluster)
+    timings = _gathered_timings(timer, timed_stages(config, len(space)), cluster)
+    if not cluster.is_main:
+        return None
+    reader = ReadOnlyCache(cache.root)
+    results: list[Evaluated] = []
+    for position, unit in enumerate(units):
+        if position in evaluated:
+            results += evaluated[position]
+        else:
+            candidates = unit.candidates(config, data) if isinstance(unit, sources.TrainingJob) else [unit]
+            results += [search.read(reader, candidate) for candidate in candidates]
+
+    table = pd.concat([r.rows for r in results], ignore_index=True)
     table["tokenizer"] = TOKENIZER_NAME
     postgen_names = metrics.names
-    with timer("ranking"):
-        result = ranking.rank(table, postgen_names, space.names, group_by=config.pregen.group_by or None)
+    start = time.perf_counter()
+    result = ranking.rank(table, postgen_names, space.names, group_by=config.pregen.group_by or None)
+    timings["ranking"] = time.perf_counter() - start
     assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
     facts = dict(data.facts, tokenizer=TOKENIZER, space=len(space))
-    timings = dict(timer.seconds, total=time.perf_counter() - wall)
+    timings["total"] = time.perf_counter() - wall
     lengths = np.zeros((len(data.test), max(len(refs) for refs in data.test.captions)), np.int32)
     for i, refs in enumerate(data.test.captions):
         lengths[i, :len(refs)] = [len(ref) + 1 for ref in refs]
-    return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts, models,
-                        cache.counts(), data.vocab, lengths)
+    return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts,
+                        [r.model for r in results], counts, data.vocab, lengths)
+
+
+def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,
+                   timer: StageTimer) -> dict[int, list[Evaluated]]:
+    """Train and decode this process's units in order; score each model in the pool meanwhile.
+
+    Finished post-gen jobs are taken up (their pre-gen sweep, their rows) in model order
+    between units, and all of them at the end.
+    """
+    evaluated: dict[int, list[Evaluated]] = {position: [] for position in mine}
+    pending: collections.deque = collections.deque()
+
+    def take_up(block: bool) -> None:
+        while pending and (block or pending[0][-1].done()):
+            position, candidate, ref_probs, ref_probs_key, captions, future = pending.popleft()
+            if not future.done():
+                with timer("waiting for post-gen workers"):
+                    scored = future.result()
+            else:
+                scored = future.result()
+            timer.add("post-gen metrics", scored.seconds)
+            for stage, counted in scored.counts.items():
+                cache.log[stage].update(counted)
+            evaluated[position].append(search.finish(cache, candidate, ref_probs, ref_probs_key, captions, scored,
+                                                     timer))
+
+    for position in tqdm(mine, desc="models", unit="unit", disable=not search.progress):
+        unit = units[position]
+        if isinstance(unit, sources.TrainingJob):
+            with timer("training"):
+                candidates = unit.train(search.config, search.data, cache, search.progress)
+        else:
+            candidates = [unit]
+        for candidate in candidates:
+            ref_probs, ref_probs_key, captions, captions_key = search.decode(cache, candidate, timer)
+            future = pool.submit(candidate, captions, captions_key)
+            pending.append((position, candidate, ref_probs, ref_probs_key, captions, future))
+            take_up(block=False)
+    take_up(block=True)
+    return evaluated
+
+
+def _gathered_timings(timer: StageTimer, names: list[str], cluster: Cluster) -> dict[str, float]:
+    """Seconds per stage summed over processes; stages no process timed are left out."""
+    unknown = set(timer.seconds) - set(names)
+    assert not unknown, f"untimed stage names {unknown}"
+    local = [timer.seconds.get(name, 0.0) for name in names] + [float(name in timer.seconds) for name in names]
+    total = cluster.sum(np.array(local))
+    return {name: float(total[k]) for k, name in enumerate(names) if total[len(names) + k]}
+
+
+def _gathered_counts(cache: StageCache, cluster: Cluster) -> dict[str, dict[str, int]]:
+    """The stage cache's computed/reused counts, summed over processes (and their workers)."""
+    mine = cache.counts()
+    local = np.array([mine.get(stage, {}).get(kind, 0) for stage in STAGE_NAMES for kind in ("computed", "reused")])
+    total = cluster.sum(local).astype(int).reshape(len(STAGE_NAMES), 2)
+    return {stage: {"computed": int(c), "reused": int(r)} for stage, (c, r) in zip(STAGE_NAMES, total)
+            if stage in mine or c or r}

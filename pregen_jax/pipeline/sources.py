@@ -18,7 +18,7 @@ from ..datasets import (CaptionDataset, ShapesConfig, Vocabulary, load_shapes, r
                         read_karpathy_json, tokenize)
 from ..refprobs import RefProbs
 from ..settings import as_dict
-from .cache import Stage, StageCache, digest
+from .cache import Entry, Stage, StageCache, digest
 from .config import SearchConfig
 
 TRAIN = Stage("train", 2)  # 2: pre centres its image features and never drops them
@@ -154,25 +154,59 @@ def train_settings(config: SearchConfig, arch: str, run: int) -> dict:
             "seed": config.seed * 1000 + run}
 
 
-def trained_candidates(config: SearchConfig, data: Data, cache: StageCache, progress: bool) -> list[Candidate]:
-    """Train (or resume, or reuse) every architecture x run; snapshots become extra candidates."""
-    train, val = data.dataset["train"], data.dataset["val"]
+@dataclasses.dataclass
+class TrainingJob:
+    """One architecture x run to train (or resume, or reuse) in the stage cache: a unit of work
+    that one process does, giving the final model and its snapshots as candidates."""
+
+    architecture: str
+    run: int
+    settings: dict
+    entry: Entry
+
+    @property
+    def label(self) -> str:
+        return f"{self.architecture}-{self.run}"
+
+    def train(self, config: SearchConfig, data: Data, cache: StageCache, progress: bool) -> list[Candidate]:
+        """Train the model (or finish or reuse its training) and return its candidates with parameters."""
+        train, val = data.dataset["train"], data.dataset["val"]
+        cache.log[TRAIN.name]["reused" if self.entry.done else "computed"] += 1
+        trained = train_captioner(self.architecture, config.models.captioner, config.training, self.settings["seed"],
+                                  data.vocab, train.features, train.captions, val.features, val.captions,
+                                  self.entry.folder, progress=progress, description=self.label)
+        if not self.entry.done:
+            self.entry.mark_done()
+        return self.candidates(config, data, trained)
+
+    def candidates(self, config: SearchConfig, data: Data, trained: TrainedModel | None = None) -> list[Candidate]:
+        """The final model, then each snapshot that exists (early stopping may end training before
+        a snapshot epoch). Without ``trained``, no parameters are read: the candidates only name
+        cache entries that another process computed."""
+        if not self.entry.done:
+            raise ValueError(f"{self.entry.folder}: the training of {self.label} did not finish (a process "
+                             "stopped early?); rerun the same command to resume")
+        candidates = [Candidate(self.architecture, str(self.run), "final", f"{self.entry.key}:final", trained)]
+        for epoch in config.training.snapshot_epochs:
+            snapshot = self.entry.folder / f"snapshot-epoch{epoch}.msgpack"
+            if snapshot.is_file():
+                candidates.append(Candidate(self.architecture, str(self.run), str(epoch), f"{self.entry.key}:epoch{epoch}",
+                                            load_trained(snapshot, data.vocab) if trained is not None else None))
+        return candidates
+
+
+def training_jobs(config: SearchConfig, data: Data, cache: StageCache) -> list[TrainingJob]:
+    """Every architecture x run, in the order of the search's table."""
     upstream = (data.split_key("train"), data.split_key("val"), data.vocab.fingerprint())
-    candidates = []
+    jobs = []
     for arch in config.models.architectures:
         for run in range(1, config.models.runs + 1):
             settings = train_settings(config, arch, run)
-            entry = cache.entry(TRAIN, f"{arch}-{run}", settings, upstream)
-            cache.log[TRAIN.name]["reused" if entry.done else "computed"] += 1
-            trained = train_captioner(arch, config.models.captioner, config.training, settings["seed"], data.vocab,
-                                      train.features, train.captions, val.features, val.captions, entry.folder,
-                                      progress=progress, description=f"{arch}-{run}")
-            if not entry.done:
-                entry.mark_done()
-            candidates.append(Candidate(arch, str(run), "final", f"{entry.key}:final", trained))
-            for epoch in config.training.snapshot_epochs:
-                snapshot = entry.folder / f"snapshot-epoch{epoch}.msgpack"
-                if snapshot.is_file():  # early stopping may end training before a snapshot epoch
-                    candidates.append(Candidate(arch, str(run), str(epoch), f"{entry.key}:epoch{epoch}",
-                                                load_trained(snapshot, data.vocab)))
-    return candidates
+            jobs.append(TrainingJob(arch, run, settings, cache.entry(TRAIN, f"{arch}-{run}", settings, upstream)))
+    return jobs
+
+
+def trained_candidates(config: SearchConfig, data: Data, cache: StageCache, progress: bool) -> list[Candidate]:
+    """Train (or resume, or reuse) every architecture x run; snapshots become extra candidates."""
+    return [candidate for job in training_jobs(config, data, cache)
+            for candidate in job.train(config, data, cache, progress)]

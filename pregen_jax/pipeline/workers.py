@@ -1,0 +1,166 @@
+"""Post-gen scoring of one model while the next one trains: a pool of worker processes.
+
+Scoring a model's captions (its strata by per-image CIDEr, then METEOR, WMD, CIDEr, BLEU,
+ROUGE-L on every stratum) needs no accelerator and little of JAX, and takes seconds per model,
+mostly outside JAX (METEOR's Java alignment, gensim's WMD, Python n-gram counting). A search
+hands each model's captions to a worker and goes on to train and decode the next model; the
+worker writes its results into the stage cache as the search itself would have.
+
+Workers are processes: CIDEr, BLEU, ROUGE-L and most of WMD are Python, and in threads
+would hold the interpreter lock the training loop needs (``benchmarks/bench_scale.py``
+measures both). Each worker starts its own METEOR JVM once, on its first job. A post-gen
+metric registered at run time (``postgen.register`` from the user's code) is unknown to a
+fresh worker process, so with such a metric the workers are threads. With ``workers=0`` every
+job runs at once in this process, in the order a search without a pool would run it.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import multiprocessing.util
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..strata import Strata
+from .cache import StageCache
+from .config import PostgenConfig
+from .sources import Candidate, Data
+
+MAX_WORKERS = 8  # each holds a JVM (up to 2 GB) and GloVe: more rarely pays
+
+
+def default_workers(processes_here: int = 1) -> int:
+    """Workers for one of ``processes_here`` search processes on this machine: one per core of its
+    share beyond the one it trains on (at most 8); none with a single core, where a pool would
+    only add overhead."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(0, min(cores // max(1, processes_here) - 1, MAX_WORKERS))
+
+
+@dataclasses.dataclass
+class Scored:
+    """What the post-gen job of one model returns."""
+
+    strata: Strata
+    strata_key: str
+    post: pd.DataFrame                 # f[S] per metric: the table's post-gen columns
+    per_image: dict[str, np.ndarray]   # metric -> f[I] on the whole test set
+    seconds: float                     # time the job took in its worker
+    counts: dict[str, dict[str, int]]  # stage cache: {"strata"/"postgen": {"computed": n, "reused": m}}
+
+
+# ------------------------------------------------------------------ the job (in a worker or inline)
+
+_STATE = threading.local()  # per worker process, or per worker thread: (cache root, data, metrics)
+_THREAD_METRICS: list = []  # metrics started by thread workers, closed with their pool
+
+
+def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str) -> None:
+    """Set up a worker: its view of the stage cache, the test split, and lazily started metrics."""
+    from .stages import LazyMetrics
+    if kind == "process":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # workers never need (or may take) an accelerator
+    metrics = LazyMetrics(config, data)
+    _STATE.args = (cache_root, data, metrics)
+    if kind == "process":  # close the METEOR JVM when the worker exits (pool workers skip atexit)
+        multiprocessing.util.Finalize(metrics, metrics.close, exitpriority=10)
+    else:
+        _THREAD_METRICS.append(metrics)
+
+
+def _score(candidate: Candidate, captions: list[list[str]], captions_key: str, setup=None) -> Scored:
+    """Strata and post-gen metrics of one model's captions, through the stage cache.
+
+    ``setup``: arguments of ``_start`` for a worker thread's first job (processes get theirs
+    from the pool's initializer).
+    """
+    from . import stages
+    if not hasattr(_STATE, "args"):
+        _start(*setup)
+    start = time.perf_counter()
+    cache_root, data, metrics = _STATE.args
+    cache = StageCache(cache_root)
+    strata, strata_key = stages.strata_stage(cache, candidate, captions, captions_key, data)
+    post, per_image = stages.postgen_stage(cache, candidate, captions, captions_key, strata, strata_key, data,
+                                           metrics)
+    return Scored(strata, strata_key, post, per_image, time.perf_counter() - start, cache.counts())
+
+
+# ------------------------------------------------------------------ the pool
+
+
+def test_split_only(data: Data) -> Data:
+    """``data`` with only what scoring reads (the test split's image ids, references and features, which
+    image-reading metrics such as REO score against and whose hash keys their cache): cheap to send to a
+    worker."""
+    from ..datasets import CaptionDataset, CaptionSplit
+    test = data.test
+    dataset = CaptionDataset(data.dataset.name,
+                             {"test": CaptionSplit(list(test.image_ids), test.captions, features=test.features)},
+                             data.dataset.tokenizer)
+    return Data(dataset, data.vocab, data.facts)
+
+
+def worker_kind(config: PostgenConfig) -> str:
+    """"process", unless a configured metric was registered at run time (a fresh process lacks it)."""
+    from .. import postgen
+    builtin = all(postgen.REGISTRY[name].factory.__module__.startswith("pregen_jax.") for name in config.metrics
+                  if name in postgen.REGISTRY)
+    return "process" if builtin else "thread"
+
+
+class PostgenPool:
+    """Post-gen jobs in ``workers`` processes or threads (``0``: each job at once, in this thread).
+
+    ``submit`` returns a future of ``Scored``. The workers start on the first job, so a search
+    served from the cache starts none. Use as a context manager: workers stop on exit.
+    """
+
+    def __init__(self, workers: int, data: Data, config: PostgenConfig, cache_root: Path, kind: str | None = None):
+        self.workers = workers
+        self.kind = "inline" if workers == 0 else (kind or worker_kind(config))
+        self._setup = (str(cache_root), test_split_only(data), config, self.kind)
+        self._executor: concurrent.futures.Executor | None = None
+
+    def _start_executor(self) -> concurrent.futures.Executor:
+        if self.kind == "process":
+            context = multiprocessing.get_context("spawn")  # fork is unsafe once JAX has started threads
+            return concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start,
+                                                          initargs=self._setup)
+        return concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="postgen")
+
+    def submit(self, candidate: Candidate, captions, captions_key: str) -> concurrent.futures.Future:
+        slim = dataclasses.replace(candidate, trained=None, ref_probs=None, captions=None)
+        setup = None if self.kind == "process" else self._setup
+        if self.kind == "inline":
+            future = concurrent.futures.Future()
+            try:
+                future.set_result(_score(slim, captions, captions_key, setup))
+            except BaseException as err:  # noqa: BLE001  (result() re-raises it, as for a worker's)
+                future.set_exception(err)
+            return future
+        if self._executor is None:
+            self._executor = self._start_executor()
+        return self._executor.submit(_score, slim, captions, captions_key, setup)
+
+    def close(self, cancel: bool = False) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=cancel)
+            self._executor = None
+        if self.kind != "process":
+            while _THREAD_METRICS:
+                _THREAD_METRICS.pop().close()
+            if hasattr(_STATE, "args"):
+                del _STATE.args
+
+    def __enter__(self) -> "PostgenPool":
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(cancel=exc_type is not None)

@@ -1,0 +1,131 @@
+"""`pregen-search run` over two processes (jax.distributed on 127.0.0.1) gives one process's table.
+
+Each process trains and evaluates one of the two models; process 0 gathers both from the
+shared cache and alone writes the run folder.
+"""
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pregen_jax import cli, tiers
+from pregen_jax.pipeline import SearchConfig, run_search, sources, workers
+from pregen_jax.pipeline.distributed import Cluster, initialize
+from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs the CLI, noting in MARKS/wrote-K whether process K published a run folder.
+SPY = """
+import sys
+from pathlib import Path
+from pregen_jax import cli, io
+marks, argv = Path(sys.argv[1]), sys.argv[2:]
+process = argv[argv.index("--process-id") + 1]
+publish = io.staged_folder
+def spied(*args, **kwargs):
+    (marks / f"wrote-{process}").write_text("")
+    return publish(*args, **kwargs)
+io.staged_folder = spied
+sys.exit(cli.main(argv))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_write_one_process_table(tmp_path):
+    write_training_corpus(tmp_path)
+    config = write_config(tmp_path / "search.toml", training_config(models={"architectures": ["par", "merge"]}))
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    port = free_port()
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env.pop("XLA_FLAGS", None)
+    processes = [subprocess.Popen(
+        [sys.executable, "-c", SPY, str(marks), "run", "--config", str(config), "--out", str(tmp_path / "two"),
+         "--no-progress", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(k)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in (0, 1)]
+    outputs = [p.communicate(timeout=900) for p in processes]
+    for p, (stdout, stderr) in zip(processes, outputs):
+        assert p.returncode == 0, stderr[-3000:]
+    assert "process 1 of 2: done; process 0 writes" in outputs[1][0]
+    assert "report:" in outputs[0][0] and "report:" not in outputs[1][0]
+    assert sorted(m.name for m in marks.iterdir()) == ["wrote-0"]
+
+    one = pd.read_csv(tmp_path / "one" / "table.tsv", sep="\t")
+    two = pd.read_csv(tmp_path / "two" / "table.tsv", sep="\t")
+    assert len(two) == 2 * 15 and list(two["architecture"].unique()) == ["par", "merge"]
+    pregen = list(tiers.DEFAULT_SPACE.names)
+    post = ["CIDEr", "WMD"]
+    others = [c for c in one.columns if c not in pregen]
+    assert list(two.columns) == list(one.columns)
+    pd.testing.assert_frame_equal(two[others], one[others])  # ids and post-gen scores: identical
+    np.testing.assert_allclose(two[pregen].to_numpy(float), one[pregen].to_numpy(float), rtol=1e-6, atol=0)
+    assert set(post) <= set(others)
+    # Each process trained its own model into the shared cache.
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "two" / "cache" / "train").iterdir()) == ["merge", "par"]
+    report = (tmp_path / "two" / "report.md").read_text()
+    assert "train 2 computed / 0 reused" in report
+
+
+def test_num_processes_alone_starts_them_on_this_machine(tmp_path):
+    config = write_precomputed(tmp_path, models=3)
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "two"), "--no-progress",
+                     "--num-processes", "2"]) == 0  # this process has used JAX: it only starts and waits
+    one, two = (pd.read_csv(tmp_path / name / "table.tsv", sep="\t") for name in ("one", "two"))
+    pd.testing.assert_frame_equal(two, one, rtol=1e-6)
+    assert "refprobs" not in (tmp_path / "two" / "report.md").read_text()  # precomputed: nothing decoded
+
+
+def test_postgen_workers_give_the_sequential_result(tmp_path):
+    """Scoring in a worker process, or in a worker thread, equals scoring in order in this process."""
+    config = SearchConfig.load(write_precomputed(tmp_path, models=3))
+    inline = run_search(config, tmp_path / "inline", progress=False, workers=0)
+    pooled = run_search(config, tmp_path / "pooled", progress=False, workers=1)
+    pd.testing.assert_frame_equal(pooled.table, inline.table)
+    assert pooled.stages == inline.stages == {
+        "strata": {"computed": 3, "reused": 0}, "postgen": {"computed": 9, "reused": 0},
+        "pregen": {"computed": 3, "reused": 0}}
+    assert pooled.timings["post-gen metrics"] > 0 and "waiting for post-gen workers" not in inline.timings
+    data = sources.load_data(config, False)
+    candidate = sources.precomputed_candidates(config, data)[0]
+    with workers.PostgenPool(1, data, config.postgen, tmp_path / "threads" / "cache", kind="thread") as pool:
+        scored = pool.submit(candidate, candidate.captions, candidate.key).result()
+    first = inline.table.iloc[:15]
+    np.testing.assert_array_equal(scored.post["CIDEr"].to_numpy(), first["CIDEr"].to_numpy())
+
+
+def test_cluster_divides_units_round_robin():
+    cluster = Cluster(1, 3)
+    assert cluster.mine(list("abcdefg")) == ["b", "e"]
+    assert [Cluster(k, 3).owns(4) for k in range(3)] == [False, True, False]
+    assert Cluster().mine([1, 2]) == [1, 2] and Cluster().is_main
+
+
+@pytest.mark.parametrize("args, message", [
+    (("127.0.0.1:1234", 2, None), "go together"),
+    (("127.0.0.1:1234", 2, 2), "must lie in 0..1"),
+    (("localhost", 2, 0), "HOST:PORT"),
+    ((None, 0, None), "1 or more"),
+])
+def test_bad_process_flags_are_one_line_errors(args, message):
+    with pytest.raises(ValueError, match=message):
+        initialize(*args)
+
+
+def test_bad_process_flags_on_the_command_line(tmp_path, capsys):
+    assert cli.main(["demo", "--out", str(tmp_path / "x"), "--process-id", "1"]) == 2
+    assert "--coordinator, --num-processes and --process-id go together" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
