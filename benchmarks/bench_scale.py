@@ -141,16 +141,20 @@ def grid(quick: bool) -> dict:
     finally:
         metrics.close()
     # Post-gen at image counts not measured: linear in images from the largest measured (per-image work).
-    largest = max(r for r in rows if "CIDEr" in r)
+    largest = max((r for r in rows if "CIDEr" in r), key=lambda r: r["images"])
+    extrapolated = set()
     for row in rows:
         if "CIDEr" not in row:
+            extrapolated.add(row["images"])
             for name in ("CIDEr", "METEOR", "WMD"):
-                row[name + " (extrapolated)"] = largest[name] * row["images"] / largest["images"]
-    print("\n### Seconds per model (one process, 2 CPU cores; post-gen on the whole test set)\n")
-    names = [k for k in rows[-1] if k != "images"]
+                row[name] = largest[name] * row["images"] / largest["images"]
+    print("\n### Seconds per model (one process, 2 CPU cores; post-gen on the whole test set; "
+          "* = post-gen extrapolated linearly from the largest measured size)\n")
+    names = ["probs", "sweep", "CIDEr", "METEOR", "WMD"]
     print("| images | " + " | ".join(names) + " |\n|---|" + "---|" * len(names))
     for row in rows:
-        print(f"| {row['images']:,} | " + " | ".join(f"{row.get(n, float('nan')):.3f}" for n in names) + " |")
+        star = "*" if row["images"] in extrapolated else ""
+        print(f"| {row['images']:,}{star} | " + " | ".join(f"{row[n]:.3f}" for n in names) + " |")
     print("\n### One process, all stages but training, by models x images (seconds = models x per-model)\n")
     models_list = [1, 4, 16, 64]
     print("| images \\ models | " + " | ".join(map(str, models_list)) + " |\n|---|" + "---|" * len(models_list))
@@ -410,9 +414,12 @@ def _as_dict(config) -> dict:
     return as_dict(config)
 
 
-def demo(quick: bool) -> dict:
+def demo(quick: bool, keep: str | None = None) -> dict:
+    """The demo in a fresh run folder (``keep``: that folder, kept, instead of a temporary one)."""
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "demo"
+        out = Path(keep) if keep else Path(folder) / "demo"
+        if keep and out.exists():
+            raise SystemExit(f"{out}: --demo-out must be a new folder (the demo is timed from a fresh run folder)")
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "pregen_jax.cli", "demo", "--out", str(out), "--no-progress",
                         *(["--quick"] if quick else [])], env=env_with_root(), check=True, capture_output=True)
@@ -431,12 +438,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, the quick demo")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--demo-out", help="keep the demo's run folder here (a new folder) to read its report")
     args = parser.parse_args(argv)
     import jax
     print(f"jax {jax.__version__}; devices: {', '.join(str(d) for d in jax.devices())}; "
           f"{os.cpu_count()} CPU cores; {'quick' if args.quick else 'full'} run", flush=True)
     sections = {"grid": grid, "devices": devices, "workers": workers, "ensemble": ensemble,
-                "compile": compile_cache, "processes": processes, "demo": demo}
+                "compile": compile_cache, "processes": processes,
+                "demo": lambda quick: demo(quick, args.demo_out)}
     found: dict = {}
     for name in args.only:
         start = time.perf_counter()

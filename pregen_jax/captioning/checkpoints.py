@@ -41,3 +41,28 @@ def load(path) -> tuple[dict, dict]:
 def fingerprint(path) -> str:
     """Content hash of a checkpoint file, for cache keys."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def check_meta(path, saved: dict, meta: dict, keys) -> None:
+    """Raise ValueError naming ``path`` if the saved metadata differs from ``meta`` on any of ``keys``."""
+    for key in keys:
+        if json.dumps(saved.get(key), sort_keys=True) != json.dumps(meta[key], sort_keys=True):
+            raise ValueError(f"{path}: checkpoint was made with a different {key.replace('_', ' ')} "
+                             f"({saved.get(key)} vs {meta[key]}); use another workdir or delete it")
+
+
+def resume(path, params, opt_state, meta: dict, keys):
+    """A training checkpoint's (params, best_params, opt_state, state), or None where there is none.
+
+    ``params`` and ``opt_state`` are freshly initialised ones: they give the saved arrays their
+    structure. The saved metadata must equal ``meta`` on ``keys`` (else a one-line error), so a
+    run never resumes from another configuration's checkpoint.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    tree, saved = load(path)
+    check_meta(path, saved, meta, keys)
+    return (serialization.from_state_dict(params, tree["params"]),
+            serialization.from_state_dict(params, tree["best_params"]),
+            serialization.from_state_dict(opt_state, tree["opt_state"]), saved["state"])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import time
 from pathlib import Path
 
@@ -128,6 +127,10 @@ def init_params(model: Captioner, feature_size: int, seed: int):
     return model.init(jax.random.PRNGKey(seed), jnp.zeros((1, feature_size)), jnp.zeros((1,), jnp.int32))
 
 
+# What a checkpoint must share with this run to be resumed (else a one-line error).
+CHECKED_META = ("arch", "model_config", "train_config", "seed", "vocab_fingerprint", "feature_size")
+
+
 def train_captioner(arch: str, model_config: CaptionerConfig, train_config: TrainConfig, seed: int,
                     vocab: Vocabulary, train_features, train_captions, val_features, val_captions, workdir,
                     progress: bool = True, description: str = "") -> TrainedModel:
@@ -160,13 +163,9 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
     state = {"epoch": 0, "best_val": criterion.worst, "best_epoch": 0, "bad_epochs": 0, "history": []}
     best_params = params
     ckpt = workdir / "checkpoint.msgpack"
-    if ckpt.is_file():
-        tree, saved = checkpoints.load(ckpt)
-        _check_meta(ckpt, saved, meta)
-        params = serialization.from_state_dict(params, tree["params"])
-        best_params = serialization.from_state_dict(params, tree["best_params"])
-        opt_state = serialization.from_state_dict(opt_state, tree["opt_state"])
-        state = saved["state"]
+    resumed = checkpoints.resume(ckpt, params, opt_state, meta, CHECKED_META)
+    if resumed:
+        params, best_params, opt_state, state = resumed
 
     pairs = [(n, ids) for n, _, ids in encode_references(train_captions, vocab, "training captions")]
     train_step = adam_train_step(model, train_config.learning_rate)
@@ -216,13 +215,6 @@ def epoch_line(description: str, epoch: int, validation: criteria.Validation, se
     parts = [f"val perplexity {validation.perplexity:.3f}{mark if select_by == criteria.PERPLEXITY else ''}"]
     parts += [f"{name} {value:.4g}{mark if name == select_by else ''}" for name, value in validation.pregen.items()]
     return f"{description} epoch {epoch}: {', '.join(parts)}, eval {validation.seconds:.2f} s".strip()
-
-
-def _check_meta(path, saved: dict, meta: dict) -> None:
-    for key in ("arch", "model_config", "train_config", "seed", "vocab_fingerprint", "feature_size"):
-        if json.dumps(saved.get(key), sort_keys=True) != json.dumps(meta[key], sort_keys=True):
-            raise ValueError(f"{path}: checkpoint was made with a different {key.replace('_', ' ')} "
-                             f"({saved.get(key)} vs {meta[key]}); use another workdir or delete it")
 
 
 def load_trained(path, vocab: Vocabulary) -> TrainedModel:

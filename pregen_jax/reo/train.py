@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import time
 from pathlib import Path
 
@@ -107,11 +106,8 @@ def _meta(matcher: ScanMatcher, config: MatchTrainConfig, region_size: int) -> d
             "region_size": region_size}
 
 
-def _check_meta(path, saved: dict, meta: dict) -> None:
-    for key in ("matcher_config", "train_config", "vocab_fingerprint", "region_size"):
-        if json.dumps(saved.get(key), sort_keys=True) != json.dumps(meta[key], sort_keys=True):
-            raise ValueError(f"{path}: checkpoint was made with a different {key.replace('_', ' ')} "
-                             f"({saved.get(key)} vs {meta[key]}); use another workdir or delete it")
+# What a checkpoint must share with this run to be resumed (else a one-line error).
+CHECKED_META = ("matcher_config", "train_config", "vocab_fingerprint", "region_size")
 
 
 def _epoch_batches(captions, batch_size: int, rng) -> list[tuple[np.ndarray, list[list[str]]]]:
@@ -139,20 +135,16 @@ def train_matcher(config: MatcherConfig, train_config: MatchTrainConfig, vocab: 
     meta = _meta(matcher, train_config, int(regions.shape[-1]))
     final = workdir / "matcher.msgpack"
     if final.is_file():
-        _check_meta(final, checkpoints.load(final)[1], meta)
+        checkpoints.check_meta(final, checkpoints.load(final)[1], meta, CHECKED_META)
         return load_matcher(final, vocab)
     optimizer = make_optimizer(train_config)
     params = matcher.init(train_config.seed, regions)
     opt_state = optimizer.init(params)
     best_params, state = params, {"epoch": 0, "best_rsum": -1.0, "best_epoch": 0, "history": []}
     ckpt = workdir / "checkpoint.msgpack"
-    if ckpt.is_file():
-        tree, saved = checkpoints.load(ckpt)
-        _check_meta(ckpt, saved, meta)
-        params = serialization.from_state_dict(params, tree["params"])
-        best_params = serialization.from_state_dict(params, tree["best_params"])
-        opt_state = serialization.from_state_dict(opt_state, tree["opt_state"])
-        state = saved["state"]
+    resumed = checkpoints.resume(ckpt, params, opt_state, meta, CHECKED_META)
+    if resumed:
+        params, best_params, opt_state, state = resumed
     regions = np.asarray(regions, np.float32)
     width = -(-max(len(t) for refs in captions for t in refs) // 8) * 8  # one width: one compilation
     while state["epoch"] < train_config.epochs:
