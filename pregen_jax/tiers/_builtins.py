@@ -49,8 +49,10 @@ def keep_missed(probs, ranks, mask):
 @register_filter("prefix0", reference=lambda probs, ranks: _prefix(ranks))
 def keep_top_prefix(probs, ranks, mask):
     """The longest prefix in which every true token is the model's top choice."""
-    misses_so_far = jnp.cumsum(mask & (ranks != 0), axis=-1)
-    return mask & (misses_so_far == 0)
+    # The first miss bounds the prefix: one argmax, where a cumsum is a slow reduce-window on XLA:CPU.
+    miss = mask & (ranks != 0)
+    first_miss = jnp.where(miss.any(-1), jnp.argmax(miss, axis=-1), miss.shape[-1])
+    return mask & (jnp.arange(miss.shape[-1]) < first_miss[..., None])
 
 
 # ---------------------------------------------------------------- tier 2: caption scores
