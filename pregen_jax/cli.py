@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def _search(config, args) -> int:
@@ -104,6 +105,8 @@ def _predict(args) -> int:
     from . import io, ranking
     from .datasets import TOKENIZER_NAME
     from .pipeline.predict import predict
+    if args.out and Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: is a folder; give the name of the TSV file to write")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         frame = predict(args.search, args.refprobs, args.pregen, args.level)
@@ -130,7 +133,7 @@ def _mutt(args) -> int:
 def _unit_tests(args) -> int:
     from .meta.model_tests import run_unit_tests
     from .meta.model_tests_report import pass_rates, top_metrics_table
-    run = run_unit_tests(args.search, args.out, seed=args.seed, progress=print)
+    run = run_unit_tests(args.search, args.out, seed=args.seed, progress=None if args.no_progress else print)
     for note in run.notes:
         print(note)
     rates = pass_rates(run.table)
@@ -242,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     unit.add_argument("--out", required=True, help="output folder (pregen_unit_tests.tsv, report.md, cache/); the "
                                                     "run folder itself adds the pass rates to its report")
     unit.add_argument("--seed", type=int, default=0, help="seed of the noise and the image shuffles (default 0)")
+    unit.add_argument("--no-progress", action="store_true", help="no line per model")
     unit.set_defaults(func=_unit_tests)
 
     judgments = sub.add_parser("judgments", help="Kendall tau of the post-gen metrics with Flickr8k human judgments")

@@ -87,11 +87,26 @@ def read_text(path, what: str = "file") -> str:
 # ------------------------------------------------------------------ run folders
 
 
+OUT_MARKER = ".pregen-jax-output"  # in every folder pregen-jax writes as --out: only such folders are replaced
+
+
 def check_out_folder(out) -> Path:
-    """Fail early, before any work, when ``out`` cannot become a run folder."""
+    """Fail early, before any work, when ``out`` cannot become a run folder.
+
+    A folder that holds anything but pregen-jax's own outputs is refused: publishing replaces
+    a run folder's entries, and ``--out .`` must never empty a project or a home folder.
+    """
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: is a file, not a folder")
+    if out.is_dir():
+        foreign = [entry.name for entry in out.iterdir()
+                   if entry.name != OUT_MARKER and not entry.name.startswith((".staging-", ".old-"))]
+        # The marker is looked for after the listing: another process of the same run may be
+        # claiming the folder now, and it writes the marker before anything else.
+        if foreign and not (out / OUT_MARKER).is_file():
+            raise ValueError(f"--out {out}: the folder holds files pregen-jax did not write ({foreign[0]!r}, ...), "
+                             "which would be replaced; choose a new or empty folder")
     ancestor = out
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -99,6 +114,15 @@ def check_out_folder(out) -> Path:
         raise ValueError(f"--out {out}: {ancestor} is a file, so the folder cannot be created")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"--out {out}: {ancestor} is not writable")
+    return out
+
+
+def claim_out_folder(out) -> Path:
+    """``check_out_folder``, then create ``out`` and mark it as pregen-jax's, before writing into it."""
+    out = check_out_folder(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / OUT_MARKER).is_file():
+        (out / OUT_MARKER).write_text("This folder is an output of pregen-jax; a rerun replaces its files.\n")
     return out
 
 
@@ -110,14 +134,14 @@ def staged_folder(out, keep: tuple[str, ...] = ()):
     outputs of an earlier run that this one does not write (a post-gen metric dropped from
     the config, say) do not linger. On error ``out`` is left as it was.
     """
-    out = check_out_folder(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_out_folder(out)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
     try:
         yield staging
         trash = Path(tempfile.mkdtemp(dir=out, prefix=".old-"))
         for entry in list(out.iterdir()):
-            if entry.name in keep or entry in (staging, trash) or entry.name.startswith((".staging-", ".old-")):
+            if (entry.name in keep or entry.name == OUT_MARKER or entry in (staging, trash)
+                    or entry.name.startswith((".staging-", ".old-"))):
                 continue
             entry.rename(trash / entry.name)
         for entry in list(staging.iterdir()):

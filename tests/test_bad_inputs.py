@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tomli_w
 
-from pregen_jax import cli
+from pregen_jax import cli, io
 from tests.builders import write_precomputed
 
 
@@ -137,6 +137,7 @@ def test_bad_search_input(tmp_path, capsys, damage, message):
     config = write_precomputed(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
+    (out / io.OUT_MARKER).write_text("an earlier run's folder")
     (out / "earlier.txt").write_text("an earlier run's file")
     before = snapshot(out)
     damage(tmp_path)
@@ -199,6 +200,7 @@ def test_bad_rank_table(tmp_path, capsys, content, message):
         path.write_text(content)
     out = tmp_path / "out"
     out.mkdir()
+    (out / io.OUT_MARKER).write_text("an earlier run's folder")
     (out / "correlations_WMD.tsv").write_text("from an earlier run")
     before = snapshot(out)
     grouped = ["--group-by", "dataset"] if content and content.startswith("dataset") else []
@@ -211,14 +213,28 @@ def test_bad_rank_table(tmp_path, capsys, content, message):
     assert snapshot(out) == before
 
 
+def test_a_folder_of_other_files_is_never_replaced(tmp_path, capsys):
+    """--out . in a project must not empty it: a folder pregen-jax did not write is refused."""
+    path = tmp_path / "table.tsv"
+    path.write_text(GOOD_TABLE)
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    before = snapshot(mine)
+    assert cli.main(["rank", "--table", str(path), "--out", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert "holds files pregen-jax did not write ('notes.txt'" in err and len(err.strip().splitlines()) == 1
+    assert snapshot(mine) == before
+
+
 def test_good_table_ranks_and_replaces_stale_outputs(tmp_path):
     path = tmp_path / "table.tsv"
     path.write_text(GOOD_TABLE)
     out = tmp_path / "out"
-    out.mkdir()
+    assert cli.main(["rank", "--table", str(path), "--out", str(out), "--group-by", "dataset"]) == 0
     (out / "correlations_WMD.tsv").write_text("from an earlier run")
     assert cli.main(["rank", "--table", str(path), "--out", str(out), "--group-by", "dataset"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["correlations_CIDEr.tsv", "correlations_METEOR.tsv",
+    assert sorted(p.name for p in out.iterdir() if p.name != io.OUT_MARKER) == ["correlations_CIDEr.tsv", "correlations_METEOR.tsv",
                                                      "excluded.tsv", "summary.md"]
 
 
@@ -231,3 +247,15 @@ def test_the_installed_command_prints_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "appears twice" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_captions_given_as_strings_are_refused():
+    """A string where tokens are expected would be read one character per token: refuse it."""
+    from pregen_jax.captioning.input_pipeline import encode_references
+    from pregen_jax.datasets import Vocabulary
+    vocab = Vocabulary(["a", "red", "ball"])
+    assert encode_references([[["a", "red", "ball"]]], vocab)[0][:2] == (0, 0)
+    with pytest.raises(ValueError, match=r"image 0, reference 0 is a string, not a list of tokens"):
+        encode_references([["a red ball"]], vocab)
+    with pytest.raises(ValueError, match=r"image 0's references are one string"):
+        encode_references(["a red ball"], vocab)

@@ -33,14 +33,22 @@ def test_predicts_each_postgen_metric_with_an_interval(search, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
-def test_warns_when_the_references_differ(search, capsys):
+def test_other_references_are_refused(search, capsys):
     with np.load(search / "model1.npz") as npz:
         mask = npz["mask"].copy()
         probs, ranks = npz["probs"], npz["ranks"]
     mask[0, 0, mask[0, 0].sum() - 1] = False  # one reference a token shorter
     RefProbs(probs, ranks, mask).save(search / "other.npz")
-    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "other.npz")]) == 0
-    assert "references differ from the search's (image 0, reference 0" in capsys.readouterr().err
+    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "other.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "other.npz: not the search's test references (image 0, reference 0" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_out_that_is_a_folder_is_refused_before_any_work(search, capsys):
+    args = ["predict", "--search", str(search / "run"), "--refprobs", str(search / "model1.npz")]
+    assert cli.main([*args, "--out", str(search)]) == 2
+    assert "is a folder" in capsys.readouterr().err
 
 
 def test_unknown_metric_and_not_a_run_folder_are_errors(search, capsys):

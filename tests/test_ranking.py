@@ -64,7 +64,8 @@ def test_rank_command_writes_tables(tmp_path, capsys):
     assert written["pregen"].iloc[0] == "mean_max_normcount_prefix0"
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "Tokenizer:" in summary and "left out 2" in summary
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["correlations_CIDEr.tsv", "excluded.tsv", "summary.md"]
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert written == [".pregen-jax-output", "correlations_CIDEr.tsv", "excluded.tsv", "summary.md"]
 
 
 @pytest.mark.parametrize("content, message", [

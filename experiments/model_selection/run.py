@@ -268,7 +268,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-flickr8k", action="store_true", help="the shapes corpus only")
     parser.add_argument("--progress", action="store_true", help="progress bars")
     args = parser.parse_args(argv)
-    out = io.check_out_folder(args.out)
+    out = io.claim_out_folder(args.out)
     plan = QUICK if args.quick else FULL
     cache = out / "cache"
     clock = Clock()

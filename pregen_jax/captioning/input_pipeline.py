@@ -19,9 +19,14 @@ def encode_references(captions, vocab: Vocabulary, source: str = "references") -
     """
     triples = []
     for n, refs in enumerate(captions):
+        if isinstance(refs, str):
+            raise ValueError(f"{source}: image {n}'s references are one string; give a list of captions per image")
         if not refs:
             raise ValueError(f"{source}: image {n} has no reference captions")
         for r, tokens in enumerate(refs):
+            if isinstance(tokens, str):  # a string would be read one character per token
+                raise ValueError(f"{source}: image {n}, reference {r} is a string, not a list of tokens; "
+                                 "tokenize it first (pregen_jax.datasets.tokenize, the alnum-lower tokenizer)")
             if not tokens:
                 raise ValueError(f"{source}: image {n}, reference {r} is an empty caption")
             triples.append((n, r, vocab.encode(tokens)))

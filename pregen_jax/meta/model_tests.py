@@ -325,6 +325,7 @@ def run_unit_tests(search_folder, out, seed: int = 0, progress: Callable[[str], 
     # Every model not served by the cache must load before any work starts.
     trained = {m.label: load_trained(m.path, data.vocab) for m in files
                if not cache.entry(stage, m.label, settings, upstream[m.label]).done}
+    io.claim_out_folder(out)
     scores = []
     for model in files:
         begin = time.perf_counter()

@@ -62,9 +62,9 @@ def predict(run, refprobs_path, pregen: str | None = None, level: float = 0.9) -
     ref_probs = RefProbs.load(refprobs_path)
     if (run / "reference_lengths.npy").is_file():
         mismatch = reference_mismatch(np.load(run / "reference_lengths.npy"), ref_probs)
-        if mismatch:
-            warnings.warn(f"{refprobs_path}: its references differ from the search's ({mismatch}); the "
-                          "calibration holds for the search's test references only", stacklevel=2)
+        if mismatch:  # pre-gen values of other references are on another scale: a prediction would be wrong
+            raise ValueError(f"{refprobs_path}: not the search's test references ({mismatch}); compute the new "
+                             "model's reference probabilities on the search's test split")
     scores = tiers.sweep(ref_probs, None, space)[0]
     values = {name: float(scores[space.names.index(name)]) for name in set(choices.values())}
     frame = calibration.prediction_table(models, choices, values, level)

@@ -61,7 +61,7 @@ def plot(table: pd.DataFrame, pregen: str, post: str, r2: float, path: Path) -> 
 
 def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
     """Publish the run folder; returns the path of report.md."""
-    tokenizer = result.facts["tokenizer"]
+    tokenizer = str(result.table["tokenizer"].iloc[0])  # the short name every TSV carries (the report spells it out)
     history = timing_history(result.out / "cache" / "timings.json", result.timings)
     decided = model_level(result, config.pregen.group_by or None, config.seed)
     from ..meta.model_tests_report import search_section

@@ -170,6 +170,7 @@ def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluste
     out = io.check_out_folder(out)
     cluster.check_same("the search config or --out", config.to_toml() + str(out))
     progress = progress and cluster.is_main  # one set of progress bars
+    io.claim_out_folder(out)  # every process: the cache (and XLA's programs) go in from here on
     with compiled_programs_kept_in(out / "cache"):
         return _run(config, out, progress, cluster, workers)
 

