@@ -77,6 +77,23 @@ def demo_model(seed: int = 0):
     return model, init_params(model, 128, seed), vocab
 
 
+def training_batch(rng, width: int = 12) -> tuple:
+    """One training batch of the demo's shape: features f32[128, 128], inputs and targets i32[128, width], mask."""
+    return (rng.normal(size=(128, 128)).astype(np.float32), rng.integers(0, 72, (128, width)).astype(np.int32),
+            rng.integers(0, 72, (128, width)).astype(np.int32), np.ones((128, width), np.float32))
+
+
+def demo_training_step():
+    """(jitted Adam step, params, optimizer state, one batch) of the demo-size model."""
+    import optax
+
+    from pregen_jax.captioning import train as training
+    model, params, _ = demo_model()
+    optimizer = optax.adam(1e-3)
+    return (training.make_train_step(model, optimizer), params, optimizer.init(params),
+            training_batch(np.random.default_rng(0)))
+
+
 def token_captions(images: int, vocab, seed: int = 0):
     """features f32[I, 128] and 5 references per image of N(10, 3) tokens (3-20) from ``vocab``."""
     rng = np.random.default_rng(seed)
@@ -123,7 +140,7 @@ def grid(quick: bool) -> dict:
             run_probs()  # compile every length bucket
             probs_s = median_time(run_probs, 1 if images > 5000 else 3)
             ref_probs, strata = random_ref_probs(images), spec_strata(images)
-            # The other helper's models-batched sweep (tiers.sweep_models) would replace this per-model call.
+            # One model per call, as a search sweeps each model (bench_sweep.py times tiers.sweep_models).
             run_sweep = lambda: jax.block_until_ready(tiers.sweep(ref_probs, strata))  # noqa: E731
             run_sweep()
             sweep_s = median_time(run_sweep, 3)
@@ -233,16 +250,9 @@ def workers(quick: bool) -> dict:
     import multiprocessing
 
     import jax
-    import optax
 
-    from pregen_jax.captioning import train as training
-    model, params, _ = demo_model()
-    optimizer = optax.adam(1e-3)
-    step = training.make_train_step(model, optimizer)
-    rng = np.random.default_rng(0)
-    batch = (rng.normal(size=(128, 128)).astype(np.float32), rng.integers(0, 72, (128, 12)).astype(np.int32),
-             rng.integers(0, 72, (128, 12)).astype(np.int32), np.ones((128, 12), np.float32))
-    state = [params, optimizer.init(params)]
+    step, params, opt_state, batch = demo_training_step()
+    state = [params, opt_state]
     seconds = 20 if quick else 60
 
     def steps_per_s(duration: float) -> float:
@@ -299,13 +309,11 @@ def ensemble(quick: bool) -> dict:
     step = training.make_train_step(model, optimizer)
     runs = [training.init_params(model, 128, seed) for seed in (1, 2, 3)]
     states = [[p, optimizer.init(p)] for p in runs]
-    stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *[[p, optimizer.init(p)] for p in runs])
+    stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *states)
     vmapped = jax.jit(jax.vmap(step))
     rng = np.random.default_rng(0)
     width = 12
-    batches = [(rng.normal(size=(128, 128)).astype(np.float32), rng.integers(0, 72, (128, width)).astype(np.int32),
-                rng.integers(0, 72, (128, width)).astype(np.int32), np.ones((128, width), np.float32))
-               for _ in range(3)]
+    batches = [training_batch(rng, width) for _ in range(3)]
     keys = [jax.random.PRNGKey(k) for k in range(3)]
     together = [np.stack(parts) for parts in zip(*batches)]
     steps = 10 if quick else 40
@@ -334,19 +342,13 @@ def ensemble(quick: bool) -> dict:
 
 COMPILE_SCRIPT = """
 import sys, time
-import jax, numpy as np, optax
+import jax
 jax.config.update("jax_compilation_cache_dir", sys.argv[2])
 sys.path.insert(0, sys.argv[1])
-from bench_scale import demo_model
-from pregen_jax.captioning import train as training
-model, params, _ = demo_model()
-optimizer = optax.adam(1e-3)
-step = training.make_train_step(model, optimizer)
-rng = np.random.default_rng(0)
-batch = (rng.normal(size=(128, 128)).astype(np.float32), rng.integers(0, 72, (128, 12)).astype(np.int32),
-         rng.integers(0, 72, (128, 12)).astype(np.int32), np.ones((128, 12), np.float32))
+from bench_scale import demo_training_step
+step, params, opt_state, batch = demo_training_step()
 start = time.perf_counter()
-step(params, optimizer.init(params), jax.random.PRNGKey(0), *batch)[2].block_until_ready()
+step(params, opt_state, jax.random.PRNGKey(0), *batch)[2].block_until_ready()
 print(time.perf_counter() - start)
 """
 

@@ -7,6 +7,7 @@ always holds exactly one run's outputs. This is what makes a run folder safe to 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -85,6 +86,11 @@ def read_text(path, what: str = "file") -> str:
 
 
 # ------------------------------------------------------------------ run folders
+
+
+def file_digest(path) -> str:
+    """Content hash of a file (16 hex digits), for cache keys."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 OUT_MARKER = ".pregen-jax-output"  # in every folder pregen-jax writes as --out: only such folders are replaced

@@ -8,7 +8,6 @@ before a process exits.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -40,7 +39,7 @@ def load(path) -> tuple[dict, dict]:
 
 def fingerprint(path) -> str:
     """Content hash of a checkpoint file, for cache keys."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return io.file_digest(path)
 
 
 def check_meta(path, saved: dict, meta: dict, keys) -> None:

@@ -162,11 +162,9 @@ class ModelScores:
 
 def corpus_cider(data, captions) -> float:
     """CIDEr-D of one caption per test image against the test references (as the search scores a model)."""
+    from ..pipeline.stages import gts_res
     from ..postgen import CIDEr
-    test = data.test
-    gts = {i: [" ".join(ref) for ref in refs] for i, refs in zip(test.image_ids, test.captions)}
-    res = {i: [" ".join(c)] for i, c in zip(test.image_ids, captions)}
-    return CIDEr().compute_score(gts, res)[0]
+    return CIDEr().compute_score(*gts_res(data, captions))[0]
 
 
 def score_model(trained, data, space: tiers.Space, generation, seed) -> ModelScores:

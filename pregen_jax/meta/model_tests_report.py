@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io
+from ..ranking.stats import PERPLEXITY_BASELINE
 from .common import markdown_table
 
 UNIT_TESTS_FILE = "pregen_unit_tests.tsv"
@@ -20,7 +21,6 @@ TEST_ORDER = ("temperature", "shuffled_images", "param_noise", "early_snapshot")
 MEANING_PRESERVING = "meaning-preserving"
 FAIL_BELOW = 50.0   # a metric fails a test when it passes fewer than half of its trials
 FLAG_COLUMN = "fails_meaning_preserving"
-PERPLEXITY_BASELINE = "geomean_join_pplx_none"
 TOP = 10
 SECTION = "## Pre-gen unit tests"
 

@@ -46,9 +46,6 @@ class Cluster:
     def mine(self, units: Sequence[T]) -> list[T]:
         return [unit for k, unit in enumerate(units) if self.owns(k)]
 
-    def owner(self, position: int) -> int:
-        return position % self.count
-
     def barrier(self, name: str) -> None:
         """Wait until every process has reached ``name`` (no-op for one process)."""
         if self.count > 1:

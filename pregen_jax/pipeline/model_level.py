@@ -65,23 +65,21 @@ def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelL
         note = f"Only {len(models)} model(s): no model-level validation (it needs at least 3)."
         return ModelLevel({}, "## Does the metric pick the better model?\n\n" + note + "\n")
     correlations = result.ranking.correlations
-    validated, heldout = decisions.decision_tables(result.table, correlations, group_by)
-    files: dict[str, pd.DataFrame | str] = {}
+    # The rank command's tables and text, then what only a search can add: per-image significance.
+    files = decisions.decision_outputs(result.table, correlations, group_by)
+    body = files["decisions.md"]
     chosen = {post: df["pregen"].iloc[0] for post, df in correlations.items()}
-    body = decisions.decisions_markdown(validated, heldout, chosen)
     significant_lines = []
-    for post, df in validated.items():
+    for post in correlations:
+        df = files[f"models_{post}.tsv"]
         pairs, significant = significance(result, post, seed)
         accuracy, count = _significant_accuracy(models, correlations[post], post, significant, group_by)
         by_name = dict(zip(correlations[post]["pregen"], accuracy))
         df[f"{ALL}_pairwise_accuracy_significant"] = df["pregen"].map(by_name)
         df[f"{ALL}_pairs_significant"] = count
-        files[f"models_{post}.tsv"] = df
         files[f"significance_{post}.tsv"] = pairs
         significant_lines.append(f"| {post} | {count} of {len(pairs)} | `{chosen[post]}` "
                                  f"{_fmt(by_name[chosen[post]])} | {_fmt(by_name.get(PERPLEXITY_BASELINE))} |")
-    for post, df in heldout.items():
-        files[f"heldout_{post}.tsv"] = df
     loo = pd.concat([calibration.loo_table(models, chosen).assign(criterion="best by R^2"),
                      calibration.loo_table(models, {p: PERPLEXITY_BASELINE for p in chosen
                                                     if PERPLEXITY_BASELINE in set(correlations[p]["pregen"])})

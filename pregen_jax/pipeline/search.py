@@ -206,7 +206,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
         if cluster.is_main:
             tqdm.write(f"{name} unavailable: {why}")
     search = Search(config, data, space, stages.space_key(space), metrics, progress)
-    mine = [position for position in range(len(units)) if cluster.owns(position)]
+    mine = cluster.mine(range(len(units)))
     if workers is None:
         workers = default_workers(cluster.on_this_host) if len(mine) > 1 else 0  # pays when models can overlap
     evaluated: dict[int, list[Evaluated]] = {}

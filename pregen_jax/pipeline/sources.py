@@ -19,7 +19,7 @@ from ..datasets import (CaptionDataset, ShapesConfig, Vocabulary, load_shapes, r
 from ..refprobs import RefProbs
 from ..settings import as_dict
 from .cache import Entry, Stage, StageCache, digest
-from .config import SearchConfig
+from .config import MIN_TEST_IMAGES, SearchConfig
 
 TRAIN = Stage("train", 2)  # 2: pre centres its image features and never drops them
 
@@ -90,8 +90,9 @@ def load_data(config: SearchConfig, progress: bool) -> Data:
                 split.features = read_features(data.features, split.image_ids, dataset.file_order)
     test = dataset["test"]
     test.check(f"{facts['dataset']} test split")
-    if len(test) < 5:
-        raise ValueError(f"{facts['dataset']}: the test split has {len(test)} images; the 15 strata need at least 5")
+    if len(test) < MIN_TEST_IMAGES:
+        raise ValueError(f"{facts['dataset']}: the test split has {len(test)} images; the 15 strata need at least "
+                         f"{MIN_TEST_IMAGES}")
     if config.models.vocabulary:
         vocab = Vocabulary.load(config.models.vocabulary)
     elif "train" in dataset.splits:
@@ -100,10 +101,6 @@ def load_data(config: SearchConfig, progress: bool) -> Data:
         vocab = Vocabulary.build(test.captions, config.data.min_count)  # only for the report: nothing is trained
     facts.update(vocabulary=len(vocab), test_images=len(test))
     return Data(dataset, vocab, facts)
-
-
-def _file_key(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
@@ -123,7 +120,7 @@ def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
         if empty:
             raise ValueError(f"{entry.captions}: line {empty[0] + 1} is an empty caption (zero tokens after "
                              "tokenisation)")
-        key = digest("precomputed", _file_key(entry.ref_probs), _file_key(entry.captions))
+        key = digest("precomputed", io.file_digest(entry.ref_probs), io.file_digest(entry.captions))
         candidates.append(Candidate(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
                                     captions=captions))
     return candidates
@@ -136,7 +133,7 @@ def checkpoint_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
         trained = load_trained(path, data.vocab)
         _check_feature_size(trained, data, path)
         candidates.append(Candidate(trained.model.arch, Path(path).parent.name, "final",
-                                    digest("checkpoint", _file_key(path)), trained))
+                                    digest("checkpoint", io.file_digest(path)), trained))
     return candidates
 
 

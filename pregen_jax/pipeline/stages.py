@@ -89,7 +89,8 @@ def caption_quality(captions: list[list[str]]) -> dict:
 # ------------------------------------------------------------------ strata and post-gen metrics
 
 
-def _gts_res(data: Data, captions) -> tuple[dict, dict]:
+def gts_res(data: Data, captions) -> tuple[dict, dict]:
+    """pycocoevalcap's (gts, res) of one caption per test image against the test references."""
     test = data.test
     gts = {image_id: [" ".join(ref) for ref in refs] for image_id, refs in zip(test.image_ids, test.captions)}
     res = {image_id: [" ".join(c)] for image_id, c in zip(test.image_ids, captions)}
@@ -100,7 +101,7 @@ def strata_stage(cache: StageCache, candidate: Candidate, captions, captions_key
                  ) -> tuple[Strata, str]:
     """The spec's 15 strata: test images sorted by their own CIDEr, cut into 1..5 blocks."""
     def compute():
-        gts, res = _gts_res(data, captions)
+        gts, res = gts_res(data, captions)
         _, per_image_cider = postgen.CIDEr().compute_score(gts, res)
         return spec_strata(per_image_cider)
 
@@ -122,6 +123,7 @@ class LazyMetrics:
         self.config = config
         self.data = data
         self.started: dict[str, postgen.PostgenMetric] = {}
+        self._settings: dict[str, dict] = {}
         self.available = postgen.availability(config.options, config.metrics)
 
     @property
@@ -141,7 +143,13 @@ class LazyMetrics:
         return self.started[name]
 
     def settings(self, name: str) -> dict:
-        """What besides the captions and references determines a metric's scores."""
+        """What besides the captions and references determines a metric's scores (worked out once per
+        metric: it reads stop-word and scorer files, and is asked for every model)."""
+        if name not in self._settings:
+            self._settings[name] = self._find_settings(name)
+        return self._settings[name]
+
+    def _find_settings(self, name: str) -> dict:
         if name == "WMD":
             words, _ = postgen.resolve_stopwords(self.config.options)
             return {"metric": name, "stopwords": digest(sorted(words))}
@@ -163,7 +171,7 @@ def postgen_stage(cache: StageCache, candidate: Candidate, captions, captions_ke
 
     Each metric is its own cache entry, so adding a metric to the config computes only it.
     """
-    gts, res = _gts_res(data, captions)
+    gts, res = gts_res(data, captions)
     blocks = strata.blocks(data.test.image_ids)
     columns, per_image = {}, {}
     for name in metrics.names:

@@ -36,9 +36,7 @@ class PostgenMetric:
     def stratum_scores(self, gts: dict, res: dict, strata: list[list]) -> np.ndarray:
         """The corpus score of each stratum (a list of image ids), each computed on its block alone."""
         if self.corpus_is_mean:
-            _, per_image = self.compute_score(gts, res)
-            by_id = dict(zip(gts, per_image))
-            return np.array([np.mean([by_id[i] for i in block]) for block in strata])
+            return _block_means(gts, self.compute_score(gts, res)[1], strata)
         return np.array([self.compute_score({i: gts[i] for i in block}, {i: res[i] for i in block})[0]
                          for block in strata])
 
@@ -46,12 +44,17 @@ class PostgenMetric:
         """(f[S] the score of each block alone, f[I] per-image scores over the whole set, ``gts`` order)."""
         _, per_image = self.compute_score(gts, res)
         if self.corpus_is_mean:
-            by_id = dict(zip(gts, per_image))
-            return np.array([np.mean([by_id[i] for i in block]) for block in blocks]), np.asarray(per_image)
+            return _block_means(gts, per_image, blocks), np.asarray(per_image)
         return self.stratum_scores(gts, res, blocks), np.asarray(per_image)
 
     def close(self) -> None:
         """Release external resources (a Java process)."""
+
+
+def _block_means(gts: dict, per_image, blocks: list[list]) -> np.ndarray:
+    """f[S]: the mean per-image score of each block (``per_image`` in ``gts`` order)."""
+    by_id = dict(zip(gts, per_image))
+    return np.array([np.mean([by_id[i] for i in block]) for block in blocks])
 
 
 def check_inputs(gts: dict, res: dict, source: str = "captions") -> None:

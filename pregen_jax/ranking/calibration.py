@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-NUM_STRATA = "num_strata"
+from .decisions import NUM_STRATA
 
 
 @dataclasses.dataclass(frozen=True)
