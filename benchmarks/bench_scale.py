@@ -141,7 +141,7 @@ def grid(quick: bool) -> dict:
             probs_s = median_time(run_probs, 1 if images > 5000 else 3)
             ref_probs, strata = random_ref_probs(images), spec_strata(images)
             # One model per call, as a search sweeps each model (bench_sweep.py times tiers.sweep_models).
-            run_sweep = lambda: jax.block_until_ready(tiers.sweep(ref_probs, strata))  # noqa: E731
+            run_sweep = lambda rp=ref_probs, st=strata: jax.block_until_ready(tiers.sweep(rp, st))  # noqa: E731
             run_sweep()
             sweep_s = median_time(run_sweep, 3)
             if images == 5000:

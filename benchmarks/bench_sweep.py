@@ -117,7 +117,7 @@ def main(argv=None) -> int:
             print(f"{images:>7} {method:>9} {compile_s:>9.2f} {steady_s:>9.4f} {xla / 2**20:>7.1f} {oracle_s:>9.1f} "
                   f"{oracle_s / steady_s:>12.0f}")
         results[images, "oracle"] = oracle_s
-        end_to_end = _median_time(lambda: tiers.sweep(ref_probs, strata), repeats)
+        end_to_end = _median_time(lambda rp=ref_probs, st=strata: tiers.sweep(rp, st), repeats)
         print(f"{'':>7} segments / mask: {results[images, 'mask'] / results[images, 'segments']:.2f}x faster; "
               f"tiers.sweep end to end (numpy in and out, strata planned each call): {end_to_end:.4f} s")
     print(f"(oracle timed on {sample} of 504 metrics, all 15 strata, scaled to 504)")

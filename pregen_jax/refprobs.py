@@ -125,7 +125,7 @@ class RefProbs:
                                      f"corpus reference has {len(tokens)} tokens (+1 for the end token = "
                                      f"{len(tokens) + 1}): images or references in another order?")
 
-    def take(self, image_indices) -> "RefProbs":
+    def take(self, image_indices) -> RefProbs:
         """The same references for a subset of images (numpy indexing on axis 0)."""
         idx = np.asarray(image_indices)
         return RefProbs(np.asarray(self.probs)[idx], np.asarray(self.ranks)[idx], np.asarray(self.mask)[idx], self.source)
@@ -135,7 +135,7 @@ class RefProbs:
         np.savez_compressed(path, probs=np.asarray(self.probs), ranks=np.asarray(self.ranks), mask=np.asarray(self.mask))
 
     @classmethod
-    def load(cls, path, allow_zero: bool = False) -> "RefProbs":
+    def load(cls, path, allow_zero: bool = False) -> RefProbs:
         """Read a ``.npz`` with arrays ``probs`` f[I,R,T], ``ranks`` int[I,R,T], ``mask`` bool[I,R,T].
 
         Stricter than the constructor: a probability of exactly 0 at a real position is an
@@ -163,7 +163,7 @@ class RefProbs:
         return ref_probs
 
     @classmethod
-    def from_lists(cls, probs, ranks, source=None) -> "RefProbs":
+    def from_lists(cls, probs, ranks, source=None) -> RefProbs:
         """Pad ragged nested lists ``probs[i][r][t]``, ``ranks[i][r][t]`` into a RefProbs."""
         num_images = len(probs)
         max_refs = max((len(refs) for refs in probs), default=0)

@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 from scipy.io import savemat
 
-from pregen_jax.datasets import (ShapesConfig, Vocabulary, load_shapes, read_features, read_flickr8k,
-                                 read_karpathy_json, shapes, tokenize)
+from pregen_jax.datasets import (
+    ShapesConfig,
+    Vocabulary,
+    load_shapes,
+    read_features,
+    read_flickr8k,
+    read_karpathy_json,
+    shapes,
+    tokenize,
+)
 from tests.conftest import shared
 
 SMALL = ShapesConfig(train=40, val=10, test=10, seed=3)

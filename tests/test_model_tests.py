@@ -15,7 +15,7 @@ from pregen_jax.captioning import train as training
 from pregen_jax.captioning.models import ARCHITECTURES, Captioner, CaptionerConfig
 from pregen_jax.meta import model_corruptions as mc
 from pregen_jax.meta import model_tests, model_tests_report
-from tests.builders import (training_config, write_config, write_precomputed, write_training_corpus)
+from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
 
 TINY = {"embed_size": 12, "hidden_size": 16, "image_size": 8}
 FEATURES, VOCAB_SIZE = 10, 9

@@ -57,7 +57,7 @@ def test_two_processes_write_one_process_table(tmp_path):
          "--no-progress", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(k)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in (0, 1)]
     outputs = [p.communicate(timeout=900) for p in processes]
-    for p, (stdout, stderr) in zip(processes, outputs):
+    for p, (_stdout, stderr) in zip(processes, outputs):
         assert p.returncode == 0, stderr[-3000:]
     assert "process 1 of 2: done; process 0 writes" in outputs[1][0]
     assert "report:" in outputs[0][0] and "report:" not in outputs[1][0]

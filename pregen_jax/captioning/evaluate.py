@@ -23,7 +23,6 @@ from . import decode
 from .input_pipeline import bucket_width, encode_references, padded_ids
 from .models import Captioner
 
-
 BATCH = "batch"  # the mesh axis batches are split along
 
 
@@ -44,7 +43,7 @@ class DataParallel:
     mesh: Mesh
 
     @classmethod
-    def over(cls, devices=None) -> "DataParallel":
+    def over(cls, devices=None) -> DataParallel:
         """Over ``devices`` (default: this process's local devices; other processes have their own)."""
         devices = list(devices) if devices is not None else jax.local_devices()
         return cls(Mesh(np.array(devices), (BATCH,)))
@@ -66,7 +65,7 @@ class DataParallel:
         return jax.device_put(array, NamedSharding(self.mesh, P(BATCH)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _per_device(kind: str, model: Captioner, mesh: Mesh, statics: tuple):
     """``decode.<kind>`` as jit(shard_map): params replicated, every other argument split by rows.
 

@@ -23,7 +23,7 @@ class Vocabulary:
             raise ValueError("vocabulary has repeated tokens")
 
     @classmethod
-    def build(cls, captions, min_count: int = 5) -> "Vocabulary":
+    def build(cls, captions, min_count: int = 5) -> Vocabulary:
         """From ``captions[n][r]`` token lists: words seen at least ``min_count`` times."""
         counts = collections.Counter(t for refs in captions for ref in refs for t in ref)
         words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
@@ -55,7 +55,7 @@ class Vocabulary:
         io.write_text(json.dumps({"tokens": self.tokens, "fingerprint": self.fingerprint()}), path)
 
     @classmethod
-    def load(cls, path) -> "Vocabulary":
+    def load(cls, path) -> Vocabulary:
         try:
             data = json.loads(io.read_text(path, "vocabulary file"))
             tokens = data["tokens"]

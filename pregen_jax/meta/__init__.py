@@ -1,8 +1,20 @@
 """Meta-evaluation of the post-gen metrics: MUTT unit tests (corrupted sentences) and Kendall
 correlation with the Flickr8k human judgments."""
 from .common import metric_names, score_candidates
-from .judgments import (CROWDFLOWER, EXPERT, JudgedPairs, Judgment, crowdflower_pairs, expert_pairs, kendall,
-                        read_captions, read_crowdflower, read_expert, read_flickr8k_judgments, run_judgments)
+from .judgments import (
+                        CROWDFLOWER,
+                        EXPERT,
+                        JudgedPairs,
+                        Judgment,
+                        crowdflower_pairs,
+                        expert_pairs,
+                        kendall,
+                        read_captions,
+                        read_crowdflower,
+                        read_expert,
+                        read_flickr8k_judgments,
+                        run_judgments,
+)
 from .mutt import KINDS, MuttSet, parse_ks, passes, read_mutt, read_mutt_set, run_mutt, score_mutt
 
 __all__ = ["CROWDFLOWER", "EXPERT", "JudgedPairs", "Judgment", "crowdflower_pairs", "expert_pairs", "kendall",

@@ -153,7 +153,7 @@ class SearchConfig:
         return tomli_w.dumps(as_dict(self))
 
     @classmethod
-    def from_dict(cls, raw: dict, source: str = "config", base: Path | None = None) -> "SearchConfig":
+    def from_dict(cls, raw: dict, source: str = "config", base: Path | None = None) -> SearchConfig:
         """Build and validate from TOML data; ``base`` resolves relative paths (the config's folder)."""
         raw = dict(raw)
         models = dict(raw.pop("models", {})) if isinstance(raw.get("models"), dict) else raw.pop("models", {})
@@ -179,7 +179,7 @@ class SearchConfig:
         return config
 
     @classmethod
-    def load(cls, path) -> "SearchConfig":
+    def load(cls, path) -> SearchConfig:
         path = Path(path)
         try:
             raw = tomllib.loads(io.read_text(path, "config file"))
@@ -203,7 +203,7 @@ class SearchConfig:
     def only_precomputed(self) -> bool:
         return bool(self.precomputed) and not self.models.checkpoints
 
-    def resolve_paths(self, base: Path) -> "SearchConfig":
+    def resolve_paths(self, base: Path) -> SearchConfig:
         """The same config with relative file paths made absolute against ``base``."""
         def path(value: str) -> str:
             return str((base / value).resolve()) if value and not Path(value).is_absolute() else value

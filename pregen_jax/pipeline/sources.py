@@ -14,8 +14,16 @@ import numpy as np
 
 from .. import io
 from ..captioning import TrainedModel, load_trained, train_captioner
-from ..datasets import (CaptionDataset, ShapesConfig, Vocabulary, load_shapes, read_features, read_flickr8k,
-                        read_karpathy_json, tokenize)
+from ..datasets import (
+    CaptionDataset,
+    ShapesConfig,
+    Vocabulary,
+    load_shapes,
+    read_features,
+    read_flickr8k,
+    read_karpathy_json,
+    tokenize,
+)
 from ..refprobs import RefProbs
 from ..settings import as_dict
 from .cache import Entry, Stage, StageCache, digest

@@ -159,7 +159,7 @@ class PostgenPool:
             if hasattr(_STATE, "args"):
                 del _STATE.args
 
-    def __enter__(self) -> "PostgenPool":
+    def __enter__(self) -> PostgenPool:
         return self
 
     def __exit__(self, exc_type, *exc) -> None:

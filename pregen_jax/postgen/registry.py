@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from typing import Callable
+from collections.abc import Callable
 
 from .base import PostgenMetric, PostgenOptions
 

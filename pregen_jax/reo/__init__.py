@@ -10,8 +10,16 @@ from .attention import LAMBDA, attention, context_vectors, pair_scores
 from .captions import Candidate, count_tuples, make_candidate, make_candidates, scene_tuples
 from .model import Matcher, MatcherConfig, ScanMatcher, encode_captions, encode_regions, pad_token_ids, shapes_regions
 from .scorer import METRIC_NAMES, ReoScorer, fit_scorer, load_scorer, save_scorer
-from .scores import (Covariance, estimate_covariance, ledoit_wolf, mahalanobis, projection_residual, reo_from_context,
-                     score_captions, score_pairs)
+from .scores import (
+                     Covariance,
+                     estimate_covariance,
+                     ledoit_wolf,
+                     mahalanobis,
+                     projection_residual,
+                     reo_from_context,
+                     score_captions,
+                     score_pairs,
+)
 from .train import MatchTrainConfig, TrainedMatcher, load_matcher, retrieval_recalls, train_matcher, write_retrieval
 from .validation import correlations, figure3_cosines, write_correlations
 

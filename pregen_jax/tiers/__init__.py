@@ -26,8 +26,18 @@ over the local devices.
 from . import _builtins  # noqa: F401  (registers the spec's functions)
 from ._check import check, registered
 from ._models import sweep_models
-from ._registry import (JOIN, REGISTRIES, TIER_NAMES, TierFn, describe, get, register, register_aggregator,
-                        register_caption_score, register_filter)
+from ._registry import (
+                        JOIN,
+                        REGISTRIES,
+                        TIER_NAMES,
+                        TierFn,
+                        describe,
+                        get,
+                        register,
+                        register_aggregator,
+                        register_caption_score,
+                        register_filter,
+)
 from ._segments import Partitions, plan_segments
 from ._space import COMPAT_2018, DEFAULT_SPACE, Space, parse_metric_name
 from ._sweep import check_strata, compiled_segment_sweep, compiled_sweep, sweep, sweep_arrays, sweep_segment_arrays

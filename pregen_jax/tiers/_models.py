@@ -9,7 +9,7 @@ many: ``shard_map`` gives each device its share of models, which it vmaps over).
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +43,7 @@ class TierFn:
     doc: str = ""
     reference: Callable | None = None  # plain Python over one list of values (see ``check``)
 
-    def renamed(self, name: str) -> "TierFn":
+    def renamed(self, name: str) -> TierFn:
         """The same function under another name (how COMPAT_2018 calls its filter ``filter0``)."""
         _check_name(name)
         return dataclasses.replace(self, name=name)

@@ -63,7 +63,7 @@ class Partitions:
         object.__setattr__(self, "segment_ids", ids.astype(np.int32))
 
     @classmethod
-    def from_mask(cls, strata) -> "Partitions":
+    def from_mask(cls, strata) -> Partitions:
         """Group consecutive pairwise-disjoint rows of ``strata: bool[S, I]`` into partitions.
 
         The strata keep their order (``from_mask(m).mask == m``). A row that overlaps the
@@ -137,7 +137,7 @@ class Runs:
     atoms: tuple[tuple[int, int], ...]
     spans: tuple[tuple[tuple[int, int], ...], ...]
 
-    def scaled(self, factor: int) -> "Runs":
+    def scaled(self, factor: int) -> Runs:
         """The same runs over ``factor`` entries per image (the joined caption scores)."""
         return Runs(tuple((a * factor, b * factor) for a, b in self.atoms),
                     tuple(tuple((a * factor, b * factor) for a, b in part) for part in self.spans))

@@ -44,12 +44,12 @@ class Space:
     @classmethod
     def from_names(cls, filters=DEFAULT_FILTERS, caption_scores=DEFAULT_CAPTION_SCORES,
                    image_aggregators=DEFAULT_IMAGE_AGGREGATORS,
-                   dataset_aggregators=DEFAULT_DATASET_AGGREGATORS) -> "Space":
+                   dataset_aggregators=DEFAULT_DATASET_AGGREGATORS) -> Space:
         """Build a space from registered names (or ``TierFn`` objects) per tier."""
         return cls(_as_tier_fns(1, filters), _as_tier_fns(2, caption_scores),
                    _as_tier_fns(3, image_aggregators), _as_tier_fns(4, dataset_aggregators))
 
-    def extend(self, filters=(), caption_scores=(), image_aggregators=(), dataset_aggregators=()) -> "Space":
+    def extend(self, filters=(), caption_scores=(), image_aggregators=(), dataset_aggregators=()) -> Space:
         """This space with more functions appended to some tiers (registered names or TierFns)."""
         return Space.from_names(self.filters + tuple(filters), self.caption_scores + tuple(caption_scores),
                                 self.image_aggregators + tuple(image_aggregators),
