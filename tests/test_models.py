@@ -5,10 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pregen_jax.captioning import checkpoints, decode, evaluate, input_pipeline
+from pregen_jax.captioning import decode, evaluate, input_pipeline
 from pregen_jax.captioning import train as training
 from pregen_jax.captioning.models import ARCHITECTURES, FEATURE_STATS, Captioner, CaptionerConfig, with_feature_mean
 from pregen_jax.datasets import Vocabulary
+from pregen_jax.training import checkpoints
 
 TINY = dict(embed_size=12, hidden_size=16, image_size=8, dropout=0.5)
 FEATURES = 10
@@ -170,26 +171,16 @@ def _train(workdir, epochs=2, arch="merge", **overrides):
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
-def test_training_checkpoints_snapshots_and_resume(tmp_path, monkeypatch, arch):
+def test_training_checkpoints_snapshots_and_resume(tmp_path, crash_on, arch):
     straight = _train(tmp_path / "a", arch=arch)
     assert (tmp_path / "a" / "snapshot-epoch1.msgpack").is_file()
     assert [h["epoch"] for h in straight.history] == [1, 2]
     # Interrupt the second epoch (after the first epoch's checkpoint), then resume.
-    calls = {"n": 0}
-    original = training.val_perplexity
-
-    def crash_on_second(*args):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return original(*args)
-    monkeypatch.setattr(training, "val_perplexity", crash_on_second)
-    with pytest.raises(KeyboardInterrupt):
+    with crash_on(training, "val_perplexity"), pytest.raises(KeyboardInterrupt):
         _train(tmp_path / "b", arch=arch)
     assert not (tmp_path / "b" / "model.msgpack").exists()
     _, meta = checkpoints.load(tmp_path / "b" / "checkpoint.msgpack")
     assert meta["state"]["epoch"] == 1
-    monkeypatch.setattr(training, "val_perplexity", original)
     resumed = _train(tmp_path / "b", arch=arch)
     jax.tree_util.tree_map(np.testing.assert_allclose, straight.params, resumed.params)
     # A finished run loads instead of training.

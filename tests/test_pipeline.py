@@ -39,21 +39,12 @@ def test_run_with_precomputed_models(tmp_path):
     assert whole == pytest.approx(postgen.CIDEr().compute_score(gts, res)[0], rel=1e-6)
 
 
-def test_interrupted_run_resumes_and_finished_run_is_cached(tmp_path, monkeypatch):
+def test_interrupted_run_resumes_and_finished_run_is_cached(tmp_path, crash_on):
     config_path = write_precomputed(tmp_path)
     out = tmp_path / "out"
-    real_sweep = tiers.sweep
-    calls = {"sweep": 0}
-
-    def crashing_sweep(*args, **kwargs):
-        calls["sweep"] += 1
-        if calls["sweep"] == 2:
-            raise KeyboardInterrupt
-        return real_sweep(*args, **kwargs)
-    monkeypatch.setattr(tiers, "sweep", crashing_sweep)
-    assert run(config_path, out, "--workers", "0") == 130  # no post-gen workers: models scored in order
+    with crash_on(tiers, "sweep"):  # Ctrl-C in the second model's sweep
+        assert run(config_path, out, "--workers", "0") == 130  # no post-gen workers: models scored in order
     assert not (out / "table.tsv").exists()
-    monkeypatch.setattr(tiers, "sweep", real_sweep)
     config = SearchConfig.load(config_path)
     resumed = run_search(config, out, progress=False)
     # Model 0 was finished before the crash, model 1 had its strata and post-gen metrics.

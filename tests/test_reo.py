@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pregen_jax import reo
-from pregen_jax.captioning import checkpoints
 from pregen_jax.datasets import Vocabulary, shapes
 from pregen_jax.reo import train as reo_train
+from pregen_jax.training import checkpoints
 
 # ------------------------------------------------------------------------ attention (eqs. 1-3)
 
@@ -226,22 +226,12 @@ def _train(workdir, epochs=2, **overrides):
     return reo.train_matcher(TINY, config, VOCAB, regions, captions, workdir, progress=False)
 
 
-def test_training_checkpoints_resume_and_mismatch(tmp_path, monkeypatch):
+def test_training_checkpoints_resume_and_mismatch(tmp_path, crash_on):
     straight = _train(tmp_path / "a")
     assert [h["epoch"] for h in straight.history] == [1, 2]
     # interrupt the second epoch's checkpoint write (after the first epoch's), then resume
-    calls = {"n": 0}
-    original = checkpoints.save
-
-    def crash_on_second(*args):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return original(*args)
-    monkeypatch.setattr(checkpoints, "save", crash_on_second)
-    with pytest.raises(KeyboardInterrupt):
+    with crash_on(checkpoints, "save"), pytest.raises(KeyboardInterrupt):
         _train(tmp_path / "b")
-    monkeypatch.setattr(checkpoints, "save", original)
     assert not (tmp_path / "b" / "matcher.msgpack").exists()
     _, meta = checkpoints.load(tmp_path / "b" / "checkpoint.msgpack")
     assert meta["state"]["epoch"] == 1

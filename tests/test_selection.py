@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 from pregen_jax import RefProbs, tiers
-from pregen_jax.captioning import checkpoints, criteria, evaluate
+from pregen_jax.captioning import criteria, evaluate
 from pregen_jax.captioning import train as training
 from pregen_jax.captioning.models import CaptionerConfig
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.pipeline import SearchConfig
 from pregen_jax.settings import build
+from pregen_jax.training import checkpoints
 
 TINY = CaptionerConfig(embed_size=12, hidden_size=16, image_size=8, dropout=0.5)
 VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])
@@ -159,20 +160,10 @@ def test_early_stopping_follows_the_criterion(tmp_path, monkeypatch, direction, 
     assert meta["epoch"] == best
 
 
-def test_resume_with_a_pregen_criterion_gives_identical_parameters(tmp_path, monkeypatch):
+def test_resume_with_a_pregen_criterion_gives_identical_parameters(tmp_path, crash_on):
     straight = train(tmp_path / "a", epochs=2, select_by=WINNER_2018)
-    calls = {"n": 0}
-    original = training.validate
-
-    def crash_on_second(*args):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return original(*args)
-    monkeypatch.setattr(training, "validate", crash_on_second)
-    with pytest.raises(KeyboardInterrupt):
+    with crash_on(training, "validate"), pytest.raises(KeyboardInterrupt):
         train(tmp_path / "b", epochs=2, select_by=WINNER_2018)
-    monkeypatch.setattr(training, "validate", original)
     resumed = train(tmp_path / "b", epochs=2, select_by=WINNER_2018)
     jax.tree_util.tree_map(np.testing.assert_array_equal, straight.params, resumed.params)
     assert [h[WINNER_2018] for h in resumed.history] == [h[WINNER_2018] for h in straight.history]

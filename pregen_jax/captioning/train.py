@@ -14,11 +14,11 @@ import numpy as np
 import optax
 import pydantic
 from flax import serialization
-from tqdm.auto import tqdm
 
 from ..datasets import Vocabulary
 from ..settings import PositiveFloat, PositiveInt, as_dict, settings
-from . import checkpoints, criteria, decode
+from ..training import checkpoints, loop
+from . import criteria, decode
 from .evaluate import perplexity, reference_probs
 from .input_pipeline import encode_references, training_batch, training_batches
 from .models import ARCHITECTURES, Captioner, CaptionerConfig, with_feature_mean
@@ -155,57 +155,44 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
     if final.is_file():
         return load_trained(final, vocab)
 
-    optimizer = optax.adam(train_config.learning_rate)
     params = with_feature_mean(init_params(model, train_features.shape[1], seed), model_config, train_features)
-    opt_state = optimizer.init(params)
-    criterion, pregen_metrics = train_config.criterion, train_config.pregen_metrics
-    # best_val: the best select_by value so far (validation perplexity by default).
-    state = {"epoch": 0, "best_val": criterion.worst, "best_epoch": 0, "bad_epochs": 0, "history": []}
-    best_params = params
-    ckpt = workdir / "checkpoint.msgpack"
-    resumed = checkpoints.resume(ckpt, params, opt_state, meta, CHECKED_META)
-    if resumed:
-        params, best_params, opt_state, state = resumed
+    task = captioner_task(model, train_config, seed, vocab, train_captions, train_features, val_features,
+                          val_captions, description)
+    schedule = loop.Schedule(train_config.epochs, final.name, train_config.patience,
+                             tuple(train_config.snapshot_epochs), loss_every=20, batch_size=train_config.batch_size,
+                             rate_name="captions_per_s", description=description)
+    fitted = loop.fit(task, schedule, params, optax.adam(train_config.learning_rate), workdir, meta, CHECKED_META,
+                      progress)
+    return TrainedModel(model, fitted.params, fitted.history, fitted.path)
 
+
+def captioner_task(model: Captioner, train_config: TrainConfig, seed: int, vocab: Vocabulary, train_captions,
+                   train_features, val_features, val_captions, description: str = "") -> loop.Task:
+    """What the fit loop needs of a caption generator: length-bucketed minibatches drawn from
+    (seed, epoch), Adam steps with dropout keys from (seed, epoch, step), and the validation
+    (perplexity and the pre-gen metrics asked for) that ``train_config.select_by`` chooses by."""
     pairs = [(n, ids) for n, _, ids in encode_references(train_captions, vocab, "training captions")]
     train_step = adam_train_step(model, train_config.learning_rate)
     train_features = np.asarray(train_features, np.float32)
-    while state["epoch"] < train_config.epochs and state["bad_epochs"] < train_config.patience:
-        epoch = state["epoch"] + 1
-        rng = np.random.default_rng([seed, epoch])
-        batches = training_batches(pairs, train_config.batch_size, rng)
-        bar = tqdm(batches, desc=f"{description} epoch {epoch}/{train_config.epochs}".strip(), unit="batch",
-                   disable=not progress, leave=False)
-        start, losses = time.perf_counter(), []
-        key = jax.random.PRNGKey(seed * 100003 + epoch)
-        for step, batch in enumerate(bar):
-            params, opt_state, loss = train_step(params, opt_state, jax.random.fold_in(key, step),
-                                                 *training_batch(pairs, batch, train_features))
-            if step % 20 == 0:
-                losses.append(float(loss))
-                rate = (step + 1) * train_config.batch_size / (time.perf_counter() - start)
-                bar.set_postfix(loss=f"{losses[-1]:.3f}", captions_per_s=f"{rate:.0f}")
-        validation = validate(model, params, val_features, val_captions, vocab, pregen_metrics)
-        value = validation.value(criterion.name)
-        improved = state["best_epoch"] == 0 or criterion.improves(value, state["best_val"])
-        if improved:
-            best_params, state["best_val"], state["best_epoch"], state["bad_epochs"] = params, value, epoch, 0
-        else:
-            state["bad_epochs"] += 1
-        state["epoch"] = epoch
-        state["history"].append({"epoch": epoch, "train_loss": float(np.mean(losses)) if losses else None,
-                                 "val_perplexity": validation.perplexity, **validation.pregen,
-                                 "eval_seconds": validation.seconds, "seconds": time.perf_counter() - start})
-        if epoch in train_config.snapshot_epochs:
-            checkpoints.save(workdir / f"snapshot-epoch{epoch}.msgpack", {"params": params},
-                             {**meta, "epoch": epoch, "val_perplexity": validation.perplexity, **validation.pregen})
-        checkpoints.save(ckpt, {"params": params, "best_params": best_params,
-                                "opt_state": serialization.to_state_dict(opt_state)}, {**meta, "state": state})
-        if progress:
-            tqdm.write(epoch_line(description, epoch, validation, criterion.name, improved))
-    checkpoints.save(final, {"params": best_params}, {**meta, "epoch": state["best_epoch"],
-                                                      "history": state["history"]})
-    return TrainedModel(model, best_params, state["history"], final)
+    criterion, pregen_metrics = train_config.criterion, train_config.pregen_metrics
+
+    def batches(epoch):
+        return training_batches(pairs, train_config.batch_size, np.random.default_rng([seed, epoch]))
+
+    def step(params, opt_state, batch, epoch, index):
+        key = jax.random.fold_in(jax.random.PRNGKey(seed * 100003 + epoch), index)
+        return train_step(params, opt_state, key, *training_batch(pairs, batch, train_features))
+
+    def validation(params):
+        result = validate(model, params, val_features, val_captions, vocab, pregen_metrics)
+        return {"val_perplexity": result.perplexity, **result.pregen}, result.value(criterion.name)
+
+    def line(epoch, record, best):
+        result = criteria.Validation(record["val_perplexity"], {name: record[name] for name in pregen_metrics},
+                                     record["eval_seconds"])
+        return epoch_line(description, epoch, result, criterion.name, best)
+
+    return loop.Task(batches, step, line, validation, criterion.improves)
 
 
 def epoch_line(description: str, epoch: int, validation: criteria.Validation, select_by: str, best: bool) -> str:

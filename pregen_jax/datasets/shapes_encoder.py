@@ -19,7 +19,7 @@ import optax
 from flax import serialization
 from tqdm.auto import tqdm
 
-from ..captioning import checkpoints
+from ..training import checkpoints
 from .corpus import CaptionDataset
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from pathlib import Path
 
 import jax
@@ -23,11 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import serialization
-from tqdm.auto import tqdm
 
 from .. import io
-from ..captioning import checkpoints
 from ..datasets import Vocabulary
+from ..training import checkpoints, loop
 from .attention import pair_scores
 from .model import MatcherConfig, ScanMatcher, encode_captions, encode_regions, map_chunks, pad_token_ids
 
@@ -137,46 +135,41 @@ def train_matcher(config: MatcherConfig, train_config: MatchTrainConfig, vocab: 
     if final.is_file():
         checkpoints.check_meta(final, checkpoints.load(final)[1], meta, CHECKED_META)
         return load_matcher(final, vocab)
-    optimizer = make_optimizer(train_config)
-    params = matcher.init(train_config.seed, regions)
-    opt_state = optimizer.init(params)
-    best_params, state = params, {"epoch": 0, "best_rsum": -1.0, "best_epoch": 0, "history": []}
-    ckpt = workdir / "checkpoint.msgpack"
-    resumed = checkpoints.resume(ckpt, params, opt_state, meta, CHECKED_META)
-    if resumed:
-        params, best_params, opt_state, state = resumed
+    task = matcher_task(matcher, train_config, regions, captions, val_regions, val_captions)
+    schedule = loop.Schedule(train_config.epochs, final.name, description="matcher")
+    fitted = loop.fit(task, schedule, matcher.init(train_config.seed, regions), make_optimizer(train_config),
+                      workdir, meta, CHECKED_META, progress)
+    return TrainedMatcher(matcher, fitted.params, fitted.history, fitted.path)
+
+
+def matcher_task(matcher: ScanMatcher, train_config: MatchTrainConfig, regions: np.ndarray, captions,
+                 val_regions=None, val_captions=None) -> loop.Task:
+    """What the fit loop needs of the matching model: batches of distinct images with one
+    reference each, drawn from (seed, epoch); hinge steps (all negatives for the warm-up epochs,
+    then the hardest); and, given validation data, the retrieval recall sum the best epoch is chosen by."""
     regions = np.asarray(regions, np.float32)
     width = -(-max(len(t) for refs in captions for t in refs) // 8) * 8  # one width: one compilation
-    while state["epoch"] < train_config.epochs:
-        epoch = state["epoch"] + 1
-        batches = _epoch_batches(captions, train_config.batch_size, np.random.default_rng([train_config.seed, epoch]))
-        bar = tqdm(batches, desc=f"matcher epoch {epoch}/{train_config.epochs}", disable=not progress, leave=False)
-        start, losses = time.perf_counter(), []
-        hardest = epoch > train_config.warmup_epochs
-        for images, picked in bar:
-            ids, lengths = pad_token_ids(picked, vocab, "training captions", width)
-            params, opt_state, loss = train_step(params, opt_state, regions[images], ids, lengths, matcher=matcher,
-                                                 config=train_config, hardest=hardest)
-            losses.append(float(loss))
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        record = {"epoch": epoch, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}
-        if val_regions is not None:
-            count = min(train_config.val_images, len(val_regions))
-            recalls = retrieval_recalls(matcher, params, val_regions[:count], val_captions[:count])
-            record["val_rsum"] = float(sum(sum(r.values()) for r in recalls.values()))
-            if record["val_rsum"] > state["best_rsum"]:
-                best_params, state["best_rsum"], state["best_epoch"] = params, record["val_rsum"], epoch
-        else:
-            best_params, state["best_epoch"] = params, epoch
-        state["epoch"] = epoch
-        state["history"].append(record)
-        checkpoints.save(ckpt, {"params": params, "best_params": best_params,
-                                "opt_state": serialization.to_state_dict(opt_state)}, {**meta, "state": state})
-        if progress:
-            tqdm.write(f"matcher epoch {epoch}: loss {record['train_loss']:.3f}"
-                       + (f", val recall sum {record['val_rsum']:.3f}" if "val_rsum" in record else ""))
-    checkpoints.save(final, {"params": best_params}, {**meta, "epoch": state["best_epoch"], "history": state["history"]})
-    return TrainedMatcher(matcher, best_params, state["history"], final)
+
+    def batches(epoch):
+        return _epoch_batches(captions, train_config.batch_size, np.random.default_rng([train_config.seed, epoch]))
+
+    def step(params, opt_state, batch, epoch, index):
+        images, picked = batch
+        ids, lengths = pad_token_ids(picked, matcher.vocab, "training captions", width)
+        return train_step(params, opt_state, regions[images], ids, lengths, matcher=matcher, config=train_config,
+                          hardest=epoch > train_config.warmup_epochs)
+
+    def validate(params):
+        count = min(train_config.val_images, len(val_regions))
+        recalls = retrieval_recalls(matcher, params, val_regions[:count], val_captions[:count])
+        rsum = float(sum(sum(r.values()) for r in recalls.values()))
+        return {"val_rsum": rsum}, rsum
+
+    def line(epoch, record, best):
+        return (f"matcher epoch {epoch}: loss {record['train_loss']:.3f}"
+                + (f", val recall sum {record['val_rsum']:.3f}" if "val_rsum" in record else ""))
+
+    return loop.Task(batches, step, line, validate if val_regions is not None else None)
 
 
 def load_matcher(path, vocab: Vocabulary | None = None) -> TrainedMatcher:
