@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from pregen_jax import ranking
-from pregen_jax.ranking import decisions
+from pregen_jax.ranking import decisions, render
 from tests.conftest import shared
 
 PPLX = "geomean_join_pplx_none"
@@ -143,7 +143,7 @@ def test_heldout_selection_picks_on_the_other_groups():
     assert df.loc["g3", "heldout_R^2"] < 0.3 < 0.99 < df.loc["g3", "baseline_heldout_R^2"]
     # Perplexity's sign comes from the selection rows: it orders every held-out pair right.
     assert (df["baseline_heldout_pairwise_accuracy"] == 1.0).all()
-    md = decisions.decisions_markdown({}, {"CIDEr": df.reset_index()}, {})
+    md = render.decisions_markdown({}, {"CIDEr": df.reset_index()}, {})
     assert ("Perplexity does as well as or better than the selected metric on held-out g1 "
             "(R^2 and pairwise accuracy)") in md
 
@@ -162,7 +162,7 @@ def test_markdown_says_when_perplexity_is_as_good():
     models = two_group_models()
     correlations = pd.DataFrame({"pregen": ["m", PPLX], "all_R": [0.2, -0.1]})
     df = decisions.validate_models(models, correlations, "CIDEr", group_by="dataset")
-    md = decisions.decisions_markdown({"CIDEr": df}, {}, {"CIDEr": "m"})
+    md = render.decisions_markdown({"CIDEr": df}, {}, {"CIDEr": "m"})
     assert "orders model pairs as well as or better than `m` in: a (1.000 vs 1.000), b (1.000 vs 0.833)" in md
 
 

@@ -7,6 +7,7 @@ import scipy.stats
 
 from pregen_jax.datasets import TOKENIZER_NAME
 from pregen_jax.meta import judgments as jm
+from pregen_jax.meta import judgments_report
 
 from .conftest import shared
 
@@ -134,7 +135,7 @@ def test_tau_variants():
 def test_end_to_end_on_tiny_files(flickr, tmp_path):
     folder, _ = flickr
     out = tmp_path / "out"
-    result = jm.run_judgments(out, flickr8k=folder, metrics="Bleu_1,CIDEr")
+    result = judgments_report.run_judgments(out, flickr8k=folder, metrics="Bleu_1,CIDEr")
     table = pd.read_csv(out / "judgments.tsv", sep="\t")
     assert list(table.columns) == list(jm.COLUMNS) and len(table) == 2 * (1 + len(jm.REMOVAL_RULES))
     assert (table["tokenizer"] == TOKENIZER_NAME).all() and table["tau"].between(-1, 1).all()
@@ -150,7 +151,7 @@ def test_missing_file_writes_nothing(flickr, tmp_path):
     folder, _ = flickr
     (folder / "CrowdFlowerAnnotations.txt").unlink()
     with pytest.raises(ValueError, match=r"CrowdFlowerAnnotations.txt: not found"):
-        jm.run_judgments(tmp_path / "out", flickr8k=folder, metrics="Bleu_1")
+        judgments_report.run_judgments(tmp_path / "out", flickr8k=folder, metrics="Bleu_1")
     assert not (tmp_path / "out").exists()
 
 

@@ -9,7 +9,7 @@ from pycocoevalcap.cider.cider import Cider
 
 from pregen_jax import postgen
 from pregen_jax.datasets import TOKENIZER_NAME, tokenize
-from pregen_jax.meta import common, mutt
+from pregen_jax.meta import common, mutt, mutt_report
 from pregen_jax.meta.common import score_candidates
 
 from .conftest import shared
@@ -143,7 +143,7 @@ def test_missing_folder_and_unknown_metric(tmp_path):
 def test_bad_input_writes_nothing(tiny_mutt, tmp_path):
     _break(tiny_mutt, "misaligned")
     with pytest.raises(ValueError):
-        mutt.run_mutt(tmp_path / "out", data=tiny_mutt, ks="1,2", metrics="Bleu_1")
+        mutt_report.run_mutt(tmp_path / "out", data=tiny_mutt, ks="1,2", metrics="Bleu_1")
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.staging-*"))
 
 
@@ -173,7 +173,7 @@ def test_score_candidates_keeps_repeats_and_reuses_the_memo():
 
 def test_end_to_end_on_a_tiny_folder(tiny_mutt, tmp_path):
     out = tmp_path / "out"
-    result = mutt.run_mutt(out, data=tiny_mutt, ks="1,2", metrics="Bleu_1,CIDEr")
+    result = mutt_report.run_mutt(out, data=tiny_mutt, ks="1,2", metrics="Bleu_1,CIDEr")
     table = pd.read_csv(out / "mutt.tsv", sep="\t")
     assert list(table.columns) == list(mutt.COLUMNS) and len(table) == 2 * 2 * 2
     assert (table["tokenizer"] == TOKENIZER_NAME).all() and (table["trials"] == 2).all()

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from pregen_jax import io, ranking
-from pregen_jax.ranking import decisions
+from pregen_jax.ranking import decisions, render
 
 TABLE = io.shared_data("pregen-metrics-2018", "data.txt")
 WINNER = "mean_max_normcount_prefix0"
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
         chosen = {post: df["pregen"].iloc[0] for post, df in result.correlations.items()}
         outputs = {**{f"models_{post}.tsv": df for post, df in models.items()},
                    **{f"heldout_{post}.tsv": df for post, df in heldout.items()},
-                   "decisions.md": decisions.decisions_markdown(models, heldout, chosen)}
+                   "decisions.md": render.decisions_markdown(models, heldout, chosen)}
         with io.staged_folder(args.out) as staging:
             ranking.write_files(staging, outputs, "2018 study's own (lower-cased alphanumeric tokens)")
         print(f"\nwrote {args.out}")

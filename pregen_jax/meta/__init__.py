@@ -13,11 +13,13 @@ from .judgments import (
                         read_crowdflower,
                         read_expert,
                         read_flickr8k_judgments,
-                        run_judgments,
 )
-from .mutt import KINDS, MuttSet, parse_ks, passes, read_mutt, read_mutt_set, run_mutt, score_mutt
+from .judgments_report import JudgmentsRun, run_judgments
+from .mutt import KINDS, MuttSet, parse_ks, passes, read_mutt, read_mutt_set, score_mutt
+from .mutt_report import MuttRun, run_mutt
 
 __all__ = ["CROWDFLOWER", "EXPERT", "JudgedPairs", "Judgment", "crowdflower_pairs", "expert_pairs", "kendall",
-           "read_captions", "read_crowdflower", "read_expert", "read_flickr8k_judgments", "run_judgments",
+           "JudgmentsRun", "MuttRun", "read_captions", "read_crowdflower", "read_expert", "read_flickr8k_judgments",
+           "run_judgments",
            "KINDS", "MuttSet", "metric_names", "parse_ks", "passes", "read_mutt", "read_mutt_set", "run_mutt",
            "score_candidates", "score_mutt"]

@@ -17,17 +17,12 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import scipy.stats
 
-from .. import io
 from ..datasets import TOKENIZER_NAME, tokenize
-from .common import metric_names, open_metrics, score_candidates
 
 EXPERT, CROWDFLOWER = "Flickr8k-Expert", "Flickr8k-CrowdFlower"
 TAU_VARIANT = {EXPERT: "c", CROWDFLOWER: "b"}  # as CLIPScore (Hessel et al. 2021) reports them
@@ -211,15 +206,6 @@ def correlate(pairs: JudgedPairs, scores: dict[str, np.ndarray], variant_label: 
             for name, s in scores.items()]
 
 
-@dataclasses.dataclass
-class JudgmentsRun:
-    table: pd.DataFrame
-    unavailable: dict[str, str]
-    out: Path
-    seconds: float
-    counts: dict[str, int]
-
-
 def read_flickr8k_judgments(folder) -> tuple[JudgedPairs, dict[str, JudgedPairs]]:
     """The Expert pairs and the CrowdFlower pairs under each removal rule, read and checked."""
     folder = Path(folder)
@@ -238,31 +224,3 @@ def variant_label(pairs: JudgedPairs, removal: str | None = None) -> str:
     if removal in (None, "pair"):
         return label
     return f"{label}, own caption {'removed image-wide' if removal == 'image' else 'kept'}"
-
-
-def run_judgments(out, flickr8k=None, metrics: str | None = None,
-                  progress: Callable[[str], None] | None = None) -> JudgmentsRun:
-    """Score every judged pair with every requested metric; write judgments.tsv and report.md."""
-    from .judgments_report import write_judgment_outputs
-    start = time.perf_counter()
-    folder = Path(flickr8k) if flickr8k else io.shared_data("flickr8k")
-    names = metric_names(metrics)
-    expert, crowd = read_flickr8k_judgments(folder)
-    rows, memo = [], {}
-    with open_metrics(names) as metric_set:
-        if not metric_set.metrics:
-            raise ValueError(f"--metrics: none of {names} can run here ({metric_set.unavailable})")
-        for pairs, removal in ((expert, None), *((crowd[rule], rule) for rule in REMOVAL_RULES)):
-            t0 = time.perf_counter()
-            scores = score_candidates(metric_set, pairs.references, pairs.candidates, memo)
-            rows += correlate(pairs, scores, variant_label(pairs, removal))
-            if progress:
-                progress(f"{variant_label(pairs, removal)} {pairs.dataset}: {len(pairs)} pairs "
-                         f"({time.perf_counter() - t0:.0f} s)")
-    table = pd.DataFrame(rows, columns=list(COLUMNS))
-    seconds = time.perf_counter() - start
-    counts = {"expert_pairs": len(expert), "expert_rows": int(expert.human.size), "expert_left_out": expert.left_out,
-              "crowd_pairs": len(crowd["pair"]), "crowd_own": crowd["pair"].own}
-    with io.staged_folder(out) as stage:
-        write_judgment_outputs(stage, table, counts, metric_set.unavailable, folder, seconds)
-    return JudgmentsRun(table, metric_set.unavailable, Path(out), seconds, counts)

@@ -1,6 +1,10 @@
-"""The human-judgment outputs: judgments.tsv and report.md (our taus beside CLIPScore's Table 1)."""
+"""The human-judgment run and its outputs: judgments.tsv and report.md (our taus beside CLIPScore's
+Table 1). Above ``judgments`` (reading, pairing, correlating), which never imports this module."""
 from __future__ import annotations
 
+import dataclasses
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -8,8 +12,16 @@ import pandas as pd
 
 from .. import io
 from ..datasets import TOKENIZER, TOKENIZER_NAME
-from .common import markdown_table
-from .judgments import CROWDFLOWER, EXPERT
+from .common import markdown_table, metric_names, open_metrics, score_candidates
+from .judgments import (
+    COLUMNS,
+    CROWDFLOWER,
+    EXPERT,
+    REMOVAL_RULES,
+    correlate,
+    read_flickr8k_judgments,
+    variant_label,
+)
 from .published import CLIPSCORE_TABLE1
 
 PROTOCOL = """\
@@ -100,3 +112,39 @@ def write_judgment_outputs(folder: Path, table: pd.DataFrame, counts: dict[str, 
                            data: Path, seconds: float) -> None:
     io.write_text(table.to_csv(sep="\t", index=False, float_format="%.6f"), folder / "judgments.tsv")
     io.write_text(judgments_report(table, counts, unavailable, Path(data), seconds), folder / "report.md")
+
+
+@dataclasses.dataclass
+class JudgmentsRun:
+    table: pd.DataFrame
+    unavailable: dict[str, str]
+    out: Path
+    seconds: float
+    counts: dict[str, int]
+
+
+def run_judgments(out, flickr8k=None, metrics: str | None = None,
+                  progress: Callable[[str], None] | None = None) -> JudgmentsRun:
+    """Score every judged pair with every requested metric; write judgments.tsv and report.md."""
+    start = time.perf_counter()
+    folder = Path(flickr8k) if flickr8k else io.shared_data("flickr8k")
+    names = metric_names(metrics)
+    expert, crowd = read_flickr8k_judgments(folder)
+    rows, memo = [], {}
+    with open_metrics(names) as metric_set:
+        if not metric_set.metrics:
+            raise ValueError(f"--metrics: none of {names} can run here ({metric_set.unavailable})")
+        for pairs, removal in ((expert, None), *((crowd[rule], rule) for rule in REMOVAL_RULES)):
+            t0 = time.perf_counter()
+            scores = score_candidates(metric_set, pairs.references, pairs.candidates, memo)
+            rows += correlate(pairs, scores, variant_label(pairs, removal))
+            if progress:
+                progress(f"{variant_label(pairs, removal)} {pairs.dataset}: {len(pairs)} pairs "
+                         f"({time.perf_counter() - t0:.0f} s)")
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    seconds = time.perf_counter() - start
+    counts = {"expert_pairs": len(expert), "expert_rows": int(expert.human.size), "expert_left_out": expert.left_out,
+              "crowd_pairs": len(crowd["pair"]), "crowd_own": crowd["pair"].own}
+    with io.staged_folder(out) as stage:
+        write_judgment_outputs(stage, table, counts, metric_set.unavailable, folder, seconds)
+    return JudgmentsRun(table, metric_set.unavailable, Path(out), seconds, counts)

@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import io
 from ..datasets import TOKENIZER_NAME, tokenize
-from .common import metric_names, open_metrics, score_candidates
+from .common import score_candidates
 
 MEANING_ALTERING, MEANING_PRESERVING, FLUENCY = "meaning-altering", "meaning-preserving", "fluency"
 KINDS = {"neg_subj": MEANING_ALTERING, "neg_verb": MEANING_ALTERING, "sem_opps": MEANING_ALTERING,
@@ -223,33 +222,3 @@ def score_mutt(sets: list[MuttSet], metric_set, progress: Callable[[str], None] 
             progress(f"{mutt_set.corruption}: {len(mutt_set.originals)} trials x {len(mutt_set.references)} "
                      f"reference sets ({time.perf_counter() - start:.0f} s)")
     return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-@dataclasses.dataclass
-class MuttRun:
-    table: pd.DataFrame
-    unavailable: dict[str, str]
-    out: Path
-    seconds: float
-
-
-def run_mutt(out, data=None, ks=DEFAULT_KS, metrics: str | None = None,
-             progress: Callable[[str], None] | None = None) -> MuttRun:
-    """Read the MUTT sets, score them with every requested metric, write mutt.tsv, the heatmap and report.md.
-
-    Bad input is a ValueError before any metric starts; nothing is written to ``out`` then.
-    """
-    from .mutt_report import write_mutt_outputs
-    start = time.perf_counter()
-    data = Path(data) if data else io.shared_data("mutt")
-    ks, names = parse_ks(ks), metric_names(metrics)
-    sets = read_mutt(data, ks)
-    with open_metrics(names) as metric_set:
-        if not metric_set.metrics:
-            raise ValueError(f"--metrics: none of {names} can run here ({metric_set.unavailable})")
-        table = score_mutt(sets, metric_set, progress)
-        stopwords = next((m.stopwords for m in metric_set.metrics if m.name == "WMD"), frozenset())
-    seconds = time.perf_counter() - start
-    with io.staged_folder(out) as stage:
-        write_mutt_outputs(stage, table, sets, metric_set.unavailable, data, seconds, stopwords)
-    return MuttRun(table, metric_set.unavailable, Path(out), seconds)

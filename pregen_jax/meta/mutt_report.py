@@ -1,6 +1,10 @@
-"""The MUTT outputs: mutt.tsv, mutt_heatmap.png and report.md (with MUTT's own numbers beside ours)."""
+"""The MUTT run and its outputs: mutt.tsv, mutt_heatmap.png and report.md (with MUTT's own numbers
+beside ours). Above ``mutt`` (reading and scoring the sets), which never imports this module."""
 from __future__ import annotations
 
+import dataclasses
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -8,8 +12,18 @@ import pandas as pd
 
 from .. import io
 from ..datasets import TOKENIZER, TOKENIZER_NAME
-from .common import markdown_table
-from .mutt import FLUENCY, MEANING_ALTERING, MEANING_PRESERVING, TOLERANCE, MuttSet
+from .common import markdown_table, metric_names, open_metrics
+from .mutt import (
+    DEFAULT_KS,
+    FLUENCY,
+    MEANING_ALTERING,
+    MEANING_PRESERVING,
+    TOLERANCE,
+    MuttSet,
+    parse_ks,
+    read_mutt,
+    score_mutt,
+)
 from .plots import accuracy_grid, mutt_heatmap
 from .published import MUTT_KS, MUTT_PAPER, MUTT_REPO
 
@@ -147,3 +161,31 @@ def write_mutt_outputs(folder: Path, table: pd.DataFrame, sets: list[MuttSet], u
                  f"MUTT accuracy per corruption and metric (tokenizer: {TOKENIZER_NAME})")
     io.write_text(mutt_report(table, sets, unavailable, Path(data), seconds, wmd_stopwords), folder / "report.md")
 
+
+@dataclasses.dataclass
+class MuttRun:
+    table: pd.DataFrame
+    unavailable: dict[str, str]
+    out: Path
+    seconds: float
+
+
+def run_mutt(out, data=None, ks=DEFAULT_KS, metrics: str | None = None,
+             progress: Callable[[str], None] | None = None) -> MuttRun:
+    """Read the MUTT sets, score them with every requested metric, write mutt.tsv, the heatmap and report.md.
+
+    Bad input is a ValueError before any metric starts; nothing is written to ``out`` then.
+    """
+    start = time.perf_counter()
+    data = Path(data) if data else io.shared_data("mutt")
+    ks, names = parse_ks(ks), metric_names(metrics)
+    sets = read_mutt(data, ks)
+    with open_metrics(names) as metric_set:
+        if not metric_set.metrics:
+            raise ValueError(f"--metrics: none of {names} can run here ({metric_set.unavailable})")
+        table = score_mutt(sets, metric_set, progress)
+        stopwords = next((m.stopwords for m in metric_set.metrics if m.name == "WMD"), frozenset())
+    seconds = time.perf_counter() - start
+    with io.staged_folder(out) as stage:
+        write_mutt_outputs(stage, table, sets, metric_set.unavailable, data, seconds, stopwords)
+    return MuttRun(table, metric_set.unavailable, Path(out), seconds)

@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ..ranking import ALL, PERPLEXITY_BASELINE, calibration, decisions
+from ..ranking import ALL, PERPLEXITY_BASELINE, calibration, decisions, render
 from .search import SearchResult
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -66,7 +66,7 @@ def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelL
         return ModelLevel({}, "## Does the metric pick the better model?\n\n" + note + "\n")
     correlations = result.ranking.correlations
     # The rank command's tables and text, then what only a search can add: per-image significance.
-    files = decisions.decision_outputs(result.table, correlations, group_by)
+    files = render.decision_outputs(result.table, correlations, group_by)
     body = files["decisions.md"]
     chosen = {post: df["pregen"].iloc[0] for post, df in correlations.items()}
     significant_lines = []

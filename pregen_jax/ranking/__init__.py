@@ -4,12 +4,13 @@ pick the better model.
 ``stats`` (Pearson over all columns at once, the spec's exclusion rule), ``table`` (reading
 data-point tables strictly), ``decisions`` (model-level pairwise accuracy and Kendall tau,
 held-out selection, a paired bootstrap), ``calibration`` (predicting a post-gen score from a
-pre-gen metric, with a prediction interval), ``render`` (the files a ranking writes).
+pre-gen metric, with a prediction interval), ``render`` (the markdown and files of a
+ranking and of the decisions).
 """
-from .render import summary_markdown, write_files, write_ranking
+from .render import decision_outputs, decisions_markdown, summary_markdown, write_files, write_ranking
 from .stats import ALL, MIN_GROUP_ROWS, PERPLEXITY_BASELINE, Ranking, group_rows, pearson, rank
 from .table import KNOWN_POSTGEN, check_numeric, postgen_columns, pregen_columns, read_table
 
 __all__ = ["ALL", "KNOWN_POSTGEN", "MIN_GROUP_ROWS", "PERPLEXITY_BASELINE", "Ranking", "check_numeric",
-           "group_rows", "pearson", "postgen_columns", "pregen_columns", "rank", "read_table", "summary_markdown",
-           "write_files", "write_ranking"]
+           "decision_outputs", "decisions_markdown", "group_rows", "pearson", "postgen_columns", "pregen_columns",
+           "rank", "read_table", "summary_markdown", "write_files", "write_ranking"]

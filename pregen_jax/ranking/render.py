@@ -1,9 +1,14 @@
-"""A ranking as files: correlations_<POSTGEN>.tsv, excluded.tsv and summary.md."""
+"""A ranking as files (correlations_<POSTGEN>.tsv, excluded.tsv, summary.md) and the model-level
+decisions as files (models_<POSTGEN>.tsv, heldout_<POSTGEN>.tsv, decisions.md): every markdown
+and file of ``ranking``; the numbers come from ``stats`` and ``decisions``."""
 from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from .. import io
+from .decisions import decision_tables
 from .stats import ALL, PERPLEXITY_BASELINE, Ranking
 
 
@@ -56,3 +61,87 @@ def write_files(folder: Path, outputs: dict, tokenizer: str) -> None:
             io.write_text(content, Path(folder) / name)
         else:
             io.write_tsv(content.assign(tokenizer=tokenizer), Path(folder) / name)
+
+
+def decision_outputs(table: pd.DataFrame, correlations: dict[str, pd.DataFrame],
+                     group_by: str | None) -> dict[str, pd.DataFrame | str]:
+    """File name -> content for the rank command: ``models_<POSTGEN>.tsv``,
+    ``heldout_<POSTGEN>.tsv`` (with groups) and ``decisions.md``."""
+    models, heldout = decision_tables(table, correlations, group_by)
+    chosen = {post: df["pregen"].iloc[0] for post, df in correlations.items() if len(df)}
+    return {**{f"models_{post}.tsv": df for post, df in models.items()},
+            **{f"heldout_{post}.tsv": df for post, df in heldout.items()},
+            "decisions.md": decisions_markdown(models, heldout, chosen)}
+
+
+def _fmt(x) -> str:
+    return "n/a" if pd.isna(x) else f"{x:.3f}"
+
+
+def _models_section(post: str, df: pd.DataFrame, chosen: str, baseline: str) -> list[str]:
+    groups = [c[: -len("_pairwise_accuracy")] for c in df.columns if c.endswith("_pairwise_accuracy")]
+    by_name = df.set_index("pregen")
+    has_base = baseline in by_name.index
+    lines = ["", f"## {post}: which model of a pair is better?", "",
+             f"| group | models | pairs | `{chosen}` accuracy | tau | perplexity accuracy | tau |",
+             "|---|---|---|---|---|---|---|"]
+    worse = []
+    for g in groups:
+        c = by_name.loc[chosen]
+        b = by_name.loc[baseline] if has_base else None
+        base_cells = (f"{_fmt(b[f'{g}_pairwise_accuracy'])} | {_fmt(b[f'{g}_kendall_tau'])}"
+                      if has_base else "n/a | n/a")
+        lines.append(f"| {g} | {int(c[f'{g}_models'])} | {int(c[f'{g}_pairs'])} | "
+                     f"{_fmt(c[f'{g}_pairwise_accuracy'])} | {_fmt(c[f'{g}_kendall_tau'])} | {base_cells} |")
+        if has_base and b[f"{g}_pairwise_accuracy"] >= c[f"{g}_pairwise_accuracy"]:
+            worse.append(f"{g} ({_fmt(b[f'{g}_pairwise_accuracy'])} vs {_fmt(c[f'{g}_pairwise_accuracy'])})")
+    lines.append("")
+    if not has_base:
+        lines.append(f"Perplexity (`{baseline}`) is not among the ranked metrics; no comparison.")
+    elif worse:
+        lines.append(f"**Perplexity (`{baseline}`) orders model pairs as well as or better than `{chosen}` in: "
+                     f"{', '.join(worse)}.**")
+    else:
+        lines.append(f"`{chosen}` orders model pairs better than perplexity (`{baseline}`) in every group.")
+    top = df.iloc[0]
+    lines.append(f"Highest pooled pairwise accuracy among {len(df)} metrics: `{top['pregen']}` "
+                 f"({_fmt(top[f'{ALL}_pairwise_accuracy'])}).")
+    return lines
+
+
+def _heldout_section(post: str, df: pd.DataFrame) -> list[str]:
+    lines = ["", f"## {post}: leave one group out", "",
+             "| held out | selected on the others | selection R^2 | held-out R^2 | held-out pairwise accuracy "
+             "| perplexity held-out R^2 | perplexity held-out pairwise accuracy |", "|---|---|---|---|---|---|---|"]
+    plain = []
+    for _, r in df.iterrows():
+        lines.append(f"| {r['held_out']} | `{r['selected']}` | {_fmt(r['selection_R^2'])} | {_fmt(r['heldout_R^2'])} | "
+                     f"{_fmt(r['heldout_pairwise_accuracy'])} | {_fmt(r['baseline_heldout_R^2'])} | "
+                     f"{_fmt(r['baseline_heldout_pairwise_accuracy'])} |")
+        on = [what for what, ours, base in (("R^2", r["heldout_R^2"], r["baseline_heldout_R^2"]),
+                                            ("pairwise accuracy", r["heldout_pairwise_accuracy"],
+                                             r["baseline_heldout_pairwise_accuracy"])) if base >= ours]
+        if on:
+            plain.append(f"{r['held_out']} ({' and '.join(on)})")
+    lines.append("")
+    lines.append(f"**Perplexity does as well as or better than the selected metric on held-out {'; '.join(plain)}.**"
+                 if plain else
+                 "The selected metric beats perplexity on every held-out group, in R^2 and pairwise accuracy.")
+    return lines
+
+
+def decisions_markdown(models: dict[str, pd.DataFrame], heldout: dict[str, pd.DataFrame],
+                       chosen: dict[str, str], baseline: str = PERPLEXITY_BASELINE) -> str:
+    """A readable report of both tables; ``chosen``: post-gen -> the metric to compare with
+    perplexity (normally the ranking's top metric by R^2 over all strata rows)."""
+    lines = ["# Does the metric pick the better model?", "",
+             "Model rows only (whole test set, one per model). Pairwise accuracy: over pairs of models in one "
+             "group whose post-gen scores differ, the share the pre-gen metric orders the same way after "
+             "orienting it by the sign of its R over all strata rows (a pre-gen tie counts 1/2; 0.5 is chance). "
+             "`all` pools the groups' pairs; its tau is weighted by their pairs."]
+    for post, df in models.items():
+        if chosen.get(post) in set(df["pregen"]):
+            lines += _models_section(post, df, chosen[post], baseline)
+    for post, df in heldout.items():
+        lines += _heldout_section(post, df)
+    return "\n".join(lines) + "\n"
