@@ -30,7 +30,8 @@ def _search_in_cluster(config, args) -> int:
     if result is None:  # not process 0: its models are in the shared cache, process 0 writes the run folder
         print(f"process {cluster.index} of {cluster.count}: done; process 0 writes {args.out}")
         return 0
-    report = write_outputs(result, config)
+    from .meta.model_tests_report import search_section
+    report = write_outputs(result, config, search_section(result.out, result.ranking.correlations))
     print(f"\n{len(result.table)} data points; report: {report} ({time.perf_counter() - start:.0f} s)")
     for name, why in result.unavailable.items():
         print(f"{name} unavailable: {why}")

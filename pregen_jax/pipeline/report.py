@@ -59,13 +59,12 @@ def plot(table: pd.DataFrame, pregen: str, post: str, r2: float, path: Path) -> 
     plt.close(fig)
 
 
-def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
-    """Publish the run folder; returns the path of report.md."""
+def write_outputs(result: SearchResult, config: SearchConfig, unit_tests: str = "") -> Path:
+    """Publish the run folder; returns the path of report.md. ``unit_tests``: the report's unit-test
+    section (``meta`` renders it, from a layer above this one), or "" for none."""
     tokenizer = str(result.table["tokenizer"].iloc[0])  # the short name every TSV carries (the report spells it out)
     history = timing_history(result.out / "cache" / "timings.json", result.timings)
     decided = model_level(result, config.pregen.group_by or None, config.seed)
-    from ..meta.model_tests_report import search_section
-    unit_tests = search_section(result.out, result.ranking.correlations)
     with io.staged_folder(result.out, keep=("cache", *UNIT_TEST_FILES)) as staging:
         io.write_tsv(result.table, staging / "table.tsv")
         ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"))
