@@ -2,8 +2,9 @@
 
 Where things are: ``refprobs`` (RefProbs, the pre-gen input), ``tiers`` (the tier registry,
 the 504-metric space and the sweep), ``strata``, ``ranking``, ``postgen`` (real post-gen
-toolkits), ``captioning`` (Flax caption generators: models, input pipeline, decode, train,
-checkpoints), ``datasets``, ``pipeline`` (the search's stages, cache and report), ``cli``.
+toolkits), ``captioning`` (Flax caption generators: models, input pipeline, decode, train),
+``training`` (the shared fit loop and checkpoints), ``reo``, ``datasets``, ``pipeline`` (the
+search's stages, cache and report), ``meta``, ``cli``; layered as pyproject.toml declares.
 Submodules load on first use, so that ``pregen-search --help`` starts at once.
 """
 import importlib
