@@ -141,7 +141,7 @@ def _score(args) -> int:
     from .pipeline.score import render, score
     run = FinishedSearch.open(args.search)
     out = io.check_out_folder(args.out) if args.out else None
-    scores = score(run, args.refprobs, args.pregen, args.level)
+    scores = score(run, args.refprobs, args.pregen, args.level, args.captions)
     print(render(scores))
     if out is not None:
         with io.staged_folder(out) as staging:
@@ -265,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--refprobs", required=True, nargs="+", metavar="NPZ",
                        help="each new model's RefProbs .npz, computed on the search's test references "
                             "(RefProbs.save records their fingerprint)")
+    score.add_argument("--captions", nargs="+", default=None, metavar="TXT",
+                       help="each model's captions of the test images (one a line, in test-split order; one file per "
+                            "--refprobs file, same order): its post-gen scores are measured beside the predictions")
     score.add_argument("--out", default=None, help="also write scores.tsv, order.tsv and pairs.tsv into this folder")
     score.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
                                                       "metric's best by R^2 in the search)")

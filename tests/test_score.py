@@ -48,7 +48,9 @@ def test_manifest_records_models_references_and_versions(search):
 def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, capsys):
     out = search / "scored"
     paths = [str(search / f"new{m}.npz") for m in (0, 3)]
-    assert cli.main(["score", "--search", str(search / "run"), "--refprobs", *paths, "--out", str(out)]) == 0
+    captions = [str(search / f"model{m}.txt") for m in (0, 3)]
+    assert cli.main(["score", "--search", str(search / "run"), "--refprobs", *paths, "--captions", *captions,
+                     "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "from perplexity" in printed and "order by the chosen metric: " in printed
     frame = pd.read_csv(out / "scores.tsv", sep="\t", keep_default_na=False, na_values=[""])
@@ -63,6 +65,11 @@ def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, c
     for _, row in frame[(frame["predictor"] == "chosen") & ~frame["clipped"]].iterrows():
         slope, intercept = np.polyfit(models[row["pregen"]], models[row["postgen"]], 1)
         assert row["predicted"] == pytest.approx(intercept + slope * row["pregen_value"], rel=1e-6, abs=1e-9)
+    # With their captions, the models' measured scores are the search's own (model0 is init-1, model3 init-2).
+    for name, label in (("new0", ("init", 1)), ("new3", ("init", 2))):
+        own = models[(models["architecture"] == label[0]) & (models["run"] == label[1])].iloc[0]
+        for _, row in frame[frame["model"] == name].iterrows():
+            assert row["measured"] == pytest.approx(own[row["postgen"]], rel=1e-6)
     order = pd.read_csv(out / "order.tsv", sep="\t")
     pairs = pd.read_csv(out / "pairs.tsv", sep="\t")
     assert len(order) == 2 * 3 * 2 and len(pairs) == 3 * 2
@@ -93,6 +100,9 @@ def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, 
         search, capsys, tmp_path / "other.npz")
     dataclasses.replace(plain, references=dataclasses.replace(run.references, units="token")).save(tmp_path / "t.npz")
     assert "units 'token', not 'word'" in _refused(search, capsys, tmp_path / "t.npz")
+    assert cli.main(["score", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
+                     "--captions", str(search / "model0.txt"), str(search / "model1.txt")]) == 2
+    assert "--captions: 2 file(s) for 1 --refprobs file(s)" in capsys.readouterr().err
 
 
 def test_fingerprints_follow_tokens_order_and_vocabulary(tmp_path):
@@ -136,7 +146,7 @@ def test_run_folder_without_manifest_or_changed_is_refused(search, tmp_path, cap
 
 def test_rank_refuses_unknown_columns_unless_named(search, tmp_path, capsys):
     table = pd.read_csv(search / "run" / "table.tsv", sep="\t")
-    table = table.assign(my_perplexity=np.exp(-table["mean_mean_prob_none"]))
+    table = pd.concat([table, np.exp(-table["mean_mean_prob_none"]).rename("my_perplexity")], axis=1)
     table.to_csv(tmp_path / "t.tsv", sep="\t", index=False)
     args = ["rank", "--table", str(tmp_path / "t.tsv")]
     assert cli.main([*args, "--out", str(tmp_path / "a")]) == 2

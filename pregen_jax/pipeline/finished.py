@@ -102,6 +102,10 @@ class FinishedSearch:
             raise ValueError(f"{folder / 'config.toml'}: differs from the config in {MANIFEST}: {rerun_hint(folder)}")
         return run
 
+    def _tsv(self, name: str) -> pd.DataFrame:
+        """A TSV the search wrote (its hash checked on opening), without the ``tokenizer`` column; may have no rows."""
+        return pd.read_csv(self.file(name), sep="\t").drop(columns=["tokenizer"], errors="ignore")
+
     def file(self, name: str) -> Path:
         """A data file of the run (only files the manifest lists)."""
         if name not in self.manifest["files"]:
@@ -186,15 +190,13 @@ class FinishedSearch:
         for post in self.postgen:
             name = f"correlations_{post}.tsv"
             if name in self.manifest["files"]:
-                out[post] = ranking.read_table(self.file(name)).drop(columns=["tokenizer"], errors="ignore")
+                out[post] = self._tsv(name)
         return out
 
     @functools.cached_property
     def ranking(self) -> ranking.Ranking:
         """The ranking as ``ranking.rank`` returned it (correlations, exclusions, groups)."""
-        excluded = ranking.read_table(self.file("excluded.tsv")).drop(columns=["tokenizer"], errors="ignore")
-        if not len(excluded.columns):
-            excluded = pd.DataFrame(columns=["pregen", "reason"])
+        excluded = self._tsv("excluded.tsv")
         first = next(iter(self.correlations.values()), pd.DataFrame())
         groups = [c.removesuffix("_R^2") for c in first.columns if c.endswith("_R^2")]
         return ranking.Ranking(self.correlations, excluded, groups, self.manifest.get("group_by"))
@@ -221,7 +223,7 @@ class FinishedSearch:
         """calibration.tsv: each chosen metric's (and perplexity's) leave-one-model-out error; None with < 3 models."""
         if "calibration.tsv" not in self.manifest["files"]:
             return None
-        return ranking.read_table(self.file("calibration.tsv")).drop(columns=["tokenizer"], errors="ignore")
+        return self._tsv("calibration.tsv")
 
     @property
     def decisions_markdown(self) -> str | None:

@@ -33,7 +33,7 @@ RANGES: dict[str, tuple[float, float]] = {
     **{f"Bleu_{n}": (0.0, 1.0) for n in range(1, 5)}}
 CHOSEN, PERPLEXITY = "chosen", "perplexity"
 COLUMNS = ["model", "file", "perplexity", "postgen", "predictor", "pregen", "pregen_value", "predicted", "low",
-           "high", "range", "clipped", "narrower", "outside_calibration_range", "calibration_models",
+           "high", "measured", "range", "clipped", "narrower", "outside_calibration_range", "calibration_models",
            "loo_mean_abs_error", "note", "decoding", "vocabulary", "units", "tokenizer"]
 
 
@@ -98,8 +98,49 @@ def _predict(model_rows: pd.DataFrame, pregen: str, post: str, value: float, lev
             "calibration_models": fit.models, "loo_mean_abs_error": loo, "note": ""}
 
 
-def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9) -> Scores:
-    """Predict every post-gen metric of the run for each RefProbs file in ``paths`` (see the module docstring)."""
+def read_captions(path, num_images: int) -> list[list[str]]:
+    """One caption a line, in the test split's order, tokenised as the post-gen metrics see it."""
+    from .. import io
+    from ..datasets import tokenize
+    lines = io.read_text(path, "caption file").split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    if len(lines) != num_images:
+        raise ValueError(f"{path}: {len(lines)} captions but the search's test split has {num_images} images "
+                         "(one caption a line, in test-split order)")
+    captions = [tokenize(line.rstrip("\r")) for line in lines]
+    empty = [n for n, c in enumerate(captions) if not c]
+    if empty:
+        raise ValueError(f"{path}: line {empty[0] + 1} is an empty caption (zero tokens after tokenisation)")
+    return captions
+
+
+def measured(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]:
+    """Each captions file's post-gen scores on the search's test references (the run's metrics that can run here)."""
+    from ..refprobs import reference_fingerprint
+    from .sources import load_data
+    from .stages import LazyMetrics, gts_res
+    data = load_data(run.config, progress=False)
+    if reference_fingerprint(data.test.captions, data.vocab).tokens != run.references.tokens:
+        raise ValueError(f"{run.file('config.toml')}: its data no longer give the search's test references (a "
+                         "corpus file changed?): rerun the search")
+    captions = [read_captions(path, len(data.test)) for path in caption_paths]  # all checked before any scoring
+    metrics = LazyMetrics(run.config.postgen, data)
+    try:
+        out = []
+        for model in captions:
+            gts, res = gts_res(data, model)
+            out.append({name: float(metrics[name].compute_score(gts, res)[0]) for name in run.postgen
+                        if name in metrics.names})
+        return out
+    finally:
+        metrics.close()
+
+
+def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9,
+          captions: list | None = None) -> Scores:
+    """Predict every post-gen metric of the run for each RefProbs file in ``paths`` (see the module docstring);
+    with ``captions`` (one file per model, same order), measure each model's post-gen scores too."""
     from ..captioning.evaluate import perplexity
     from .stages import tier_space
     if not 0 < level < 1:
@@ -107,12 +148,16 @@ def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: fl
     choices = run.chosen(pregen)
     if not choices:
         raise ValueError(f"{run.folder}: the search ranked no pre-gen metric against any post-gen metric")
+    if captions is not None and len(captions) != len(paths):
+        raise ValueError(f"--captions: {len(captions)} file(s) for {len(paths)} --refprobs file(s); give one "
+                         "captions file per model, in the same order")
     loaded = load_checked(run, paths)
+    truth = measured(run, captions) if captions else [{} for _ in paths]
     space = tier_space(run.config.pregen)
     model_rows = run.model_rows
     references = run.references
     rows = []
-    for name, path, ref_probs in zip(model_names(paths), paths, loaded):
+    for name, path, ref_probs, scores in zip(model_names(paths), paths, loaded, truth):
         values = dict(zip(space.names, np.asarray(tiers.sweep(ref_probs, None, space)[0], np.float64)))
         for post, chosen in choices.items():
             bounds = RANGES.get(post)
@@ -127,7 +172,7 @@ def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: fl
                     row.update(predicted=clip(raw[0], bounds), low=clip(raw[1], bounds), high=clip(raw[2], bounds))
                 made.append({"model": name, "file": str(path), "perplexity": perplexity(ref_probs), "postgen": post,
                              "predictor": predictor, "pregen": metric, "pregen_value": values[metric], **row,
-                             "range": _range_text(bounds),
+                             "measured": scores.get(post, np.nan), "range": _range_text(bounds),
                              "clipped": bool(np.isfinite(raw[1]) and (row["low"], row["high"]) != raw[1:]),
                              "decoding": UNKNOWN, "vocabulary": ref_probs.references.vocabulary,
                              "units": references.units, "tokenizer": run.tokenizer})
@@ -177,6 +222,8 @@ def render(scores: Scores) -> str:
                 other = pplx.loc[row["model"]]
                 entry["from perplexity"] = _interval(other)
                 entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"] else "equal")
+            if np.isfinite(row["measured"]):
+                entry["measured"] = f"{row['measured']:.3f}"
             entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
             table.append(entry)
         lines += [pd.DataFrame(table).to_string(index=False)]
