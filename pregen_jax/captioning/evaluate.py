@@ -18,7 +18,7 @@ from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
 from ..datasets import Vocabulary
-from ..refprobs import RefProbs
+from ..refprobs import RefProbs, reference_fingerprint
 from . import decode
 from .input_pipeline import bucket_width, encode_references, padded_ids
 from .models import Captioner
@@ -136,7 +136,7 @@ def reference_probs(model: Captioner, params, features: np.ndarray, captions, vo
         n, r, t = np.argwhere(bad)[0]
         raise ValueError(f"{source}: the model gave a non-finite probability (image {n}, reference {r}, "
                          f"position {t}); the checkpoint may be diverged")
-    return RefProbs(probs, ranks, mask, source=source)
+    return RefProbs(probs, ranks, mask, source=source, references=reference_fingerprint(captions, vocab))
 
 
 def perplexity(ref_probs: RefProbs) -> float:
