@@ -101,7 +101,8 @@ def models_frame(result: SearchResult) -> pd.DataFrame:
                      **{name: scores[name] for name in result.postgen_names},
                      "distinct_captions": model.quality["distinct_captions"],
                      "repeating_captions": model.quality["repeating_captions"],
-                     "flag": "; ".join(model.quality["problems"]), "tokenizer": scores["tokenizer"]})
+                     "flag": "; ".join(model.quality["problems"]), "tokenizer": scores["tokenizer"],
+                     **{column: scores[column] for column in ("vocabulary", "units") if column in scores}})
     return pd.DataFrame(rows)
 
 
