@@ -191,7 +191,9 @@ def _token_scores(scores, target, where: str, logits: bool) -> tuple[np.ndarray,
         t = int(np.argmax(bad))
         raise ValueError(f"{where}, position {t}: token id {int(target[t])} is outside the vocabulary of {size} "
                          "entries: a tokenization problem (targets from another tokenizer?)")
-    scores = scores.astype(np.float64)
+    # float32 (or float64 if given): comparisons are exact in the input's own precision, and
+    # numpy's float32 exp is ~10x faster than float64's, at ~1e-7 relative error in the sum.
+    scores = scores.astype(np.result_type(scores.dtype, np.float32), copy=False)
     nan = np.isnan(scores) | (scores == np.inf)
     if nan.any():
         t = int(np.argwhere(nan)[0][0])
@@ -200,7 +202,8 @@ def _token_scores(scores, target, where: str, logits: bool) -> tuple[np.ndarray,
     target_scores = scores[rows, target]
     ranks = (scores > target_scores[:, None]).sum(1)  # strictly higher: ties do not count against the target
     top = scores.max(1, keepdims=True)
-    log_norm = top[:, 0] + np.log(np.exp(scores - top).sum(1))
+    log_norm = top[:, 0].astype(np.float64) + np.log(np.exp(scores - top).sum(1, dtype=np.float64))
+    target_scores = target_scores.astype(np.float64)
     if logits:
         target_log_probs = target_scores - log_norm
     else:
