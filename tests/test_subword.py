@@ -132,3 +132,11 @@ def test_a_run_folder_trains_its_bpe_once_and_a_vocabulary_file_must_match_the_t
     words = SearchConfig.from_dict({"models": {"vocabulary": str(saved)}})
     with pytest.raises(ValueError, match=r"a bpe vocabulary \(bpe-\d+\), but \[data\] tokenizer = 'word'"):
         build_vocabulary(words, dataset)
+
+
+def test_token_level_numbers_against_word_references_are_called_a_tokenization_problem(bpe):
+    pieces = [[bpe.encode(ref) + [0] for ref in refs] for refs in CAPTIONS[:3]]
+    tokens = RefProbs.from_token_scores([[np.full(len(p), -1.0) for p in refs] for refs in pieces],
+                                        [[np.zeros(len(p), int) for p in refs] for refs in pieces])
+    with pytest.raises(ValueError, match="image 0, reference 0 has .* a tokenization problem.*word_starts"):
+        tokens.check_references(CAPTIONS[:3])
