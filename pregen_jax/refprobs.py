@@ -75,6 +75,7 @@ def reference_fingerprint(captions, vocab, units: str = "word") -> References:
         digest.update(b"\n")
     name = getattr(vocab, "name", None) or f"word-{len(vocab.tokens)}"
     return References(digest.hexdigest()[:16], str(name), str(vocab.fingerprint()), units)
+UNITS = ("word", "token")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +95,12 @@ class RefProbs:
     numbers came from so that errors can say where they came from. ``references`` (optional)
     fingerprints the references and vocabulary the numbers were computed on (``References``);
     ``save`` writes it and ``load`` reads it, so that a reader compares fingerprints.
+
+    ``units`` says what a position is: ``"word"`` (a reference word, the unit of the post-gen
+    metrics; the default) or ``"token"`` (one of the model's tokens, e.g. a BPE piece);
+    ``vocabulary`` names the model's vocabulary (``word-72``, ``bpe-1000``) when known. With a
+    word vocabulary the two units are the same positions. ``pieces`` holds the rule that takes
+    pieces to words.
     """
 
     probs: Array
@@ -101,12 +108,19 @@ class RefProbs:
     mask: Array
     source: str | None = None
     references: References | None = None
+    units: str = "word"
+    vocabulary: str | None = None
 
     def __post_init__(self):
         probs = np.asarray(self.probs)
         ranks = np.asarray(self.ranks)
         mask = np.asarray(self.mask)
         where = f" in {self.source}" if self.source else ""
+        if self.units not in UNITS:
+            raise ValueError(f"RefProbs{where}: units must be one of {', '.join(UNITS)}, got {self.units!r}")
+        if self.references is not None and self.references.units != self.units:
+            # the fingerprint names what a position is, as the numbers do (pieces taken to words change both)
+            object.__setattr__(self, "references", dataclasses.replace(self.references, units=self.units))
         if probs.ndim != 3:
             raise ValueError(f"RefProbs{where}: probs must be 3-D [images, refs, positions], got shape {probs.shape}")
         for name, arr in (("ranks", ranks), ("mask", mask)):
@@ -185,17 +199,30 @@ class RefProbs:
                 if lengths[i, r] != len(tokens) + 1:
                     raise ValueError(f"{where}: {name(i)}, reference {r} has {lengths[i, r]} positions, but the "
                                      f"corpus reference has {len(tokens)} tokens (+1 for the end token = "
-                                     f"{len(tokens) + 1}): images or references in another order?")
+                                     f"{len(tokens) + 1}): {self._length_cause(captions)}")
+
+    def _length_cause(self, captions) -> str:
+        """The likely cause of references of the wrong length: subword pieces, or another order."""
+        lengths = self.lengths
+        longer = all(lengths[i, r] >= len(tokens) + 1 for i, refs in enumerate(captions) for r, tokens in enumerate(refs))
+        if self.units == "token" or longer:
+            return ("a tokenization problem: the positions must be the corpus's alnum-lower words then the end token; "
+                    "a model's subword pieces become words with RefProbs.from_log_probs(..., word_starts=...)")
+        return "images or references in another order, or another tokenization?"
 
     def take(self, image_indices) -> RefProbs:
         """The same references for a subset of images (numpy indexing on axis 0)."""
         idx = np.asarray(image_indices)
-        return RefProbs(np.asarray(self.probs)[idx], np.asarray(self.ranks)[idx], np.asarray(self.mask)[idx], self.source)
+        return RefProbs(np.asarray(self.probs)[idx], np.asarray(self.ranks)[idx], np.asarray(self.mask)[idx], self.source,
+                        units=self.units, vocabulary=self.vocabulary)
 
     def save(self, path) -> None:
         """Write the documented ``.npz`` format: arrays ``probs``, ``ranks``, ``mask``, and with a
         fingerprint ``references`` (a 0-d string array holding ``References`` as JSON)."""
         extra = {"references": np.array(self.references.to_json())} if self.references is not None else {}
+        extra["units"] = np.array(self.units)
+        if self.vocabulary is not None:
+            extra["vocabulary"] = np.array(str(self.vocabulary))
         np.savez_compressed(path, probs=np.asarray(self.probs), ranks=np.asarray(self.ranks), mask=np.asarray(self.mask),
                             **extra)
 
@@ -226,7 +253,15 @@ class RefProbs:
                     raise ValueError(f"{path}: array 'references' must be one string (a reference fingerprint), "
                                      f"got {stored.dtype} of shape {stored.shape}")
                 references = References.from_json(str(stored), f"{path}: array 'references'")
-            ref_probs = cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path), references=references)
+            labels = {}
+            for name in ("units", "vocabulary"):
+                if name in npz.files:
+                    stored = npz[name]
+                    if stored.shape != () or stored.dtype.kind != "U":
+                        raise ValueError(f"{path}: array {name!r} must be one string, got {stored.dtype} of shape "
+                                         f"{stored.shape}")
+                    labels[name] = str(stored)
+            ref_probs = cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path), references=references, **labels)
         zero = (np.asarray(ref_probs.probs) == 0) & np.asarray(ref_probs.mask)
         if zero.any() and not allow_zero:
             i, r, t = np.argwhere(zero)[0]
@@ -250,3 +285,47 @@ class RefProbs:
                 k[i, r, :n] = ranks[i][r]
                 m[i, r, :n] = True
         return cls(p, k, m, source)
+
+    @classmethod
+    def from_log_probs(cls, log_probs, targets, word_starts=None, logits: bool = False, source: str | None = None,
+                       *, vocabulary: str | None = None) -> RefProbs:
+        """From any framework's next-token distributions, one reference at a time.
+
+        log_probs[i][r]: f[T, V] the log-probabilities (or, with ``logits``, the raw scores, to
+          which a log-softmax is applied) of the next token at each of the T positions of
+          reference r of image i; anything ``np.asarray`` reads (numpy, torch on CPU, jax, any
+          object with ``__array__``), from lists or any iterable: only one reference's array is
+          held at a time, so a generator keeps memory at one [T, V] array.
+        targets[i][r]: i[T] the token ids read: the reference's tokens, then the end token.
+        word_starts[i][r]: optional bool[T], True where a word begins (the end token is its own
+          word). Without it the result is at token level (``units = "token"``: one position per
+          token, which is a word when the model's tokens are words); with it at word level, by
+          the rule in ``pieces`` (a word's probability is the product of its pieces', its rank
+          the largest of theirs).
+
+        A token's rank counts the vocabulary entries with a strictly higher score. Raises
+        ``ValueError`` naming image and reference for a bad shape, an id outside the
+        vocabulary or a length that does not match (a tokenization problem).
+        """
+        from . import pieces
+        return cls(**pieces.from_log_probs(log_probs, targets, word_starts, logits, source, vocabulary))
+
+    @classmethod
+    def from_token_scores(cls, target_log_probs, ranks, word_starts=None, source: str | None = None,
+                          *, vocabulary: str | None = None) -> RefProbs:
+        """From the two numbers per position a user computes inside their own framework.
+
+        target_log_probs[i][r]: f[T] the log-probability of the true token at each position
+        (the reference's tokens, then the end token); ranks[i][r]: i[T] how many vocabulary
+        entries score strictly higher; word_starts[i][r]: optional bool[T] as in
+        ``from_log_probs`` (word level when given, token level otherwise).
+        """
+        from . import pieces
+        return cls(**pieces.from_token_scores(target_log_probs, ranks, word_starts, source, vocabulary))
+
+    def to_words(self, word_starts, vocabulary: str | None = None) -> RefProbs:
+        """This token-level RefProbs at word level; word_starts: bool[I, R, T] (see ``pieces``)."""
+        from . import pieces
+        if self.units != "token":
+            raise ValueError(f"{self.source or 'RefProbs'}: already at {self.units} level")
+        return pieces.to_word_units(self, word_starts, vocabulary)

@@ -159,10 +159,10 @@ class FinishedSearch:
     @functools.cached_property
     def vocabulary(self):
         """The vocabulary the search's models read (None when every model was precomputed)."""
-        from ..datasets import Vocabulary
+        from ..datasets import load_vocabulary
         if "vocabulary.json" not in self.manifest["files"]:
             return None
-        return Vocabulary.load(self.file("vocabulary.json"))
+        return load_vocabulary(self.file("vocabulary.json"))
 
     @property
     def models(self) -> list[ModelEntry]:

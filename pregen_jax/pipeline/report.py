@@ -81,6 +81,8 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
         io.write_text(config.to_toml(), staging / "config.toml")
         if result.vocab is not None:
             result.vocab.save(staging / "vocabulary.json")
+            if result.vocab.kind != "word":  # the subword tokenizer, as the library reads it
+                result.vocab.save(staging / "tokenizer.json")
         entries = model_entries(result, config)
         io.write_tsv(models_frame(result, entries), staging / "models.tsv")
         plots = {}
@@ -193,7 +195,8 @@ def models_frame(result: SearchResult, entries: list[dict]) -> pd.DataFrame:
                      "distinct_captions": model.quality["distinct_captions"],
                      "repeating_captions": model.quality["repeating_captions"],
                      "flag": "; ".join(model.quality["problems"]), "decoding": entry["decoding"],
-                     "vocabulary": entry["vocabulary"], "tokenizer": scores["tokenizer"]})
+                     "vocabulary": entry["vocabulary"], "units": scores.get("units", "word"),
+                     "tokenizer": scores["tokenizer"]})
     return pd.DataFrame(rows)
 
 
@@ -233,7 +236,8 @@ def render_report(run: FinishedSearch) -> str:
              f"({'2018-compatible filter0' if config.pregen.compat_2018 else 'paper semantics'}); "
              f"post-gen metrics: {', '.join(run.postgen)}.", "",
              f"- Dataset: {facts.get('dataset')}; {facts.get('test_images')} test images",
-             _vocabulary_line(run),
+             _vocabulary_line(run) + f"; pre-gen units: {facts.get('units', 'word')} (a word's pieces: probability "
+             "multiplied, rank the largest)",
              "- Decoding: " + ", ".join(sorted(d if d != UNKNOWN else "unknown (captions given ready-made)"
                                                  for d in decodings)),
              f"- Tokenizer (all scores): {run.tokenizer_description}",
