@@ -139,10 +139,13 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
     run: list[int] = []
     for k, size in enumerate(sizes, start=1):
         new = size - done
-        if len(alive) < 2 and k > 1:
-            break
         if new * len(alive) > budget_left + 1e-9:
-            break
+            # the last round: the largest bucket (a power of two) the budget still pays for
+            affordable = int((budget_left + 1e-9) // len(alive))
+            if affordable < 2:
+                break
+            new = 1 << (affordable.bit_length() - 1)
+            size = done + new
         for c in alive:
             values = np.asarray(score_images(c, images[done:size]), np.float64)
             if values.shape != (new,):
