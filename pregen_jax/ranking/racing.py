@@ -1,0 +1,213 @@
+"""Choose the best of N models by racing: real scoring spent only where it separates them.
+
+Every round, every candidate still in the race is scored on the same new random images of
+the split; a candidate leaves when the paired per-image differences to the leader say, at the
+stated confidence, that it is worse. The race ends when one candidate remains or the budget
+(a share of models x images) is spent; the pick is the best mean among those left.
+
+Statistics. After round k each survivor c has per-image scores on the same n_k images as the
+leader L (the survivor with the best mean). With d_i = s_c,i - s_L,i, c is dropped when the
+one-sided upper bound  mean(d) + t_{1-a'}(n_k - 1) * sd(d) / sqrt(n_k)  is below zero, with
+a' = alpha / (rounds * (N - 1)): Bonferroni over every look the race can take and every
+comparison in a look, so the chance of dropping a candidate that is in fact no worse than the
+leader stays below about alpha for the whole race (the t bound is exact for normal
+differences; per-image CIDEr differences are far from normal on tiny rounds, so the first
+round is never smaller than ``MIN_ROUND`` images).
+
+Round sizes come from a few fixed buckets (powers of two: the images scored so far double each
+round), so code compiled for one batch shape is reused. Only ``score_images`` costs anything:
+the race never looks at scores it did not ask for.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+MIN_ROUND = 16  # images in the first round, at least: fewer make the t bound meaningless
+STATUS_PICKED = "picked"
+STATUS_LEFT = "not separated"  # still in the race when it ended, not the pick
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceSettings:
+    """How a race spends its budget.
+
+    budget: share of (candidates x images) that may be scored, in (0, 1].
+    confidence: 1 - alpha for the whole race (Bonferroni over rounds and candidates).
+    seed: the random order in which the split's images are drawn.
+    """
+
+    budget: float = 0.1
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0 < self.budget <= 1:
+            raise ValueError(f"budget {self.budget}: expected a share of models x images in (0, 1]")
+        if not 0.5 <= self.confidence < 1:
+            raise ValueError(f"confidence {self.confidence}: expected a value in [0.5, 1)")
+        if not 0 <= self.seed < 2 ** 32:
+            raise ValueError(f"seed {self.seed}: expected an integer in 0..2^32-1")
+
+
+@dataclasses.dataclass
+class RaceResult:
+    """What a race found.
+
+    table: one row per candidate in the order given, columns ``candidate``, ``prior_rank``,
+      ``rounds`` (rounds it was scored in), ``images_scored``, ``estimate`` (its mean score on
+      its images), ``low``/``high`` (the interval at the race's corrected level), ``status``
+      (``picked``, ``dropped in round k``, ``not separated``), ``picked``.
+    picked: index of the chosen candidate.
+    not_separated: indices still in the race at the end besides the pick.
+    images_scored: image scorings spent in all; ``cost`` is that over candidates x images.
+    rounds: round sizes (cumulative images) actually run.
+    """
+
+    table: pd.DataFrame
+    picked: int
+    not_separated: list[int]
+    images_scored: int
+    cost: float
+    rounds: list[int]
+    alpha_per_test: float
+
+
+def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int]:
+    """Cumulative images per round: powers of two from the first bucket, doubling, then the
+    whole split; cut where even a single survivor could not afford the next round.
+
+    The first bucket is the largest power of two that lets every candidate take at least three
+    looks within the budget if none is dropped (but at least ``MIN_ROUND``).
+    """
+    per_candidate = budget * num_images  # what each candidate can have if none is ever dropped
+    first = MIN_ROUND
+    while first * 2 * 4 <= per_candidate:  # first, 2 first, 4 first fit: three looks
+        first *= 2
+    first = max(2, min(first, math.floor(per_candidate), num_images))
+    sizes = [first]
+    total_budget = budget * num_images * num_candidates
+    while sizes[-1] < num_images:
+        nxt = min(sizes[-1] * 2, num_images)
+        # the cheapest way to reach nxt: one survivor beside the leader (two candidates)
+        if first * num_candidates + 2 * (nxt - first) > total_budget + 1e-9:
+            break
+        sizes.append(nxt)
+    return sizes
+
+
+def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: int, num_images: int,
+         settings: RaceSettings = RaceSettings(), prior: Sequence[float] | None = None,
+         names: Sequence[str] | None = None) -> RaceResult:
+    """Race ``num_candidates`` on a split of ``num_images`` images.
+
+    score_images(c, images: i64[n]) -> f64[n]: candidate c's per-image scores (higher is
+      better) on those images; the only costly call, made once per candidate and round on
+      the round's new images.
+    prior: a teacher-forced criterion per candidate, lower is better (e.g. validation
+      perplexity): the order candidates are scored in, the tie-break between equal means,
+      and reported as ``prior_rank``.
+    """
+    if num_candidates < 1:
+        raise ValueError("no candidates to race")
+    if num_images < 2:
+        raise ValueError(f"{num_images} images: a race needs at least 2")
+    names = list(names) if names is not None else [str(c) for c in range(num_candidates)]
+    prior = np.zeros(num_candidates) if prior is None else np.asarray(prior, np.float64)
+    if prior.shape != (num_candidates,):
+        raise ValueError(f"prior has {prior.shape} values for {num_candidates} candidates")
+    order = np.argsort(np.where(np.isnan(prior), np.inf, prior), kind="stable")
+    prior_rank = np.empty(num_candidates, int)
+    prior_rank[order] = np.arange(1, num_candidates + 1)
+
+    sizes = round_sizes(num_images, num_candidates, settings.budget)
+    looks = len(sizes) * max(num_candidates - 1, 1)
+    alpha = (1 - settings.confidence) / looks
+    images = np.random.default_rng(settings.seed).permutation(num_images)
+
+    scores = np.full((num_candidates, num_images), np.nan)  # by position in ``images``
+    alive = [int(c) for c in order]
+    status = {c: STATUS_LEFT for c in range(num_candidates)}
+    rounds_in = np.zeros(num_candidates, int)
+    budget_left = settings.budget * num_images * num_candidates
+    done = 0
+    run: list[int] = []
+    for k, size in enumerate(sizes, start=1):
+        new = size - done
+        if new * len(alive) > budget_left + 1e-9:
+            # the last round: the largest bucket (a power of two) the budget still pays for
+            affordable = int((budget_left + 1e-9) // len(alive))
+            if affordable < 2:
+                break
+            new = 1 << (affordable.bit_length() - 1)
+            size = done + new
+        for c in alive:
+            values = np.asarray(score_images(c, images[done:size]), np.float64)
+            if values.shape != (new,):
+                raise ValueError(f"candidate {names[c]}: {values.shape} scores for {new} images")
+            scores[c, done:size] = values
+            rounds_in[c] += 1
+        budget_left -= new * len(alive)
+        done = size
+        run.append(size)
+        if len(alive) < 2:
+            break
+        alive = _survivors(scores[:, :done], alive, prior_rank, alpha, status, k)
+        if len(alive) == 1:
+            break
+
+    counts = (~np.isnan(scores)).sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.nansum(scores, axis=1) / counts
+    picked = min(alive, key=lambda c: (-means[c], prior_rank[c]))
+    status[picked] = STATUS_PICKED
+    half = np.array([_half_width(scores[c, :counts[c]], alpha) for c in range(num_candidates)])
+    table = pd.DataFrame({
+        "candidate": names, "prior_rank": prior_rank, "rounds": rounds_in, "images_scored": counts,
+        "estimate": means, "low": means - half, "high": means + half,
+        "status": [status[c] for c in range(num_candidates)],
+        "picked": [c == picked for c in range(num_candidates)]})
+    spent = int(counts.sum())
+    return RaceResult(table, picked, [c for c in alive if c != picked], spent,
+                      spent / (num_candidates * num_images), run, alpha)
+
+
+def _survivors(scores: np.ndarray, alive: list[int], prior_rank: np.ndarray, alpha: float,
+               status: dict, k: int) -> list[int]:
+    """Candidates not shown worse than the leader on the images all of them were scored on."""
+    means = scores[alive].mean(1)
+    leader = alive[int(min(range(len(alive)), key=lambda j: (-means[j], prior_rank[alive[j]])))]
+    n = scores.shape[1]
+    t = stats.t.ppf(1 - alpha, n - 1)
+    keep = []
+    for c in alive:
+        if c == leader:
+            keep.append(c)
+            continue
+        d = scores[c] - scores[leader]
+        upper = d.mean() + t * d.std(ddof=1) / math.sqrt(n)
+        if upper < 0:
+            status[c] = f"dropped in round {k}"
+        else:
+            keep.append(c)
+    return keep
+
+
+def _half_width(values: np.ndarray, alpha: float) -> float:
+    """Half the two-sided interval of a mean at level 1 - 2 alpha (t distribution)."""
+    n = len(values)
+    if n < 2:
+        return float("nan")
+    return float(stats.t.ppf(1 - alpha, n - 1) * values.std(ddof=1) / math.sqrt(n))
+
+
+def race_table(matrix: np.ndarray, settings: RaceSettings, prior=None, names=None) -> RaceResult:
+    """A race on known per-image scores ``matrix: f64[candidates, images]`` (studies, tests):
+    each scoring is a lookup, and still counts as one image scored."""
+    matrix = np.asarray(matrix, np.float64)
+    return race(lambda c, idx: matrix[c, idx], matrix.shape[0], matrix.shape[1], settings, prior, names)
