@@ -115,7 +115,7 @@ def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, 
     dataclasses.replace(plain, references=other).save(tmp_path / "other.npz")
     assert "other.npz: not computed on what the search's calibration was fitted on: references " in _refused(
         search, capsys, tmp_path / "other.npz")
-    dataclasses.replace(plain, references=dataclasses.replace(run.references, units="token")).save(tmp_path / "t.npz")
+    dataclasses.replace(plain, units="token", references=dataclasses.replace(run.references, units="token")).save(tmp_path / "t.npz")
     assert "units 'token', not 'word'" in _refused(search, capsys, tmp_path / "t.npz")
     assert cli.main(["score", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
                      "--captions", str(search / "model0.txt"), str(search / "model1.txt")]) == 2
