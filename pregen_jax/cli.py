@@ -152,6 +152,34 @@ def _score(args) -> int:
     return 0
 
 
+def _select(args) -> int:
+    from pathlib import Path
+
+    from . import io
+    from .pipeline.finished import FinishedSearch
+    from .pipeline.select import check_metric, run_select, summary_lines
+    from .ranking.racing import RaceSettings
+    check_metric(args.metric)
+    try:
+        settings = RaceSettings(args.budget, args.confidence, args.seed)
+    except ValueError as err:
+        raise ValueError(f"--{err}") from None
+    for path in args.checkpoints:
+        if not Path(path).is_file():
+            raise ValueError(f"--checkpoints: {path}: file not found")
+    out = io.check_out_folder(args.out)
+    run = FinishedSearch.open(args.search)
+    table, selection, notes = run_select(run, args.split, args.metric, settings, args.checkpoints,
+                                         progress=not args.no_progress)
+    for note in notes:
+        print(note)
+    with io.staged_folder(out) as staging:
+        io.write_tsv(table, staging / "select.tsv")
+    print("\n".join(summary_lines(table, selection, args.split)))
+    print(f"wrote {out}/select.tsv")
+    return 0
+
+
 def _mutt(args) -> int:
     from .meta import run_mutt
     result = run_mutt(args.out, data=args.data, ks=args.refs, metrics=args.metrics, progress=print)
@@ -273,6 +301,25 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "metric's best by R^2 in the search)")
     score.add_argument("--level", type=float, default=0.9, help="prediction interval level (default 0.9)")
     score.set_defaults(func=_score)
+
+    select = sub.add_parser("select", help="choose the best of a search's models by racing: real post-gen scores "
+                                           "on growing random subsets, dropping models shown worse")
+    select.add_argument("--search", required=True, help="a finished search's run folder (its models race)")
+    select.add_argument("--checkpoints", nargs="*", default=[], metavar="MSGPACK",
+                        help="more saved models of this package to race beside the search's")
+    select.add_argument("--metric", default="CIDEr", help="a post-gen metric whose corpus score is the mean of "
+                                                          "per-image scores: CIDEr (default), ROUGE_L, WMD, SPICE")
+    select.add_argument("--budget", type=float, default=0.1,
+                        help="share of (models x images) that may be decoded and scored (default 0.1)")
+    select.add_argument("--split", default="val", choices=["val", "test"],
+                        help="val (default: select on validation images) or test (check a pick against the "
+                             "search's whole-split scores)")
+    select.add_argument("--confidence", type=float, default=0.95,
+                        help="1 - alpha for the whole race (Bonferroni over rounds and models; default 0.95)")
+    select.add_argument("--seed", type=int, default=0, help="the random order of the images (default 0)")
+    select.add_argument("--out", required=True, help="output folder (select.tsv)")
+    select.add_argument("--no-progress", action="store_true", help="no progress bars")
+    select.set_defaults(func=_select)
 
     mutt = sub.add_parser("mutt", help="MUTT metric unit tests of the post-gen metrics (corrupted sentences)")
     mutt.add_argument("--out", required=True, help="output folder (mutt.tsv, mutt_heatmap.png, report.md)")
