@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -72,17 +73,86 @@ def write_tsv(frame, path) -> None:
 
 
 def read_text(path, what: str = "file") -> str:
-    """UTF-8 text of ``path``; ``ValueError`` naming the file when it is missing or not UTF-8."""
+    """UTF-8 text of ``path`` (a leading byte-order mark dropped); ``ValueError`` naming the file
+    when it is missing or not UTF-8."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: {what} not found")
     data = path.read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
         line = data[:err.start].count(b"\n") + 1
         raise ValueError(f"{path}: not UTF-8 text (byte {err.start}, line {line}: {data[err.start:err.start + 1]!r}); "
                          "save it as UTF-8") from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of ``text`` split on ``\\n`` and ``\\r\\n`` only.
+
+    ``str.splitlines`` also breaks at U+2028, U+0085, form feeds and other characters that
+    may sit inside a caption; splitting there would shift every later line by one.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_lines(path, what: str = "file") -> list[str]:
+    """The lines of a UTF-8 text file (see ``read_text`` and ``split_lines``)."""
+    return split_lines(read_text(path, what))
+
+
+def load_npz(path, what: str = ".npz file", names: tuple[str, ...] | None = None) -> dict:
+    """Every array of an ``.npz`` archive, read in full, as ``{name: array}``.
+
+    A missing or damaged file (a bad CRC, a truncated archive), object arrays (which would
+    need pickle) and missing ``names`` each raise one ``ValueError`` naming the file.
+    """
+    import zipfile
+    import zlib
+
+    import numpy as np
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: {what} not found")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ValueError(f"{path}: expected an .npz archive, found a single array")
+            arrays = {name: npz[name] for name in npz.files}
+    except ValueError as err:
+        if str(err).startswith(str(path)):
+            raise
+        if "Object arrays" in str(err):
+            raise ValueError(f"{path}: holds object arrays (Python objects, not numbers); save numeric arrays"
+                             ) from None
+        raise ValueError(f"{path}: not a readable .npz file ({' '.join(str(err).split())})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, AttributeError) as err:
+        raise ValueError(f"{path}: not a readable .npz file ({type(err).__name__}: {' '.join(str(err).split())}); "
+                         "it may be damaged: write it again") from None
+    if names is not None:
+        missing = sorted(name for name in names if name not in arrays)
+        if missing:
+            raise ValueError(f"{path}: missing arrays {missing} (need {', '.join(names)})")
+    for name, array in arrays.items():
+        if array.dtype == object:
+            raise ValueError(f"{path}: array {name!r} holds Python objects; save numeric arrays")
+    return arrays
+
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .+=-]*$")
+
+
+def check_name(name, where: str) -> str:
+    """``name`` (an architecture, run, model or label from a config or file) if it can be part of a
+    file name: letters, digits, spaces and ``_ . + = -``, no separators, not ``.``/``..``. A name never
+    becomes a path outside ``--out`` or the cache."""
+    if not isinstance(name, str) or not _SAFE_NAME.match(name) or ".." in name or len(name) > 100:
+        raise ValueError(f"{where} = {name!r}: a name becomes part of file names, so it may hold only letters, "
+                         "digits, spaces and _ . + = - (no / or \\, no '..', at most 100 characters)")
+    return name
 
 
 # ------------------------------------------------------------------ run folders

@@ -142,19 +142,9 @@ class RefProbs:
         error here (unless ``allow_zero``), since a file from another framework holding one
         has lost precision.
         """
-        if not Path(path).is_file():
-            raise ValueError(f"{path}: RefProbs file not found")
-        try:
-            npz = np.load(path, allow_pickle=False)
-        except Exception as err:
-            raise ValueError(f"{path}: not a readable .npz file ({type(err).__name__}: {err})") from err
-        if not isinstance(npz, np.lib.npyio.NpzFile):
-            raise ValueError(f"{path}: expected an .npz archive with arrays probs, ranks, mask")
-        with npz:
-            missing = {"probs", "ranks", "mask"} - set(npz.files)
-            if missing:
-                raise ValueError(f"{path}: missing arrays {sorted(missing)} (need probs, ranks, mask)")
-            ref_probs = cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path))
+        from . import io
+        arrays = io.load_npz(path, "RefProbs file", names=("probs", "ranks", "mask"))
+        ref_probs = cls(arrays["probs"], arrays["ranks"], arrays["mask"], source=str(path))
         zero = (np.asarray(ref_probs.probs) == 0) & np.asarray(ref_probs.mask)
         if zero.any() and not allow_zero:
             i, r, t = np.argwhere(zero)[0]

@@ -119,7 +119,7 @@ def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
         where = f"[[precomputed]] {entry.label} ({entry.ref_probs})"
         ref_probs = RefProbs.load(entry.ref_probs)
         ref_probs.check_references(test.captions, test.image_ids, where)
-        lines = io.read_text(entry.captions, "caption file").splitlines()
+        lines = io.read_lines(entry.captions, "caption file")  # split on \n only: U+2028 may sit in a caption
         if len(lines) != len(test):
             raise ValueError(f"{entry.captions}: {len(lines)} captions but the test split has {len(test)} images "
                              "(one caption a line, in test-split order)")

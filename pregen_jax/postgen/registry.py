@@ -7,8 +7,10 @@ reported with one line saying why, never replaced by a fake score. Register your
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 from .base import PostgenMetric, PostgenOptions
 
@@ -96,11 +98,35 @@ def make_metrics(requested, options: PostgenOptions = PostgenOptions()) -> Metri
 # Factories import their toolkit when called, so that listing metrics stays cheap.
 
 
-def _java(options: PostgenOptions) -> tuple[bool, str]:
+@functools.lru_cache(maxsize=1)
+def java_problem() -> str | None:
+    """Why Java cannot run here (not on PATH, or it does not start), else None; Java is really started."""
+    import subprocess
     java = shutil.which("java")
     if not java:
-        return False, "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
-    return True, f"java at {java}"
+        return "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"java at {java} does not start ({type(err).__name__}: {err})"
+    if done.returncode != 0:
+        return f"java at {java} does not start (exit code {done.returncode})"
+    return None
+
+
+def _java(options: PostgenOptions) -> tuple[bool, str]:
+    """METEOR: Java starts, and its jar opens."""
+    problem = java_problem()
+    if problem:
+        return False, problem
+    from pycocoevalcap.meteor import meteor as meteor_module
+
+    from .spice import jar_problem
+    jar = Path(meteor_module.__file__).parent / meteor_module.METEOR_JAR
+    problem = jar_problem(jar)
+    if problem:
+        return False, problem
+    return True, f"java at {shutil.which('java')}"
 
 
 def _meteor(options):

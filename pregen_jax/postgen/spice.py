@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -34,13 +33,39 @@ def find_corenlp(corenlp_dir=None) -> Path | None:
     return None
 
 
+# A class each jar must hold: a truncated or wrong file passes an existence check and crashes Java later.
+_JAR_CLASSES = {"stanford-corenlp-3.6.0.jar": "edu/stanford/nlp/pipeline/StanfordCoreNLP.class",
+                "stanford-corenlp-3.6.0-models.jar": "edu/stanford/nlp/models/",
+                "spice-1.0.jar": "edu/anu/spice/SpiceScorer.class"}
+
+
+def jar_problem(jar: Path) -> str | None:
+    """Why ``jar`` cannot serve SPICE (not a readable jar, or without the classes it must hold), else None."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(jar) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError) as err:
+        return f"{jar} is not a readable jar ({type(err).__name__}: {err})"
+    wanted = _JAR_CLASSES.get(jar.name)
+    if wanted and not any(name.startswith(wanted) for name in names):
+        return f"{jar} lacks {wanted} (a damaged or different jar)"
+    return None
+
+
 def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
-    if not shutil.which("java"):
-        return False, "java not found on PATH"
+    from .registry import java_problem
+    problem = java_problem()
+    if problem:
+        return False, problem
     folder = find_corenlp(options.corenlp_dir if options else None)
     if folder is None:
         return False, ("Stanford CoreNLP 3.6.0 jars not found (set PREGEN_JAX_CORENLP to a folder with "
                        f"{' and '.join(CORENLP_JARS)}; no registry here serves them)")
+    for jar in (*(folder / name for name in CORENLP_JARS), _spice_dir() / "spice-1.0.jar"):
+        problem = jar_problem(jar)
+        if problem:
+            return False, problem
     return True, f"CoreNLP jars in {folder}"
 
 
