@@ -10,7 +10,6 @@ Dimensions (used in every docstring):
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import numpy as np
