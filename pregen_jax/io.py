@@ -202,6 +202,33 @@ def claim_out_folder(out) -> Path:
     return out
 
 
+DISPOSABLE = (("cache", "xla"),)  # what a run writes before any work: XLA's compiled programs
+
+
+@contextlib.contextmanager
+def claimed_out_folder(out):
+    """``claim_out_folder``, undone on error when this claim created ``out`` and nothing but the
+    marker and compiled programs went in: a rejected input leaves no folder behind."""
+    out = Path(out)
+    created = not out.exists()
+    claim_out_folder(out)
+    try:
+        yield out
+    except BaseException:
+        if created and _holds_only_disposables(out):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _holds_only_disposables(out: Path) -> bool:
+    for path in out.rglob("*"):
+        parts = path.relative_to(out).parts
+        if path.is_dir() or parts == (OUT_MARKER,) or any(parts[:len(d)] == d for d in DISPOSABLE):
+            continue
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def staged_folder(out, keep: tuple[str, ...] = ()):
     """Yield an empty staging folder; on success its entries replace ``out``'s.

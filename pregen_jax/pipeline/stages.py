@@ -226,24 +226,31 @@ def _import_tiers(module: str) -> None:
                 spec = importlib.util.spec_from_file_location(name, path)
                 loaded = importlib.util.module_from_spec(spec)
                 sys.modules[name] = loaded
-                spec.loader.exec_module(loaded)
+                try:
+                    spec.loader.exec_module(loaded)
+                except BaseException:
+                    del sys.modules[name]  # a failed import is not kept: a retry runs the module again
+                    raise
         else:
             importlib.import_module(module)
-    except ValueError:
-        raise
-    except Exception as err:  # a user's module may fail in any way: say which module, in one line
-        raise ValueError(f"[pregen] modules: importing {module!r} failed ({type(err).__name__}: {err})") from None
+    except ValueError as err:
+        if str(err).startswith("[pregen] modules:"):
+            raise
+        raise ValueError(f"[pregen] modules: importing {module!r} failed: {err}") from None
+    except (Exception, SystemExit) as err:  # a user's module may fail in any way (sys.exit too): name it
+        what = f"called sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+        raise ValueError(f"[pregen] modules: importing {module!r} failed ({what})") from None
 
 
 def space_key(space: tiers.Space) -> str:
-    """Identity of a space: its metric names and the code of every tier function in it."""
+    """Identity of a space: its metric names, and the code and module file contents of every tier function in it."""
     def code(tier_fn):
         try:
             return inspect.getsource(tier_fn.fn) if tier_fn.fn is not None else tier_fn.name
         except (OSError, TypeError):
             return tier_fn.fn.__code__.co_code.hex()
     functions = [*space.filters, *space.caption_scores, *space.image_aggregators, *space.dataset_aggregators]
-    return digest(space.names, [(f.tier, f.name, code(f)) for f in functions])
+    return digest(space.names, [(f.tier, f.name, code(f), f.module_digest) for f in functions])
 
 
 def pregen_stage(cache: StageCache, candidate: Candidate, ref_probs: RefProbs, ref_probs_key: str,

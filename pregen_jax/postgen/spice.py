@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import processes
 from .base import PostgenMetric, PostgenOptions, check_inputs
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
@@ -90,7 +91,8 @@ class SPICE(PostgenMetric):
             classpath = os.pathsep.join([str(spice / "spice-1.0.jar"), str(spice / "lib" / "*"),
                                          str(self.corenlp / "*")])
             subprocess.run(["java", "-Xmx8G", "-cp", classpath, "edu.anu.spice.SpiceScorer", str(in_file),
-                            "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice)
+                            "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice,
+                           preexec_fn=processes.die_with_parent)  # no JVM outlives the run
             results = {r["image_id"]: r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
         per_image = [float(results[str(i)]) for i in ids]
         return float(np.mean(per_image)), per_image

@@ -21,7 +21,10 @@ of a stratum into a dataset score; one aggregator may serve both tiers. The tier
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import inspect
 import re
+import sys
 from collections.abc import Callable
 
 import jax
@@ -42,6 +45,7 @@ class TierFn:
     fn: Callable | None  # None only for the structural tier-3 ``join``
     doc: str = ""
     reference: Callable | None = None  # plain Python over one list of values (see ``check``)
+    module_digest: str = ""  # hash of the defining module's file when registered (constants change scores too)
 
     def renamed(self, name: str) -> TierFn:
         """The same function under another name (how COMPAT_2018 calls its filter ``filter0``)."""
@@ -126,11 +130,31 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
                                  "(choose another name, or pass overwrite=True)")
         for t in tiers:
             _probe(t, fn_name, fn)
+        module = module_digest(fn)
         for t in tiers:
-            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference)
+            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference, module)
         return fn
 
     return decorate
+
+
+def module_digest(fn: Callable) -> str:
+    """Hash of the file that defines ``fn`` (16 hex digits; "" when it has none).
+
+    Part of a space's cache key: a module constant or helper that a tier function reads
+    changes its scores without changing its source.
+    """
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if path is None:
+        try:
+            path = inspect.getsourcefile(fn)
+        except TypeError:
+            path = None
+    try:
+        return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16] if path else ""
+    except OSError:
+        return ""
 
 
 def register_filter(name: str | None = None, **kwargs):
