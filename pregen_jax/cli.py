@@ -100,7 +100,11 @@ def _rank(args) -> int:
     from .ranking import decisions
     model_level = {}
     if decisions.NUM_STRATA in table.columns and (table[decisions.NUM_STRATA] == 1).sum() >= 2:
-        model_level = decisions.decision_outputs(table, result.correlations, args.group_by)
+        try:
+            model_level = decisions.decision_outputs(table, result.correlations, args.group_by)
+        except ValueError as err:  # a step after the table: say why it was skipped, write the rest
+            print(f"warning: model-level decisions not done for this table: {' '.join(str(err).split())}",
+                  file=sys.stderr)
     if args.unit_tests:
         from .meta.model_tests_report import add_unit_test_flags, read_unit_tests
         tests = read_unit_tests(args.unit_tests)

@@ -145,12 +145,13 @@ def load_npz(path, what: str = ".npz file", names: tuple[str, ...] | None = None
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .+=-]*$")
 
 
-def check_name(name, where: str) -> str:
+def check_name(name, where: str | None = None) -> str:
     """``name`` (an architecture, run, model or label from a config or file) if it can be part of a
     file name: letters, digits, spaces and ``_ . + = -``, no separators, not ``.``/``..``. A name never
     becomes a path outside ``--out`` or the cache."""
     if not isinstance(name, str) or not _SAFE_NAME.match(name) or ".." in name or len(name) > 100:
-        raise ValueError(f"{where} = {name!r}: a name becomes part of file names, so it may hold only letters, "
+        raise ValueError((f"{where} = {name!r}: " if where else "") + "a name becomes part of file names, so it may "
+                         "hold only letters, "
                          "digits, spaces and _ . + = - (no / or \\, no '..', at most 100 characters)")
     return name
 
@@ -210,13 +211,16 @@ def claimed_out_folder(out):
     """``claim_out_folder``, undone on error when this claim created ``out`` and nothing but the
     marker and compiled programs went in: a rejected input leaves no folder behind."""
     out = Path(out)
-    created = not out.exists()
+    created = out  # the outermost folder this claim creates
+    while not created.parent.exists():
+        created = created.parent
+    fresh = not out.exists()
     claim_out_folder(out)
     try:
         yield out
     except BaseException:
-        if created and _holds_only_disposables(out):
-            shutil.rmtree(out, ignore_errors=True)
+        if fresh and _holds_only_disposables(out):
+            shutil.rmtree(created, ignore_errors=True)
         raise
 
 

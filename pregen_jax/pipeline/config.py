@@ -134,8 +134,8 @@ class PrecomputedModel:
 
     @pydantic.field_validator("architecture", "run")
     @classmethod
-    def _file_name_safe(cls, value, info):
-        return io.check_name(value, info.field_name)
+    def _file_name_safe(cls, value):
+        return io.check_name(value)
 
     @property
     def label(self) -> str:
