@@ -118,9 +118,10 @@ def load_npz(path, what: str = ".npz file", names: tuple[str, ...] | None = None
     if not path.is_file():
         raise ValueError(f"{path}: {what} not found")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise ValueError(f"{path}: expected an .npz archive, found a single array")
+        npz = np.load(path, allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError(f"{path}: expected an .npz archive, found a single array")
+        with npz:
             arrays = {name: npz[name] for name in npz.files}
     except ValueError as err:
         if str(err).startswith(str(path)):

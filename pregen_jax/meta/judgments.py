@@ -241,6 +241,7 @@ def run_judgments(out, flickr8k=None, metrics: str | None = None,
     """Score every judged pair with every requested metric; write judgments.tsv and report.md."""
     from .judgments_report import write_judgment_outputs
     start = time.perf_counter()
+    io.check_out_folder(out)  # before any work
     folder = Path(flickr8k) if flickr8k else io.shared_data("flickr8k")
     names = metric_names(metrics)
     expert, crowd = read_flickr8k_judgments(folder)

@@ -243,6 +243,7 @@ def run_mutt(out, data=None, ks=DEFAULT_KS, metrics: str | None = None,
     """
     from .mutt_report import write_mutt_outputs
     start = time.perf_counter()
+    io.check_out_folder(out)  # before any work
     data = Path(data) if data else io.shared_data("mutt")
     ks, names = parse_ks(ks), metric_names(metrics)
     sets = read_mutt(data, ks)
