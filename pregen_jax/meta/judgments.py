@@ -82,6 +82,8 @@ class JudgedPairs:
 
 
 def _lines(path: Path, what: str) -> list[tuple[int, list[str]]]:
+    if not path.is_file():
+        raise ValueError(f"{path}: not found ({what})")
     return [(n, line.split("\t")) for n, line in enumerate(io.read_lines(path, what), 1) if line.strip()]
 
 
