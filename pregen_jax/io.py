@@ -143,17 +143,17 @@ def load_npz(path, what: str = ".npz file", names: tuple[str, ...] | None = None
     return arrays
 
 
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ .+=-]*$")
+_UNSAFE_NAME = re.compile(r"[/\\\x00-\x1f\x7f]|\.\.|^\.|^$")
 
 
 def check_name(name, where: str | None = None) -> str:
     """``name`` (an architecture, run, model or label from a config or file) if it can be part of a
-    file name: letters, digits, spaces and ``_ . + = -``, no separators, not ``.``/``..``. A name never
-    becomes a path outside ``--out`` or the cache."""
-    if not isinstance(name, str) or not _SAFE_NAME.match(name) or ".." in name or len(name) > 100:
+    file name: no path separator (``/``, ``\\``), no ``..``, no control character, not starting
+    with ``.``, at most 100 characters. A name never becomes a path outside ``--out`` or the cache."""
+    if not isinstance(name, str) or _UNSAFE_NAME.search(name) or len(name) > 100:
         raise ValueError((f"{where} = {name!r}: " if where else "") + "a name becomes part of file names, so it may "
-                         "hold only letters, "
-                         "digits, spaces and _ . + = - (no / or \\, no '..', at most 100 characters)")
+                         "hold no / or \\, no '..', no control characters, may not start with '.' and has at most "
+                         "100 characters")
     return name
 
 

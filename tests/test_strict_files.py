@@ -82,7 +82,7 @@ def test_names_never_become_paths(tmp_path, name):
         io.check_name(name, "run")
     with pytest.raises(ValueError, match="model label"):
         StageCache(tmp_path / "cache").entry(Stage("pregen", 1), name)
-    assert io.check_name("merge-1 e2.final_v+1") == "merge-1 e2.final_v+1"
+    assert io.check_name("merge-1 (e2) final_v+1@x") == "merge-1 (e2) final_v+1@x"
 
 
 USER_TIERS = """
