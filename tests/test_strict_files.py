@@ -125,3 +125,55 @@ def test_a_constant_metric_is_reported_not_fatal():
     loo, notes = model_level._calibration(models, correlations, {"CIDEr": "flat"})
     assert list(loo["pregen"]) == ["geomean_join_pplx_none"] and list(loo["criterion"]) == ["perplexity"]
     assert len(notes) == 1 and "CIDEr from `flat` (best by R^2)" in notes[0] and "same for every model" in notes[0]
+
+
+def _run_cli(args, cwd):
+    import os
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "pregen_jax.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True)
+
+
+@pytest.mark.slow  # two searches of three precomputed models, each in its own process
+def test_a_rerun_after_a_module_constant_changed_recomputes_the_pregen_columns(tmp_path):
+    import tomllib
+
+    import tomli_w
+
+    from tests.builders import write_precomputed
+    config = write_precomputed(tmp_path, metrics=("CIDEr",))
+    doc = tomllib.loads(config.read_text())
+    doc["pregen"] = {"modules": ["my_tiers.py"], "caption_scores": ["scaledmean"]}
+    config.write_text(tomli_w.dumps(doc))
+    tables = []
+    for scale in (1.0, 2.0):
+        (tmp_path / "my_tiers.py").write_text(USER_TIERS.format(scale=scale))
+        done = _run_cli(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-progress"], tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        tables.append(pd.read_csv(tmp_path / "out" / "table.tsv", sep="\t"))
+    column = "mean_mean_scaledmean_prefix0"
+    assert column in tables[0].columns
+    np.testing.assert_allclose(tables[1][column], 2 * tables[0][column], rtol=1e-6)
+    assert "pregen 3 computed / 0 reused" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.slow  # a whole search of three precomputed models
+def test_a_search_whose_best_metric_is_constant_across_models_writes_everything(tmp_path):
+    """Three models with the same reference probabilities: the model-level steps cannot calibrate;
+    the report says so, exit 0, and the table and rankings are written."""
+    import shutil
+
+    from tests.builders import write_precomputed
+    config = write_precomputed(tmp_path, metrics=("CIDEr", "ROUGE_L"))
+    for m in (1, 2):
+        shutil.copy(tmp_path / "model0.npz", tmp_path / f"model{m}.npz")
+    done = _run_cli(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-progress"], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = tmp_path / "out"
+    for name in ("table.tsv", "correlations_CIDEr.tsv", "correlations_ROUGE_L.tsv", "models.tsv", "report.md"):
+        assert (out / name).is_file(), name
+    report = (out / "report.md").read_text()
+    assert "Not calibrated: CIDEr from" in report and "the pre-gen metric is the same for every model" in report
