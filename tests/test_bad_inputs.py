@@ -423,3 +423,16 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
         assert not postgen.availability(config.postgen.options, ["METEOR"])["METEOR"][0]
     finally:
         registry.java_problem.cache_clear()
+
+
+def test_a_failing_tier_module_is_found_before_any_data_is_built(tmp_path, capsys, monkeypatch):
+    """A shapes search would first build its dataset and train the image encoder: the module fails first."""
+    monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "home-cache"))
+    (tmp_path / "my_tiers.py").write_text("import sys\nsys.exit('missing dependency')\n")
+    config = tmp_path / "search.toml"
+    config.write_text(tomli_w.dumps({"name": "shapes", "pregen": {"modules": ["my_tiers.py"]},
+                                     "postgen": {"metrics": ["CIDEr"]}}))
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "my_tiers.py' failed (called sys.exit('missing dependency'))" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "home-cache").exists() and not (tmp_path / "out").exists()
