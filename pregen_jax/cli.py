@@ -48,8 +48,7 @@ def _search_in_cluster(config, args) -> int:
         return 0
     report = write_outputs(result, config)
     print(f"\n{len(result.table)} data points; report: {report} ({time.perf_counter() - start:.0f} s)")
-    for name, why in result.unavailable.items():
-        print(f"{name} unavailable: {why}")
+    # (a metric that cannot run here was named, with why, in one line when the search started; the report lists it)
     for model in result.models:
         if model.quality["problems"]:
             print(f"warning: {model.label} looks degenerate: {'; '.join(model.quality['problems'])}")

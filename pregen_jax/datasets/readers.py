@@ -50,7 +50,10 @@ def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
         file_order.append(image_id)
     for name, split in splits.items():
         split.check(f"{path} ({name} split)")
-    return CaptionDataset(str(data.get("dataset", path.stem)), splits, file_order=file_order)
+    name = data.get("dataset", path.stem)
+    if not isinstance(name, str):
+        raise ValueError(f"{path}: 'dataset' = {json.dumps(name)[:60]}: must be a string (the corpus's name)")
+    return CaptionDataset(name, splits, file_order=file_order)
 
 
 def _image_id(path, n: int, image: dict) -> str:
