@@ -38,6 +38,9 @@ def _libc():
         return None
 
 
+_libc()  # loaded here, in the parent: a child between fork and exec must not load libraries (locks)
+
+
 def die_with_parent() -> None:
     """In a child, between fork and exec (``preexec_fn``): SIGKILL when the parent thread ends."""
     libc = _libc()
