@@ -108,6 +108,8 @@ RUN_CASES = [
      r"seed = 9223372036854775807: Input should be less than or equal to 4294967295"),
     ("data seed 2**32", lambda p: edit_config(p / "search.toml", section("data", seed=2**32)),
      r"\[data\] seed = 4294967296: Input should be less than or equal to 4294967295"),
+    ("batch size 2**63", lambda p: edit_config(p / "search.toml", section("training", batch_size=2**63 - 1)),
+     r"\[training\] batch_size = 9223372036854775807: Input should be less than or equal to 2147483647"),
     ("captioner a number", lambda p: edit_config(p / "search.toml", section("models", captioner=3)),
      r"\[models\] captioner = 3: must be a table"),
     ("architecture a path", lambda p: edit_config(
