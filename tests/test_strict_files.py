@@ -3,6 +3,7 @@ naming the file (and line, key or image id); a cache entry follows everything th
 import json
 import sys
 
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -104,15 +105,14 @@ def test_a_changed_module_constant_changes_the_cache_key(tmp_path):
     keys = []
     try:
         for scale in (1.0, 2.0):
-            module.write_text(USER_TIERS.format(scale=scale))
-            for name in [n for n in sys.modules if n.startswith("pregen_user_tiers_my_tiers")]:
-                del sys.modules[name]  # a new process would import the file afresh
-            tiers.REGISTRIES[2].pop("scaledmean", None)
+            module.write_text(USER_TIERS.format(scale=scale))  # edited in the same process (a notebook)
             space = stages.tier_space(PregenConfig(modules=[str(module)], caption_scores=["scaledmean"]))
             keys.append(stages.space_key(space))
         assert keys[0] != keys[1]
         assert tiers.REGISTRIES[2]["scaledmean"].module_digest == io.file_digest(module)
         assert all(f.module_digest for f in tiers.REGISTRIES[1].values())  # built-in ones: their module counts too
+        fn = tiers.REGISTRIES[2]["scaledmean"].fn
+        assert float(fn(jnp.ones((1, 3)), jnp.ones((1, 3), bool), jnp.ones((1, 3), bool))[0]) == 2.0  # the new code
     finally:
         tiers.REGISTRIES[2].pop("scaledmean", None)
 

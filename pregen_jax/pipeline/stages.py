@@ -12,8 +12,6 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -221,16 +219,7 @@ def _import_tiers(module: str) -> None:
             path = Path(module)
             if not path.is_file():
                 raise ValueError(f"[pregen] modules: {path} not found")
-            name = "pregen_user_tiers_" + re.sub(r"\W", "_", path.stem) + "_" + digest(str(path.resolve()))
-            if name not in sys.modules:
-                spec = importlib.util.spec_from_file_location(name, path)
-                loaded = importlib.util.module_from_spec(spec)
-                sys.modules[name] = loaded
-                try:
-                    spec.loader.exec_module(loaded)
-                except BaseException:
-                    del sys.modules[name]  # a failed import is not kept: a retry runs the module again
-                    raise
+            tiers.load_module_file(path)  # again when its contents changed
         else:
             importlib.import_module(module)
     except ValueError as err:
