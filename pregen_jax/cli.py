@@ -9,13 +9,29 @@ import argparse
 import sys
 
 
-def _search(config, args) -> int:
+def _search(config, args, source: str = "config") -> int:
     from .pipeline.distributed import run_local_processes
+    config.check_files(source)  # stop words, jars, vocabulary, modules...: before any work
+    _check_metrics_can_run(config, source)
     alone = args.coordinator is None and args.process_id is None and not args.distributed
+    if alone and config.pregen.modules:  # the user's tier modules run and are checked before any data is built
+        from .pipeline import stages  # (a process of a cluster may not touch JAX before it joins: it checks later)
+        stages.tier_space(config.pregen)
     if alone and (args.num_processes or 1) > 1:  # N processes on this machine, started from here
         sys.stdout.flush()
         return run_local_processes(args.argv, args.num_processes)
     return _search_in_cluster(config, args)
+
+
+def _check_metrics_can_run(config, source: str) -> None:
+    """Refuse, before any work, a search none of whose post-gen metrics can run here (with some
+    left, the search warns about the others in one line each and goes on)."""
+    from . import postgen
+    available = postgen.availability(config.postgen.options, config.postgen.metrics)
+    if not any(ok for ok, _ in available.values()):
+        name, (_, why) = next(iter(available.items()))
+        raise ValueError(f"{source}: [postgen] metrics = {list(config.postgen.metrics)}: {name} cannot run here "
+                         f"({why}) and no other post-gen metric is requested")
 
 
 def _search_in_cluster(config, args) -> int:
@@ -31,8 +47,7 @@ def _search_in_cluster(config, args) -> int:
         return 0
     report = write_outputs(result, config)
     print(f"\n{len(result.table)} data points; report: {report} ({time.perf_counter() - start:.0f} s)")
-    for name, why in result.unavailable.items():
-        print(f"{name} unavailable: {why}")
+    # (a metric that cannot run here was named, with why, in one line when the search started; the report lists it)
     for model in result.models:
         if model.quality["problems"]:
             print(f"warning: {model.label} looks degenerate: {'; '.join(model.quality['problems'])}")
@@ -48,7 +63,7 @@ def _demo(args) -> int:
 
 def _run(args) -> int:
     from .pipeline import SearchConfig
-    return _search(SearchConfig.load(args.config), args)
+    return _search(SearchConfig.load(args.config), args, args.config)
 
 
 def _rank(args) -> int:
@@ -64,6 +79,10 @@ def _rank(args) -> int:
         missing = [c for c in post if c not in table.columns]
         if missing:
             raise ValueError(f"{args.table}: no post-gen column {missing[0]!r} (--postgen)")
+        both = [c for c in post if c in pregen]
+        if both:
+            raise ValueError(f"--postgen {args.postgen}: {both[0]!r} is a pre-gen column of {args.table}; "
+                             "name post-gen columns only (they are what the pre-gen metrics are ranked against)")
     else:
         post = ranking.postgen_columns(table, (*ranking.KNOWN_POSTGEN, *postgen.names()))
         if not post:
@@ -85,7 +104,11 @@ def _rank(args) -> int:
     from .ranking import decisions
     model_level = {}
     if decisions.NUM_STRATA in table.columns and (table[decisions.NUM_STRATA] == 1).sum() >= 2:
-        model_level = ranking.decision_outputs(table, result.correlations, args.group_by)
+        try:
+            model_level = ranking.decision_outputs(table, result.correlations, args.group_by)
+        except ValueError as err:  # a step after the table: say why it was skipped, write the rest
+            print(f"warning: model-level decisions not done for this table: {' '.join(str(err).split())}",
+                  file=sys.stderr)
     if args.unit_tests:
         from .meta.model_tests_report import add_unit_test_flags, read_unit_tests
         tests = read_unit_tests(args.unit_tests)
@@ -231,6 +254,13 @@ def _doctor(args) -> int:
     return 0
 
 
+def _seed(text: str) -> int:
+    from .settings import MAX_SEED
+    if not text.isdigit() or int(text) > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed (an integer 0..{MAX_SEED})")
+    return int(text)
+
+
 def _workers(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"not a number of workers (0, 1, 2, ...): {text!r}")
@@ -254,11 +284,18 @@ def _scale_arguments(parser: argparse.ArgumentParser) -> None:
                              "the machine; 0: none)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors in the one-line form of every other error (and exit code 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pregen-search", description=(
+    parser = _Parser(prog="pregen-search", description=(
         "Pre-gen metrics: rank ways of scoring a caption generator from its reference probabilities "
         "by how well they predict post-gen metrics (CIDEr, METEOR, WMD, ...)."))
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     demo = sub.add_parser("demo", help="train 4 architectures x 3 runs on the built-in dataset, then rank")
     demo.add_argument("--out", default="runs/demo", help="run folder (its cache/ resumes a rerun; default runs/demo)")
@@ -333,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     unit.add_argument("--search", required=True, help="a finished search's run folder (pregen-search run/demo)")
     unit.add_argument("--out", required=True, help="output folder (pregen_unit_tests.tsv, report.md, cache/); the "
                                                     "run folder itself adds the pass rates to its report")
-    unit.add_argument("--seed", type=int, default=0, help="seed of the noise and the image shuffles (default 0)")
+    unit.add_argument("--seed", type=_seed, default=0, help="seed of the noise and the image shuffles (default 0)")
     unit.add_argument("--no-progress", action="store_true", help="no line per model")
     unit.set_defaults(func=_unit_tests)
 
@@ -350,7 +387,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("pregen-search: interrupted", file=sys.stderr)
+        return 130
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
@@ -359,8 +400,20 @@ def main(argv=None) -> int:
         print(f"pregen-search {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _quiet_interrupts()
         print(f"pregen-search {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
+
+
+def _quiet_interrupts() -> None:
+    """After the one line about Ctrl-C, a second Ctrl-C (or one arriving while Python shuts down its
+    worker pools) ends the process at once, with no traceback."""
+    import os
+    import signal
+    try:
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    except ValueError:  # not the main thread: nothing to quieten
+        pass
 
 
 if __name__ == "__main__":

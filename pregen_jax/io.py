@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -72,17 +73,88 @@ def write_tsv(frame, path) -> None:
 
 
 def read_text(path, what: str = "file") -> str:
-    """UTF-8 text of ``path``; ``ValueError`` naming the file when it is missing or not UTF-8."""
+    """UTF-8 text of ``path`` (a leading byte-order mark dropped); ``ValueError`` naming the file
+    when it is missing or not UTF-8."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: {what} not found")
     data = path.read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
         line = data[:err.start].count(b"\n") + 1
         raise ValueError(f"{path}: not UTF-8 text (byte {err.start}, line {line}: {data[err.start:err.start + 1]!r}); "
                          "save it as UTF-8") from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of ``text`` split on ``\\n`` and ``\\r\\n`` only.
+
+    ``str.splitlines`` also breaks at U+2028, U+0085, form feeds and other characters that
+    may sit inside a caption; splitting there would shift every later line by one.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_lines(path, what: str = "file") -> list[str]:
+    """The lines of a UTF-8 text file (see ``read_text`` and ``split_lines``)."""
+    return split_lines(read_text(path, what))
+
+
+def load_npz(path, what: str = ".npz file", names: tuple[str, ...] | None = None) -> dict:
+    """Every array of an ``.npz`` archive, read in full, as ``{name: array}``.
+
+    A missing or damaged file (a bad CRC, a truncated archive), object arrays (which would
+    need pickle) and missing ``names`` each raise one ``ValueError`` naming the file.
+    """
+    import zipfile
+    import zlib
+
+    import numpy as np
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: {what} not found")
+    try:
+        npz = np.load(path, allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError(f"{path}: expected an .npz archive, found a single array")
+        with npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except ValueError as err:
+        if str(err).startswith(str(path)):
+            raise
+        if "Object arrays" in str(err):
+            raise ValueError(f"{path}: holds object arrays (Python objects, not numbers); save numeric arrays"
+                             ) from None
+        raise ValueError(f"{path}: not a readable .npz file ({' '.join(str(err).split())})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, AttributeError) as err:
+        raise ValueError(f"{path}: not a readable .npz file ({type(err).__name__}: {' '.join(str(err).split())}); "
+                         "it may be damaged: write it again") from None
+    if names is not None:
+        missing = sorted(name for name in names if name not in arrays)
+        if missing:
+            raise ValueError(f"{path}: missing arrays {missing} (need {', '.join(names)})")
+    for name, array in arrays.items():
+        if array.dtype == object:
+            raise ValueError(f"{path}: array {name!r} holds Python objects; save numeric arrays")
+    return arrays
+
+
+_UNSAFE_NAME = re.compile(r"[/\\\x00-\x1f\x7f]|\.\.|^\.|^$")
+
+
+def check_name(name, where: str | None = None) -> str:
+    """``name`` (an architecture, run, model or label from a config or file) if it can be part of a
+    file name: no path separator (``/``, ``\\``), no ``..``, no control character, not starting
+    with ``.``, at most 100 characters. A name never becomes a path outside ``--out`` or the cache."""
+    if not isinstance(name, str) or _UNSAFE_NAME.search(name) or len(name) > 100:
+        raise ValueError((f"{where} = {name!r}: " if where else "") + "a name becomes part of file names, so it may "
+                         "hold no / or \\, no '..', no control characters, may not start with '.' and has at most "
+                         "100 characters")
+    return name
 
 
 # ------------------------------------------------------------------ run folders
@@ -130,6 +202,36 @@ def claim_out_folder(out) -> Path:
     if not (out / OUT_MARKER).is_file():
         (out / OUT_MARKER).write_text("This folder is an output of pregen-jax; a rerun replaces its files.\n")
     return out
+
+
+DISPOSABLE = (("cache", "xla"),)  # what a run writes before any work: XLA's compiled programs
+
+
+@contextlib.contextmanager
+def claimed_out_folder(out):
+    """``claim_out_folder``, undone on error when this claim created ``out`` and nothing but the
+    marker and compiled programs went in: a rejected input leaves no folder behind."""
+    out = Path(out)
+    created = out  # the outermost folder this claim creates
+    while not created.parent.exists():
+        created = created.parent
+    fresh = not out.exists()
+    claim_out_folder(out)
+    try:
+        yield out
+    except BaseException:
+        if fresh and _holds_only_disposables(out):
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def _holds_only_disposables(out: Path) -> bool:
+    for path in out.rglob("*"):
+        parts = path.relative_to(out).parts
+        if path.is_dir() or parts == (OUT_MARKER,) or any(parts[:len(d)] == d for d in DISPOSABLE):
+            continue
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -234,34 +233,25 @@ class RefProbs:
         error here (unless ``allow_zero``), since a file from another framework holding one
         has lost precision.
         """
-        if not Path(path).is_file():
-            raise ValueError(f"{path}: RefProbs file not found")
-        try:
-            npz = np.load(path, allow_pickle=False)
-        except Exception as err:
-            raise ValueError(f"{path}: not a readable .npz file ({type(err).__name__}: {err})") from err
-        if not isinstance(npz, np.lib.npyio.NpzFile):
-            raise ValueError(f"{path}: expected an .npz archive with arrays probs, ranks, mask")
-        with npz:
-            missing = {"probs", "ranks", "mask"} - set(npz.files)
-            if missing:
-                raise ValueError(f"{path}: missing arrays {sorted(missing)} (need probs, ranks, mask)")
-            references = None
-            if "references" in npz.files:
-                stored = npz["references"]
+        from . import io
+        arrays = io.load_npz(path, "RefProbs file", names=("probs", "ranks", "mask"))
+        references = None
+        if "references" in arrays:
+            stored = arrays["references"]
+            if stored.shape != () or stored.dtype.kind != "U":
+                raise ValueError(f"{path}: array 'references' must be one string (a reference fingerprint), "
+                                 f"got {stored.dtype} of shape {stored.shape}")
+            references = References.from_json(str(stored), f"{path}: array 'references'")
+        labels = {}
+        for name in ("units", "vocabulary"):
+            if name in arrays:
+                stored = arrays[name]
                 if stored.shape != () or stored.dtype.kind != "U":
-                    raise ValueError(f"{path}: array 'references' must be one string (a reference fingerprint), "
-                                     f"got {stored.dtype} of shape {stored.shape}")
-                references = References.from_json(str(stored), f"{path}: array 'references'")
-            labels = {}
-            for name in ("units", "vocabulary"):
-                if name in npz.files:
-                    stored = npz[name]
-                    if stored.shape != () or stored.dtype.kind != "U":
-                        raise ValueError(f"{path}: array {name!r} must be one string, got {stored.dtype} of shape "
-                                         f"{stored.shape}")
-                    labels[name] = str(stored)
-            ref_probs = cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path), references=references, **labels)
+                    raise ValueError(f"{path}: array {name!r} must be one string, got {stored.dtype} of shape "
+                                     f"{stored.shape}")
+                labels[name] = str(stored)
+        ref_probs = cls(arrays["probs"], arrays["ranks"], arrays["mask"], source=str(path), references=references,
+                        **labels)
         zero = (np.asarray(ref_probs.probs) == 0) & np.asarray(ref_probs.mask)
         if zero.any() and not allow_zero:
             i, r, t = np.argwhere(zero)[0]

@@ -14,13 +14,17 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 settings = functools.partial(pydantic.dataclasses.dataclass, frozen=True,
-                             config=ConfigDict(strict=True, extra="forbid"))
-"""Decorator for a settings dataclass: frozen, strict types, unknown fields rejected."""
+                             config=ConfigDict(strict=True, extra="forbid", allow_inf_nan=False))
+"""Decorator for a settings dataclass: frozen, strict types, unknown fields rejected, no inf or NaN."""
 
-PositiveInt = Annotated[int, Field(ge=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+MAX_INT = 2**31 - 1  # counts and sizes become int32 arrays and shapes: a larger one would overflow, not run
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_INT)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_INT)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0, lt=1)]
+MAX_SEED = 2**32 - 1
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+"""A random seed: 0..2^32-1 (what every generator the package seeds accepts)."""
 
 ValidationError = pydantic.ValidationError
 

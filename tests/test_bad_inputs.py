@@ -48,7 +48,7 @@ def captioner(**values):
 
 
 def swap_images(arrays):
-    for name in arrays:
+    for name in ("probs", "ranks", "mask"):
         arrays[name] = arrays[name][[1, 0, *range(2, len(arrays[name]))]]
 
 
@@ -59,7 +59,7 @@ def drop_reference(arrays):
 def lengthen_reference(arrays):
     length = arrays["mask"][5, 2].sum()
     if length == arrays["mask"].shape[-1]:
-        for name in arrays:
+        for name in ("probs", "ranks", "mask"):
             arrays[name] = np.concatenate([arrays[name], arrays[name][..., -1:]], -1)
     arrays["mask"][5, 2, length] = True
 
@@ -68,8 +68,84 @@ def latin1(path):
     path.write_bytes("a caf\u00e9 ball\n".encode("latin-1") * 12)
 
 
+def flip_byte(path, at=0.5):
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def object_arrays(arrays):
+    arrays["probs"] = np.array([list(row.ravel()) for row in arrays["probs"]] + [[0.5]], dtype=object)[:-1]
+
+
+def tier_module(p, body):
+    (p / "my_tiers.py").write_text(body)
+    edit_config(p / "search.toml", section("pregen", modules=["my_tiers.py"]))
+
+
+def garbage_jars(p):
+    (p / "corenlp").mkdir()
+    for jar in ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar"):
+        (p / "corenlp" / jar).write_bytes(b"PK\x03\x04 not really a jar")
+    edit_config(p / "search.toml", section("postgen", metrics=["SPICE"], corenlp_dir="corenlp"))
+
+
+def repeated_token_vocabulary(p):
+    (p / "vocab.json").write_text(json.dumps({"tokens": ["<edge>", "<unk>", "a", "ball", "a"]}))
+    edit_config(p / "search.toml", section("models", vocabulary="vocab.json"))
+
+
 # (what is wrong, how to make it so, the message expected on stderr)
 RUN_CASES = [
+    ("empty config", lambda p: (p / "search.toml").write_text(""),
+     r"search.toml: the config is empty; a search needs at least a \[data\] section"),
+    ("BOM-only config", lambda p: (p / "search.toml").write_bytes(b"\xef\xbb\xbf\n"), r"the config is empty"),
+    ("learning rate inf", lambda p: edit_config(p / "search.toml", section("training", learning_rate=float("inf"))),
+     r"\[training\] learning_rate = inf: Input should be a finite number"),
+    ("NaN in a nested section", lambda p: edit_config(p / "search.toml", section("training", learning_rate=float("nan"))),
+     r"\[training\] learning_rate = nan: Input should be a finite number"),
+    ("seed 2**63 - 1", lambda p: edit_config(p / "search.toml", lambda c: c.update(seed=2**63 - 1)),
+     r"seed = 9223372036854775807: Input should be less than or equal to 4294967295"),
+    ("data seed 2**32", lambda p: edit_config(p / "search.toml", section("data", seed=2**32)),
+     r"\[data\] seed = 4294967296: Input should be less than or equal to 4294967295"),
+    ("batch size 2**63", lambda p: edit_config(p / "search.toml", section("training", batch_size=2**63 - 1)),
+     r"\[training\] batch_size = 9223372036854775807: Input should be less than or equal to 2147483647"),
+    ("captioner a number", lambda p: edit_config(p / "search.toml", section("models", captioner=3)),
+     r"\[models\] captioner = 3: must be a table"),
+    ("architecture a path", lambda p: edit_config(
+        p / "search.toml", lambda c: c["precomputed"][0].update(architecture="../../../x")),
+     r"\[precomputed 1\] architecture = '../../../x': a name becomes part of file names"),
+    ("run with a separator", lambda p: edit_config(p / "search.toml", lambda c: c["precomputed"][2].update(run="a/b")),
+     r"\[precomputed 3\] run = 'a/b': a name becomes part of file names"),
+    ("missing stop-word file", lambda p: edit_config(p / "search.toml", section("postgen", stopwords="nowhere.txt")),
+     r"\[postgen\] stopwords = '.*nowhere.txt': no such file"),
+    ("missing tier module", lambda p: edit_config(p / "search.toml", section("pregen", modules=["gone.py"])),
+     r"\[pregen\] modules = '.*gone.py': no such file"),
+    ("tier module calls sys.exit", lambda p: tier_module(p, "import sys\nsys.exit(3)\n"),
+     r"\[pregen\] modules: importing '.*my_tiers.py' failed \(called sys.exit\(3\)\)"),
+    ("tier module raises", lambda p: tier_module(p, "raise RuntimeError('no GPU here')\n"),
+     r"importing '.*my_tiers.py' failed \(RuntimeError: no GPU here\)"),
+    ("tier module registers a bad name", lambda p: tier_module(
+        p, "from pregen_jax import tiers\n@tiers.register_aggregator('Bad-Name')\ndef f(v, m):\n    return v.sum(-1)\n"),
+     r"importing '.*my_tiers.py' failed: tier function name 'Bad-Name'"),
+    ("broken SPICE jars", garbage_jars,
+     r"\[postgen\] metrics = \['SPICE'\]: SPICE cannot run here \(.*stanford-corenlp-3.6.0.jar is not a readable jar"),
+    ("vocabulary repeats a token", repeated_token_vocabulary,
+     r"vocab.json: vocabulary has repeated tokens \('a' at positions 2 and 4\)"),
+    ("bit-flipped npz", lambda p: flip_byte(p / "model0.npz"), r"model0.npz: not a readable .npz file"),
+    ("object arrays in the npz", lambda p: edit_npz(p / "model1.npz", object_arrays),
+     r"model1.npz: holds object arrays"),
+    ("Karpathy filename a list", lambda p: edit_json(p / "dataset_toy.json",
+                                                     lambda d: d["images"][3].update(filename=["3.jpg", "x.jpg"])),
+     r"dataset_toy.json: image entry 3: 'filename' = \[\"3.jpg\", \"x.jpg\"\]: must be a string"),
+    ("Karpathy dataset name a list", lambda p: edit_json(p / "dataset_toy.json", lambda d: d.update(dataset=["a"])),
+     r"dataset_toy.json: 'dataset' = \[\"a\"\]: must be a string"),
+    ("Karpathy imgid a float", lambda p: edit_json(p / "dataset_toy.json",
+                                                   lambda d: d["images"][1].update(filename="", imgid=1.5)),
+     r"dataset_toy.json: image entry 1: 'imgid' = 1.5: must be a string \(the image's file name\) or an integer"),
+    ("Karpathy split a list", lambda p: edit_json(p / "dataset_toy.json",
+                                                  lambda d: d["images"][3].update(split=["test"])),
+     r"dataset_toy.json: image '3.jpg': 'split' = \[\"test\"\]: must be a string"),
     ("epochs 0", lambda p: edit_config(p / "search.toml", section("training", epochs=0)),
      r"search.toml: \[training\] epochs = 0: Input should be greater than or equal to 1"),
     ("negative learning rate", lambda p: edit_config(p / "search.toml", section("training", learning_rate=-1.0)),
@@ -105,7 +181,7 @@ RUN_CASES = [
      r"model1.npz.*image 3 \(3.jpg\) has 4 references, but the corpus has 5"),
     ("a reference too long", lambda p: edit_npz(p / "model1.npz", lengthen_reference),
      r"model1.npz.*image 5 \(5.jpg\), reference 2 has \d+ positions, but the corpus reference has \d+ tokens"),
-    ("too few images", lambda p: edit_npz(p / "model2.npz", lambda a: a.update({k: v[:-1] for k, v in a.items()})),
+    ("too few images", lambda p: edit_npz(p / "model2.npz", lambda a: a.update({k: v[:-1] for k, v in a.items() if v.ndim})),
      r"model2.npz.*11 images, but the test split has 12"),
     ("NaN probability", lambda p: edit_npz(p / "model2.npz", lambda a: a["probs"].__setitem__((0, 0, 0), np.nan)),
      r"model2.npz: image 0, reference 0, position 0: probability is nan"),
@@ -188,6 +264,10 @@ RANK_CASES = [
      r"post-gen column 'CIDEr' is constant"),
     ("not a number", GOOD_TABLE.replace("\t0.22\t", "\toops\t", 1), r"line 3: column 'CIDEr' has 'oops', not a number"),
     ("Latin-1 table", None, r"not UTF-8 text"),
+    ("stray quote in a CSV", GOOD_TABLE.replace("\t", ",").replace(",0.22,", ',"0.22,', 1),
+     r"table.tsv, line 3: unexpected end of data \(a quote left open\?\)"),
+    ("stray quote in a TSV", GOOD_TABLE.replace("\t0.22\t", '\t"0.22\t', 1),
+     r"table.tsv, line 3: column 'CIDEr' has '\"0.22', not a number"),
 ]
 
 
@@ -259,3 +339,107 @@ def test_captions_given_as_strings_are_refused():
         encode_references([["a red ball"]], vocab)
     with pytest.raises(ValueError, match=r"image 0's references are one string"):
         encode_references(["a red ball"], vocab)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: tier_module(p, "raise RuntimeError('no GPU here')\n"), "no GPU here"),
+    (lambda p: flip_byte(p / "model0.npz"), "not a readable .npz"),
+    (lambda p: edit_config(p / "search.toml", section("postgen", metrics=["SPICE"], corenlp_dir=str(p))),
+     "SPICE cannot run here"),
+], ids=["tier module raises", "bit-flipped npz", "no metric can run"])
+def test_a_rejected_input_leaves_no_out_folder(tmp_path, capsys, damage, message):
+    """No marker, no XLA cache: the folder a rejected run would have created does not exist."""
+    config = write_precomputed(tmp_path)
+    damage(tmp_path)
+    out = tmp_path / "new" / "out"
+    assert cli.main(["run", "--config", str(config), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "new").exists()
+
+
+def test_line_separators_inside_captions_do_not_split_them(tmp_path):
+    """U+2028, U+0085 and a form feed inside a caption stay inside it; \\r\\n ends a line; a BOM is dropped."""
+    from pregen_jax.pipeline import SearchConfig, sources
+    config_path = write_precomputed(tmp_path)
+    lines = (tmp_path / "model1.txt").read_text().splitlines()
+    lines[0], lines[4], lines[7] = "a red\u2028ball", "a blue\x85box", "a green\x0cring"
+    (tmp_path / "model1.txt").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
+    edit_json(tmp_path / "dataset_toy.json", lambda d: None)
+    (tmp_path / "dataset_toy.json").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "dataset_toy.json").read_bytes())
+    config = SearchConfig.load(config_path)
+    data = sources.load_data(config, False)
+    captions = sources.precomputed_candidates(config, data)[1].captions
+    assert len(captions) == 12
+    assert captions[0] == ["a", "red", "ball"] and captions[4] == ["a", "blue", "box"]
+    assert captions[7] == ["a", "green", "ring"]
+    assert io.split_lines("a\u2028b\r\nc\x85d\n\ne") == ["a\u2028b", "c\x85d", "", "e"]
+
+
+def test_a_rank_table_with_a_bom_keeps_its_first_column(tmp_path):
+    path = tmp_path / "table.tsv"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD_TABLE.encode())
+    from pregen_jax import ranking
+    assert list(ranking.read_table(path).columns)[0] == "dataset"
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "out"), "--group-by", "dataset"]) == 0
+
+
+def test_postgen_naming_a_pregen_column_is_refused(tmp_path, capsys):
+    path = tmp_path / "table.tsv"
+    path.write_text(GOOD_TABLE)
+    out = tmp_path / "out"
+    assert cli.main(["rank", "--table", str(path), "--out", str(out),
+                     "--postgen", "CIDEr,mean_max_normcount_prefix0"]) == 2
+    err = capsys.readouterr().err
+    assert "'mean_max_normcount_prefix0' is a pre-gen column" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["unit-tests", "--search", "s", "--out", "o", "--seed", "-1"],
+     "pregen-search unit-tests: error: argument --seed: '-1' is not a seed (an integer 0..4294967295)"),
+    (["unit-tests", "--search", "s", "--out", "o", "--seed", str(2**32)], "argument --seed: '4294967296' is not a seed"),
+    (["run", "--config", "c.toml", "--out", "o", "--workers", "x"], "argument --workers: not a number of workers"),
+    (["rank", "--table", "t.tsv"], "the following arguments are required: --out"),
+])
+def test_usage_errors_are_one_line_naming_the_option(tmp_path, argv, message):
+    done = subprocess.run([sys.executable, "-m", "pregen_jax.cli", *argv], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monkeypatch):
+    """No Java: a METEOR-only search is refused up front, naming METEOR and why; with CIDEr beside it,
+    the check lets the search go on (it warns in one line)."""
+    from pregen_jax import postgen
+    from pregen_jax.pipeline import SearchConfig
+    from pregen_jax.postgen import registry
+    config_path = write_precomputed(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    registry.java_problem.cache_clear()
+    try:
+        edit_config(config_path, section("postgen", metrics=["METEOR"]))
+        with pytest.raises(ValueError, match=r"\[postgen\] metrics = \['METEOR'\]: METEOR cannot run here "
+                                             r"\(java not found on PATH"):
+            cli._check_metrics_can_run(SearchConfig.load(config_path), "search.toml")
+        edit_config(config_path, section("postgen", metrics=["METEOR", "CIDEr"]))
+        config = SearchConfig.load(config_path)
+        cli._check_metrics_can_run(config, "search.toml")
+        assert not postgen.availability(config.postgen.options, ["METEOR"])["METEOR"][0]
+    finally:
+        registry.java_problem.cache_clear()
+
+
+def test_a_failing_tier_module_is_found_before_any_data_is_built(tmp_path, capsys, monkeypatch):
+    """A shapes search would first build its dataset and train the image encoder: the module fails first."""
+    monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "home-cache"))
+    (tmp_path / "my_tiers.py").write_text("import sys\nsys.exit('missing dependency')\n")
+    config = tmp_path / "search.toml"
+    config.write_text(tomli_w.dumps({"name": "shapes", "pregen": {"modules": ["my_tiers.py"]},
+                                     "postgen": {"metrics": ["CIDEr"]}}))
+    assert cli.main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "my_tiers.py' failed (called sys.exit('missing dependency'))" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "home-cache").exists() and not (tmp_path / "out").exists()

@@ -129,3 +129,118 @@ def test_bad_process_flags_on_the_command_line(tmp_path, capsys):
     assert cli.main(["demo", "--out", str(tmp_path / "x"), "--process-id", "1"]) == 2
     assert "--coordinator, --num-processes and --process-id go together" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+# ------------------------------------------------------------------ no process outlives its run
+
+
+def children_of(pid: int) -> dict[int, str]:
+    """Every live descendant of ``pid``: {pid: command line}."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            parents[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmdline)
+    found, frontier = {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, cmdline) in parents.items():
+            if ppid == parent and child not in found:
+                found[child] = cmdline
+                frontier.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(condition, seconds: float):
+    import time
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    return condition()
+
+
+def start_search(tmp_path, metrics):
+    config = write_precomputed(tmp_path, models=3, metrics=metrics)
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, "-m", "pregen_jax.cli", "run", "--config", str(config), "--out",
+                             str(tmp_path / "out"), "--no-progress", "--workers", "1"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+@pytest.mark.slow  # about 25 s: a worker and its JVM must start first
+@pytest.mark.skipif(not Path("/proc").is_dir() or __import__("shutil").which("java") is None,
+                    reason="needs /proc and java")
+def test_kill_9_of_a_search_leaves_no_process_behind(tmp_path):
+    """The post-gen worker, multiprocessing's resource tracker and the worker's METEOR JVM all end
+    when the search is killed with SIGKILL (which runs no cleanup code)."""
+    import signal
+    search = start_search(tmp_path, ("CIDEr", "METEOR"))
+    try:
+        started = wait_for(lambda: any("meteor" in c for c in children_of(search.pid).values()), 120)
+        descendants = children_of(search.pid)
+        assert started, (descendants, search.poll(), search.stderr.read() if search.poll() is not None else "")
+        assert any("resource_tracker" in c for c in descendants.values()), descendants
+        assert sum("multiprocessing" in c and "resource_tracker" not in c for c in descendants.values()) >= 1
+    finally:
+        os.kill(search.pid, signal.SIGKILL)
+        search.communicate()
+    left = wait_for(lambda: [pid for pid in descendants if not alive(pid)] == list(descendants) or
+                    {pid: c for pid, c in descendants.items() if alive(pid)}, 15)
+    survivors = {pid: c for pid, c in descendants.items() if alive(pid)}
+    for pid in survivors:  # do not leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors and left
+
+
+@pytest.mark.slow  # about 20 s: a worker must start first
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_ctrl_c_while_workers_start_prints_one_line(tmp_path):
+    """Ctrl-C reaches every process of the terminal's group: only the search speaks, in one line, exit 130."""
+    import signal
+    search = start_search(tmp_path, ("CIDEr", "ROUGE_L"))
+    try:
+        assert wait_for(lambda: any("multiprocessing" in c and "resource_tracker" not in c
+                                    for c in children_of(search.pid).values()), 120)
+        descendants = children_of(search.pid)
+        os.killpg(search.pid, signal.SIGINT)  # what the terminal does
+        _, stderr = search.communicate(timeout=60)
+    finally:
+        if search.poll() is None:
+            os.killpg(search.pid, signal.SIGKILL)
+    assert search.returncode == 130, stderr
+    assert stderr.strip().splitlines() == ["pregen-search run: interrupted; rerun the same command to resume"], stderr
+    assert wait_for(lambda: not any(alive(pid) for pid in descendants), 15)
+
+
+def test_a_child_started_to_die_with_its_parent_does(tmp_path):
+    """processes.popen: the kernel ends the child when its parent is killed (no cleanup code runs)."""
+    import signal
+
+    from pregen_jax import processes
+    script = ("import sys, time\nfrom pregen_jax import processes\n"
+              "child = processes.popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+              "print(child.pid, flush=True)\ntime.sleep(60)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    parent = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert alive(child)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    assert wait_for(lambda: not alive(child), 10)
+    assert processes.watch_parent().daemon  # in this process: a watcher that never fires while pytest lives

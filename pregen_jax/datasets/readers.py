@@ -35,19 +35,38 @@ def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
     for n, image in enumerate(data["images"]):
         if not isinstance(image, dict) or "split" not in image or not isinstance(image.get("sentences"), list):
             raise ValueError(f"{path}: image entry {n} needs 'split' and a 'sentences' list")
-        image_id = image.get("filename") or str(image.get("imgid", n))
+        image_id = _image_id(path, n, image)
         if image_id in seen:
             raise ValueError(f"{path}: image {image_id!r} appears twice (entries {seen[image_id]} and {n})")
         seen[image_id] = n
         refs = [_sentence_tokens(path, image_id, k, s) for k, s in enumerate(image["sentences"])]
-        split = "train" if image["split"] == "restval" and merge_restval else str(image["split"])
+        if not isinstance(image["split"], str):
+            raise ValueError(f"{path}: image {image_id!r}: 'split' = {json.dumps(image['split'])[:60]}: must be a "
+                             "string (train, val, test or restval)")
+        split = "train" if image["split"] == "restval" and merge_restval else image["split"]
         target = splits.setdefault(split, CaptionSplit([], []))
         target.image_ids.append(image_id)
         target.captions.append(refs)
         file_order.append(image_id)
     for name, split in splits.items():
         split.check(f"{path} ({name} split)")
-    return CaptionDataset(str(data.get("dataset", path.stem)), splits, file_order=file_order)
+    name = data.get("dataset", path.stem)
+    if not isinstance(name, str):
+        raise ValueError(f"{path}: 'dataset' = {json.dumps(name)[:60]}: must be a string (the corpus's name)")
+    return CaptionDataset(name, splits, file_order=file_order)
+
+
+def _image_id(path, n: int, image: dict) -> str:
+    """The image's ``filename`` (or ``imgid``, or its position), which must be a string (or an integer id)."""
+    for key in ("filename", "imgid"):
+        value = image.get(key)
+        if value is None or value == "":
+            continue
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return str(value)
+        raise ValueError(f"{path}: image entry {n}: {key!r} = {json.dumps(value)[:60]}: must be a string "
+                         "(the image's file name)" + (" or an integer" if key == "imgid" else ""))
+    return str(n)
 
 
 def _sentence_tokens(path, image_id, k, sentence) -> list[str]:
@@ -76,7 +95,7 @@ def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
     folder = Path(folder)
     token_file = folder / "Flickr8k.token.txt"
     captions: dict[str, list[list[str]]] = collections.defaultdict(list)
-    for line_no, line in enumerate(io.read_text(token_file, "Flickr8k caption file").splitlines(), 1):
+    for line_no, line in enumerate(io.read_lines(token_file, "Flickr8k caption file"), 1):
         if not line.strip():
             continue
         key, sep, raw = line.partition("\t")
@@ -86,7 +105,7 @@ def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
     splits, file_order = {}, []
     for split, file_name in FLICKR8K_SPLIT_FILES:
         split_file = folder / file_name
-        ids = [line.strip() for line in io.read_text(split_file, "Flickr8k split file").splitlines() if line.strip()]
+        ids = [line.strip() for line in io.read_lines(split_file, "Flickr8k split file") if line.strip()]
         file_order += ids
         missing = [i for i in ids if i not in captions]
         if missing:

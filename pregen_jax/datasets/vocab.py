@@ -55,7 +55,9 @@ class Vocabulary:
         self.tokens = [EDGE, UNK, *words]
         self.index = {token: i for i, token in enumerate(self.tokens)}
         if len(self.index) != len(self.tokens):
-            raise ValueError("vocabulary has repeated tokens")
+            repeated = next(t for i, t in enumerate(self.tokens) if self.index[t] != i)
+            raise ValueError(f"vocabulary has repeated tokens ({repeated!r} at positions {self.tokens.index(repeated)} "
+                             f"and {self.index[repeated]})")
 
     @classmethod
     def build(cls, captions, min_count: int = 5) -> Vocabulary:
@@ -119,4 +121,7 @@ class Vocabulary:
             raise ValueError(f"{path}: 'tokens' must be a list of strings")
         if tokens[:2] != [EDGE, UNK]:
             raise ValueError(f"{path}: a vocabulary must start with {EDGE} and {UNK}")
-        return cls(tokens[2:])
+        try:
+            return cls(tokens[2:])
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import scipy.stats
 
+from .. import io
 from ..datasets import TOKENIZER_NAME, tokenize
 
 EXPERT, CROWDFLOWER = "Flickr8k-Expert", "Flickr8k-CrowdFlower"
@@ -79,11 +80,7 @@ class JudgedPairs:
 def _lines(path: Path, what: str) -> list[tuple[int, list[str]]]:
     if not path.is_file():
         raise ValueError(f"{path}: not found ({what})")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text") from None
-    return [(n, line.rstrip("\r").split("\t")) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+    return [(n, line.split("\t")) for n, line in enumerate(io.read_lines(path, what), 1) if line.strip()]
 
 
 def read_captions(path) -> Flickr8kCaptions:
@@ -144,6 +141,8 @@ def read_crowdflower(path, captions: Flickr8kCaptions) -> list[Judgment]:
             share, yes, no = float(share), int(yes), int(no)
         except ValueError:
             raise ValueError(f"{path}, line {n}: share of yes, yes and no must be numbers, got {fields[2:]}") from None
+        if not 0 <= share <= 1:  # NaN and inf too: a NaN share would make every tau NaN
+            raise ValueError(f"{path}, line {n}: share of yes = {fields[2]!r}: must be a number in 0..1")
         if yes < 0 or no < 0 or yes + no == 0 or abs(share - yes / (yes + no)) > 1e-6:
             raise ValueError(f"{path}, line {n}: share of yes {share} does not match {yes} yes and {no} no")
         _check_ids(path, n, image, caption_id, captions)

@@ -127,6 +127,7 @@ def run_judgments(out, flickr8k=None, metrics: str | None = None,
                   progress: Callable[[str], None] | None = None) -> JudgmentsRun:
     """Score every judged pair with every requested metric; write judgments.tsv and report.md."""
     start = time.perf_counter()
+    io.check_out_folder(out)  # before any work
     folder = Path(flickr8k) if flickr8k else io.shared_data("flickr8k")
     names = metric_names(metrics)
     expert, crowd = read_flickr8k_judgments(folder)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import io
 from ..datasets import TOKENIZER_NAME, tokenize
 from .common import score_candidates
 
@@ -84,11 +85,9 @@ def _load_json(path: Path, what: str):
     if not path.is_file():
         raise ValueError(f"{path}: not found ({what})")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(io.read_text(path, what))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text") from None
 
 
 def _entries(path: Path, data, what: str) -> list[tuple]:
@@ -99,7 +98,11 @@ def _entries(path: Path, data, what: str) -> list[tuple]:
     for n, entry in enumerate(data):
         if not isinstance(entry, dict) or "image_id" not in entry or not isinstance(entry.get("caption"), str):
             raise ValueError(f"{path}: entry {n} is not an object with 'image_id' and a string 'caption'")
-        out.append((entry["image_id"], entry["caption"]))
+        image_id = entry["image_id"]
+        if isinstance(image_id, bool) or not isinstance(image_id, (int, str)):
+            raise ValueError(f"{path}: entry {n}: image_id = {json.dumps(image_id)[:60]}: must be a number or a "
+                             "string")
+        out.append((image_id, entry["caption"]))
     return out
 
 

@@ -177,6 +177,7 @@ def run_mutt(out, data=None, ks=DEFAULT_KS, metrics: str | None = None,
     Bad input is a ValueError before any metric starts; nothing is written to ``out`` then.
     """
     start = time.perf_counter()
+    io.check_out_folder(out)  # before any work
     data = Path(data) if data else io.shared_data("mutt")
     ks, names = parse_ks(ks), metric_names(metrics)
     sets = read_mutt(data, ks)

@@ -67,6 +67,7 @@ class StageCache:
 
     def entry(self, stage: Stage, label: str, settings: Any = None, upstream=()) -> Entry:
         upstream = tuple(upstream)
+        io.check_name(label, "model label")  # never a path outside the cache, whoever built the label
         key = digest(stage.name, stage.version, settings, upstream)
         return Entry(stage, label, key, self.root / stage.name / f"{label}-{key}", settings, upstream)
 

@@ -20,7 +20,7 @@ from .. import io
 from ..captioning.models import ARCHITECTURES, CaptionerConfig
 from ..captioning.train import TrainConfig
 from ..postgen.base import PostgenOptions
-from ..settings import NonNegativeInt, PositiveInt, as_dict, build, settings
+from ..settings import NonNegativeInt, PositiveInt, Seed, as_dict, build, settings
 
 ID_COLUMNS = ("dataset", "architecture", "run", "epoch", "num_strata", "stratum")
 """The identifying columns of a search's table, in order."""
@@ -36,7 +36,7 @@ class DataConfig:
     train: PositiveInt = 6000             # shapes: images per split
     val: PositiveInt = 1000
     test: PositiveInt = 1000
-    seed: NonNegativeInt = 0              # shapes: generation seed
+    seed: Seed = 0                        # shapes: generation seed
     encoder_epochs: PositiveInt = 4       # shapes: epochs of the shared image encoder
     karpathy_json: str = ""               # karpathy: dataset_<name>.json
     flickr8k_dir: str = ""                # flickr8k: folder with Flickr8k.token.txt and the split files
@@ -135,6 +135,11 @@ class PrecomputedModel:
     ref_probs: str
     captions: str
 
+    @pydantic.field_validator("architecture", "run")
+    @classmethod
+    def _file_name_safe(cls, value):
+        return io.check_name(value)
+
     @property
     def label(self) -> str:
         return f"{self.architecture}-{self.run}"
@@ -143,7 +148,7 @@ class PrecomputedModel:
 @settings
 class SearchConfig:
     name: str = "search"
-    seed: NonNegativeInt = 0
+    seed: Seed = 0
     data: DataConfig = DataConfig()
     models: ModelsConfig = ModelsConfig()
     training: TrainConfig = TrainConfig(epochs=6, snapshot_epochs=[1])
@@ -159,8 +164,14 @@ class SearchConfig:
     def from_dict(cls, raw: dict, source: str = "config", base: Path | None = None) -> SearchConfig:
         """Build and validate from TOML data; ``base`` resolves relative paths (the config's folder)."""
         raw = dict(raw)
+        if not raw:
+            raise ValueError(f"{source}: the config is empty; a search needs at least a [data] section (what to "
+                             "caption) or [[precomputed]] models (see search/configs/ for examples)")
         models = dict(raw.pop("models", {})) if isinstance(raw.get("models"), dict) else raw.pop("models", {})
         if isinstance(models, dict):
+            if not isinstance(models.get("captioner", {}), dict):
+                raise ValueError(f"{source}: [models] captioner = {models['captioner']!r}: must be a table "
+                                 "([models.captioner] with embed_size, hidden_size, ...)")
             if "arch" in models.get("captioner", {}):
                 raise ValueError(f"{source}: [models.captioner] has no 'arch': list them in [models] architectures")
             models["captioner"] = build(CaptionerConfig, models.get("captioner", {}), source, "models.captioner")
@@ -191,7 +202,7 @@ class SearchConfig:
         return cls.from_dict(raw, str(path), base=path.resolve().parent)
 
     def check(self, source: str) -> None:
-        """Rules that span sections."""
+        """Rules that span sections (``check_files``, run before a search, checks the files it names)."""
         if self.data.source != "shapes" and not self.data.features and not self.only_precomputed:
             raise ValueError(f"{source}: [data] features is required to train or run caption models on "
                              f"source {self.data.source!r}")
@@ -201,6 +212,26 @@ class SearchConfig:
                 raise ValueError(f"{source}: [[precomputed]] entries {seen[entry.label]} and {k} are both "
                                  f"architecture {entry.architecture!r}, run {entry.run!r}; give each model its own run")
             seen[entry.label] = k
+
+    def check_files(self, source: str) -> None:
+        """Each file or folder named by the config exists (relative paths: resolved first); the
+        [[precomputed]] files are read, with their own messages, before any work."""
+        named = [("data", "karpathy_json", self.data.karpathy_json, "file"),
+                 ("data", "flickr8k_dir", self.data.flickr8k_dir, "dir"),
+                 ("data", "features", self.data.features, "file"),
+                 ("models", "vocabulary", self.models.vocabulary, "file"),
+                 ("postgen", "stopwords", self.postgen.stopwords, "file"),
+                 ("postgen", "corenlp_dir", self.postgen.corenlp_dir, "dir"),
+                 ("postgen", "reo_model", self.postgen.reo_model, "dir"),
+                 *(("models", "checkpoints", p, "file") for p in self.models.checkpoints),
+                 *(("pregen", "modules", m, "file") for m in self.pregen.modules if m.endswith(".py"))]
+        for section, key, value, kind in named:
+            if not value or not Path(value).is_absolute():
+                continue  # unresolved paths (a config built in code) are checked where they are read
+            found = Path(value).is_dir() if kind == "dir" else Path(value).is_file()
+            if not found:
+                what = "folder" if kind == "dir" else "file"
+                raise ValueError(f"{source}: [{section}] {key} = {value!r}: no such {what}")
 
     @property
     def only_precomputed(self) -> bool:

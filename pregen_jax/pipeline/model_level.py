@@ -65,26 +65,35 @@ def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelL
         note = f"Only {len(models)} model(s): no model-level validation (it needs at least 3)."
         return ModelLevel({}, "## Does the metric pick the better model?\n\n" + note + "\n")
     correlations = result.ranking.correlations
+    # Each step below may be impossible for this data (a metric constant across the models, say):
+    # it then says why in the report, and the table and every other output are still written.
     # The rank command's tables and text, then what only a search can add: per-image significance.
-    files = render.decision_outputs(result.table, correlations, group_by)
-    body = files["decisions.md"]
+    try:
+        files = render.decision_outputs(result.table, correlations, group_by)
+        body = files["decisions.md"]
+    except ValueError as err:
+        files, body = {}, ("# Does the metric pick the better model?\n\n"
+                           f"Not done for this data: {' '.join(str(err).split())}.\n")
     chosen = {post: df["pregen"].iloc[0] for post, df in correlations.items()}
     significant_lines = []
     for post in correlations:
-        df = files[f"models_{post}.tsv"]
-        pairs, significant = significance(result, post, seed)
-        accuracy, count = _significant_accuracy(models, correlations[post], post, significant, group_by)
+        try:
+            pairs, significant = significance(result, post, seed)
+            accuracy, count = _significant_accuracy(models, correlations[post], post, significant, group_by)
+        except ValueError as err:
+            significant_lines.append(f"| {post} | not done: {' '.join(str(err).split())} | | |")
+            continue
         by_name = dict(zip(correlations[post]["pregen"], accuracy))
-        df[f"{ALL}_pairwise_accuracy_significant"] = df["pregen"].map(by_name)
-        df[f"{ALL}_pairs_significant"] = count
+        if f"models_{post}.tsv" in files:
+            df = files[f"models_{post}.tsv"]
+            df[f"{ALL}_pairwise_accuracy_significant"] = df["pregen"].map(by_name)
+            df[f"{ALL}_pairs_significant"] = count
         files[f"significance_{post}.tsv"] = pairs
         significant_lines.append(f"| {post} | {count} of {len(pairs)} | `{chosen[post]}` "
                                  f"{_fmt(by_name[chosen[post]])} | {_fmt(by_name.get(PERPLEXITY_BASELINE))} |")
-    loo = pd.concat([calibration.loo_table(models, chosen).assign(criterion="best by R^2"),
-                     calibration.loo_table(models, {p: PERPLEXITY_BASELINE for p in chosen
-                                                    if PERPLEXITY_BASELINE in set(correlations[p]["pregen"])})
-                     .assign(criterion="perplexity")], ignore_index=True)
-    files["calibration.tsv"] = loo
+    loo, not_calibrated = _calibration(models, correlations, chosen)
+    if len(loo):
+        files["calibration.tsv"] = loo
     extra = [f"## Significant pairs only (paired bootstrap over test images, {BOOTSTRAP_RESAMPLES} resamples, "
              f"seed {seed}, p < 0.05)", "",
              "| post-gen | significant pairs | best metric's accuracy | perplexity's accuracy |", "|---|---|---|---|",
@@ -92,9 +101,26 @@ def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelL
              "## Predicting a post-gen score from the pre-gen metric (leave one model out)", "",
              "A line fitted on the other models predicts each model's post-gen score from its pre-gen value "
              "(`pregen-search score` does this for new models):", "",
-             loo.to_markdown(index=False, floatfmt=".4f"), ""]
+             loo.to_markdown(index=False, floatfmt=".4f") if len(loo) else "No line could be fitted.", "",
+             *(f"- Not calibrated: {note}." for note in not_calibrated), ""]
     document = body + "\n" + "\n".join(extra)
     files["decisions.md"] = document
     # In report.md the same text sits one heading level lower.
     section = "\n".join("#" + line if line.startswith("#") else line for line in document.splitlines())
     return ModelLevel(files, section + "\n")
+
+
+def _calibration(models: pd.DataFrame, correlations: dict, chosen: dict) -> tuple[pd.DataFrame, list[str]]:
+    """The leave-one-model-out table of every (post-gen, pre-gen) pair that can be calibrated, and a
+    note for each that cannot (a pre-gen metric constant across the models, say)."""
+    criteria = {"best by R^2": chosen,
+                "perplexity": {p: PERPLEXITY_BASELINE for p in chosen
+                               if PERPLEXITY_BASELINE in set(correlations[p]["pregen"])}}
+    tables, notes = [], []
+    for criterion, pairs in criteria.items():
+        for post, pregen in pairs.items():
+            try:
+                tables.append(calibration.loo_table(models, {post: pregen}).assign(criterion=criterion))
+            except ValueError as err:
+                notes.append(f"{post} from `{pregen}` ({criterion}): {' '.join(str(err).split())}")
+    return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), notes

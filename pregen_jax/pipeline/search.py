@@ -185,9 +185,15 @@ def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluste
     out = io.check_out_folder(out)
     cluster.check_same("the search config or --out", config.to_toml() + str(out))
     progress = progress and cluster.is_main  # one set of progress bars
-    io.claim_out_folder(out)  # every process: the cache (and XLA's programs) go in from here on
-    with compiled_programs_kept_in(out / "cache"):
-        return _run(config, out, progress, cluster, workers)
+    # every process: the cache (and XLA's programs) go in from here on; a rejected input leaves no folder
+    with io.claimed_out_folder(out) if cluster.count == 1 else _claimed(out):
+        with compiled_programs_kept_in(out / "cache"):
+            return _run(config, out, progress, cluster, workers)
+
+
+@contextlib.contextmanager
+def _claimed(out):
+    yield io.claim_out_folder(out)
 
 
 def _load_data(config: SearchConfig, progress: bool, cluster: Cluster, out: Path) -> sources.Data:

@@ -154,7 +154,7 @@ def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
         if ref_probs.references is not None and ref_probs.references.tokens != data.references.tokens:
             raise ValueError(f"{where}: its fingerprint says it was computed on other references "
                              f"({ref_probs.references.tokens}, the test split's are {data.references.tokens})")
-        lines = io.read_text(entry.captions, "caption file").splitlines()
+        lines = io.read_lines(entry.captions, "caption file")  # split on \n only: U+2028 may sit in a caption
         if len(lines) != len(test):
             raise ValueError(f"{entry.captions}: {len(lines)} captions but the test split has {len(test)} images "
                              "(one caption a line, in test-split order)")

@@ -12,8 +12,6 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -236,29 +234,27 @@ def _import_tiers(module: str) -> None:
             path = Path(module)
             if not path.is_file():
                 raise ValueError(f"[pregen] modules: {path} not found")
-            name = "pregen_user_tiers_" + re.sub(r"\W", "_", path.stem) + "_" + digest(str(path.resolve()))
-            if name not in sys.modules:
-                spec = importlib.util.spec_from_file_location(name, path)
-                loaded = importlib.util.module_from_spec(spec)
-                sys.modules[name] = loaded
-                spec.loader.exec_module(loaded)
+            tiers.load_module_file(path)  # again when its contents changed
         else:
             importlib.import_module(module)
-    except ValueError:
-        raise
-    except Exception as err:  # a user's module may fail in any way: say which module, in one line
-        raise ValueError(f"[pregen] modules: importing {module!r} failed ({type(err).__name__}: {err})") from None
+    except ValueError as err:
+        if str(err).startswith("[pregen] modules:"):
+            raise
+        raise ValueError(f"[pregen] modules: importing {module!r} failed: {err}") from None
+    except (Exception, SystemExit) as err:  # a user's module may fail in any way (sys.exit too): name it
+        what = f"called sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+        raise ValueError(f"[pregen] modules: importing {module!r} failed ({what})") from None
 
 
 def space_key(space: tiers.Space) -> str:
-    """Identity of a space: its metric names and the code of every tier function in it."""
+    """Identity of a space: its metric names, and the code and module file contents of every tier function in it."""
     def code(tier_fn):
         try:
             return inspect.getsource(tier_fn.fn) if tier_fn.fn is not None else tier_fn.name
         except (OSError, TypeError):
             return tier_fn.fn.__code__.co_code.hex()
     functions = [*space.filters, *space.caption_scores, *space.image_aggregators, *space.dataset_aggregators]
-    return digest(space.names, [(f.tier, f.name, code(f)) for f in functions])
+    return digest(space.names, [(f.tier, f.name, code(f), f.module_digest) for f in functions])
 
 
 def pregen_stage(cache: StageCache, candidate: Candidate, ref_probs: RefProbs, ref_probs_key: str,

@@ -65,6 +65,9 @@ def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str) -> Non
     """Set up a worker: its view of the stage cache, the test split, and lazily started metrics."""
     from .stages import LazyMetrics
     if kind == "process":
+        from .. import processes
+        processes.watch_parent()  # end with the search, even after kill -9 of it (its JVMs die with this process)
+        processes.quiet_interrupts_in_worker()  # Ctrl-C: the search alone says so, in one line
         os.environ.setdefault("JAX_PLATFORMS", "cpu")  # workers never need (or may take) an accelerator
     metrics = LazyMetrics(config, data)
     _STATE.args = (cache_root, data, metrics)
@@ -147,7 +150,9 @@ class PostgenPool:
             return future
         if self._executor is None:
             self._executor = self._start_executor()
-        return self._executor.submit(_score, slim, captions, captions_key, setup)
+        from .. import processes
+        with processes.children_ignore_interrupts():  # workers start here; Ctrl-C while they import is quiet
+            return self._executor.submit(_score, slim, captions, captions_key, setup)
 
     def close(self, cancel: bool = False) -> None:
         if self._executor is not None:

@@ -23,7 +23,9 @@ class METEOR(PostgenMetric):
     def __init__(self):
         if not shutil.which("java"):
             raise RuntimeError("METEOR unavailable: java not found on PATH")
-        self._meteor = meteor_module.Meteor()
+        from .. import processes
+        with processes.children_die_with_parent(meteor_module):  # no JVM outlives the run (kill -9 included)
+            self._meteor = meteor_module.Meteor()
         self._lock = threading.Lock()
 
     def _stats(self, gts, res) -> dict:

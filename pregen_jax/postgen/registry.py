@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 from .base import PostgenMetric, PostgenOptions
+from .spice import jar_problem, java_problem  # noqa: F401  (java_problem: re-exported)
 
 
 def _always(options: PostgenOptions) -> tuple[bool, str]:
@@ -97,10 +99,17 @@ def make_metrics(requested, options: PostgenOptions = PostgenOptions()) -> Metri
 
 
 def _java(options: PostgenOptions) -> tuple[bool, str]:
-    java = shutil.which("java")
-    if not java:
-        return False, "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
-    return True, f"java at {java}"
+    """METEOR: Java starts, and its jar opens."""
+    problem = java_problem()
+    if problem:
+        return False, problem
+    from pycocoevalcap.meteor import meteor as meteor_module
+
+    jar = Path(meteor_module.__file__).parent / meteor_module.METEOR_JAR
+    problem = jar_problem(jar)
+    if problem:
+        return False, problem
+    return True, f"java at {shutil.which('java')}"
 
 
 def _meteor(options):

@@ -7,6 +7,7 @@ argument) at a folder holding ``stanford-corenlp-3.6.0.jar`` and
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import processes
 from .base import PostgenMetric, PostgenOptions, check_inputs
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
@@ -34,13 +36,38 @@ def find_corenlp(corenlp_dir=None) -> Path | None:
     return None
 
 
+# A class each jar must hold: a truncated or wrong file passes an existence check and crashes Java later.
+_JAR_CLASSES = {"stanford-corenlp-3.6.0.jar": "edu/stanford/nlp/pipeline/StanfordCoreNLP.class",
+                "stanford-corenlp-3.6.0-models.jar": "edu/stanford/nlp/models/",
+                "spice-1.0.jar": "edu/anu/spice/SpiceScorer.class"}
+
+
+def jar_problem(jar: Path) -> str | None:
+    """Why ``jar`` cannot serve SPICE (not a readable jar, or without the classes it must hold), else None."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(jar) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError) as err:
+        return f"{jar} is not a readable jar ({type(err).__name__}: {err})"
+    wanted = _JAR_CLASSES.get(jar.name)
+    if wanted and not any(name.startswith(wanted) for name in names):
+        return f"{jar} lacks {wanted} (a damaged or different jar)"
+    return None
+
+
 def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
-    if not shutil.which("java"):
-        return False, "java not found on PATH"
+    problem = java_problem()
+    if problem:
+        return False, problem
     folder = find_corenlp(options.corenlp_dir if options else None)
     if folder is None:
         return False, ("Stanford CoreNLP 3.6.0 jars not found (set PREGEN_JAX_CORENLP to a folder with "
                        f"{' and '.join(CORENLP_JARS)}; no registry here serves them)")
+    for jar in (*(folder / name for name in CORENLP_JARS), _spice_dir() / "spice-1.0.jar"):
+        problem = jar_problem(jar)
+        if problem:
+            return False, problem
     return True, f"CoreNLP jars in {folder}"
 
 
@@ -65,7 +92,24 @@ class SPICE(PostgenMetric):
             classpath = os.pathsep.join([str(spice / "spice-1.0.jar"), str(spice / "lib" / "*"),
                                          str(self.corenlp / "*")])
             subprocess.run(["java", "-Xmx8G", "-cp", classpath, "edu.anu.spice.SpiceScorer", str(in_file),
-                            "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice)
+                            "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice,
+                           preexec_fn=processes.die_with_parent)  # no JVM outlives the run
             results = {r["image_id"]: r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
         per_image = [float(results[str(i)]) for i in ids]
         return float(np.mean(per_image)), per_image
+
+
+@functools.lru_cache(maxsize=1)
+def java_problem() -> str | None:
+    """Why Java cannot run here (not on PATH, or it does not start), else None; Java is really started."""
+    import subprocess
+    java = shutil.which("java")
+    if not java:
+        return "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"java at {java} does not start ({type(err).__name__}: {err})"
+    if done.returncode != 0:
+        return f"java at {java} does not start (exit code {done.returncode})"
+    return None

@@ -33,6 +33,7 @@ from ._registry import (
                         TierFn,
                         describe,
                         get,
+                        load_module_file,
                         register,
                         register_aggregator,
                         register_caption_score,
@@ -44,7 +45,7 @@ from ._sweep import check_strata, compiled_segment_sweep, compiled_sweep, sweep,
 
 __all__ = [
     "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Partitions", "Space", "TierFn",
-    "check", "check_strata", "compiled_segment_sweep", "compiled_sweep", "describe", "get", "parse_metric_name",
+    "check", "check_strata", "compiled_segment_sweep", "compiled_sweep", "describe", "get", "load_module_file", "parse_metric_name",
     "plan_segments", "register", "register_aggregator", "register_caption_score", "register_filter", "registered",
     "sweep", "sweep_arrays", "sweep_models", "sweep_segment_arrays",
 ]

@@ -21,8 +21,12 @@ of a stratum into a dataset score; one aggregator may serve both tiers. The tier
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import inspect
 import re
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +46,7 @@ class TierFn:
     fn: Callable | None  # None only for the structural tier-3 ``join``
     doc: str = ""
     reference: Callable | None = None  # plain Python over one list of values (see ``check``)
+    module_digest: str = ""  # hash of the defining module's file when registered (constants change scores too)
 
     def renamed(self, name: str) -> TierFn:
         """The same function under another name (how COMPAT_2018 calls its filter ``filter0``)."""
@@ -126,11 +131,65 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
                                  "(choose another name, or pass overwrite=True)")
         for t in tiers:
             _probe(t, fn_name, fn)
+        module = module_digest(fn)
         for t in tiers:
-            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference)
+            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference, module)
         return fn
 
     return decorate
+
+
+def module_digest(fn: Callable) -> str:
+    """Hash of the file that defines ``fn`` (16 hex digits; "" when it has none).
+
+    Part of a space's cache key: a module constant or helper that a tier function reads
+    changes its scores without changing its source.
+    """
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if path is None:
+        try:
+            path = inspect.getsourcefile(fn)
+        except TypeError:
+            path = None
+    try:
+        return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16] if path else ""
+    except OSError:
+        return ""
+
+
+def load_module_file(path) -> object:
+    """Import the user's tier module ``path`` (a .py file) so that its decorators register its functions.
+
+    A file already imported in this process is imported again when its contents changed (a
+    notebook edited between two searches): the functions the old version registered are
+    removed first, so the new ones register under the same names and the space's cache key
+    (which covers the file's contents) moves with them.
+    """
+    import importlib.util
+    path = Path(path)
+    source = path.read_bytes()
+    contents = hashlib.sha256(source).hexdigest()[:16]
+    name = ("pregen_user_tiers_" + re.sub(r"\W", "_", path.stem) + "_"
+            + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16])
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__pregen_contents__", None) == contents:
+        return loaded
+    if loaded is not None:  # an earlier version of the file: forget what it registered
+        for registry in REGISTRIES.values():
+            for fn_name in [n for n, t in registry.items() if t.fn is not None and t.fn.__module__ == name]:
+                del registry[fn_name]
+        del sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__pregen_contents__ = contents
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]  # a failed import is not kept: a retry runs the module again
+        raise
+    return module
 
 
 def register_filter(name: str | None = None, **kwargs):

@@ -1,0 +1,111 @@
+"""No process of a run outlives it: child processes end with their parent, however it ends.
+
+A search starts post-gen worker processes, Java processes (METEOR, SPICE) and, with
+``--num-processes``, whole search processes. ``kill -9`` of the search runs no cleanup code,
+so each child arranges its own end instead:
+
+- a child started with ``preexec_fn=die_with_parent`` gets SIGKILL from the kernel when the
+  thread that started it ends (Linux ``prctl(PR_SET_PDEATHSIG)``; elsewhere nothing);
+- a Python worker calls ``watch_parent()``: a daemon thread that ends the worker once its
+  parent is gone (its parent id changes), whichever thread of the parent started it.
+
+multiprocessing's resource tracker ends by itself once every process holding its pipe (the
+search and its workers) has ended.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+PR_SET_PDEATHSIG = 1
+POLL_SECONDS = 0.5
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_libc()  # loaded here, in the parent: a child between fork and exec must not load libraries (locks)
+
+
+def die_with_parent() -> None:
+    """In a child, between fork and exec (``preexec_fn``): SIGKILL when the parent thread ends."""
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def popen(args, **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen`` of a child that dies with this process (see ``die_with_parent``)."""
+    return subprocess.Popen(args, preexec_fn=die_with_parent, **kwargs)
+
+
+_PATCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def children_die_with_parent(module):
+    """While inside, ``module.subprocess.Popen`` (a toolkit that starts its own Java, such as
+    pycocoevalcap's METEOR) starts children that die with this process."""
+    with _PATCH_LOCK:
+        original = module.subprocess
+
+        class _Subprocess:
+            def __getattr__(self, name):
+                return getattr(subprocess, name)
+
+            Popen = staticmethod(popen)
+
+        module.subprocess = _Subprocess()
+        try:
+            yield
+        finally:
+            module.subprocess = original
+
+
+def watch_parent(parent: int | None = None) -> threading.Thread:
+    """In a worker process: a daemon thread that ends this process (``os._exit``) once ``parent``
+    (default: the current parent) is gone. Children started with ``die_with_parent`` go with it."""
+    parent = os.getppid() if parent is None else parent
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(POLL_SECONDS)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="watch-parent", daemon=True)
+    thread.start()
+    return thread
+
+
+@contextlib.contextmanager
+def children_ignore_interrupts():
+    """Processes started inside inherit an ignored SIGINT (Ctrl-C reaches every process of the
+    terminal: the parent alone reports it, in one line); a no-op outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def quiet_interrupts_in_worker() -> None:
+    """In a worker process: Ctrl-C ends it at once and silently (the parent reports it)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
