@@ -272,13 +272,13 @@ def advance(model: ModelScores, ctx: Context, only: Collection[str] | None = Non
     """Run the next part of the flow on ``model`` (the stages up to the next change of process).
 
     ``only``: run just these stages (the others are passed over, not visited); a stage whose
-    input was passed over is an error.
+    input was passed over is an error. A stage whose value is already there (given) is passed over.
     """
     at = end = model.position
     while end < len(STAGES) and STAGES[end].where == STAGES[at].where:
         end += 1
     for stage in STAGES[at:end]:
-        if only is not None and stage.name not in only:
+        if (only is not None and stage.name not in only) or stage.name in model.values:
             continue
         missing = [name for name in stage.reads if name not in model.values]
         if missing:
@@ -292,23 +292,29 @@ def advance(model: ModelScores, ctx: Context, only: Collection[str] | None = Non
 
 
 def score_unit(unit: TrainingJob | Candidate, data: Data, settings: FlowSettings, cache: StageCache | None = None,
-               only: Collection[str] | None = None, timer=None) -> list[ModelScores]:
-    """Every stage, in order, for each model of ``unit``, in this process. ``cache``: read-write
-    (``StageCache``), read-only (``ReadOnlyCache``) or none (``None`` or ``NoCache``)."""
+               only: Collection[str] | None = None, given: dict[str, tuple[Any, str]] | None = None
+               ) -> list[ModelScores]:
+    """Every stage, in order, for each model of ``unit``, in this process.
+
+    ``cache``: read-write (``StageCache``), read-only (``ReadOnlyCache``) or none (``None`` or
+    ``NoCache``); ``only``: the stages to run (default all); ``given``: stage -> (value, key) for
+    stages not to run (e.g. one whole-test-set stratum instead of the spec's strata).
+    """
     ctx = Context(data, settings, cache if cache is not None else NoCache())
-    if timer is not None:
-        ctx.timer = timer
     models = start(unit, ctx)
     for model in models:
+        for name, (value, key) in (given or {}).items():
+            model.values[name], model.keys[name] = value, key
         while not model.finished:
             advance(model, ctx, only)
     return models
 
 
 def score_model(model: Candidate, data: Data, settings: FlowSettings, cache: StageCache | None = None,
-                only: Collection[str] | None = None) -> ModelScores:
+                only: Collection[str] | None = None, given: dict[str, tuple[Any, str]] | None = None
+                ) -> ModelScores:
     """Every stage, in order, for one ready model (trained, from a checkpoint, or precomputed outputs)."""
-    return score_unit(model, data, settings, cache, only)[0]
+    return score_unit(model, data, settings, cache, only, given)[0]
 
 
 def for_worker(model: ModelScores) -> ModelScores:
