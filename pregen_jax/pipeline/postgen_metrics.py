@@ -22,10 +22,12 @@ def gts_res(data: Data, captions) -> tuple[dict, dict]:
 class LazyMetrics:
     """Post-gen metrics started on first use, so a run served from the cache starts no Java."""
 
-    def __init__(self, config: PostgenConfig, data: Data):
+    def __init__(self, config: PostgenConfig, data: Data, started: dict[str, postgen.PostgenMetric] | None = None):
+        """``started``: metrics already running (the caller's: ``close`` leaves them running)."""
         self.config = config
         self.data = data
-        self.started: dict[str, postgen.PostgenMetric] = {}
+        self._borrowed = dict(started or {})
+        self.started: dict[str, postgen.PostgenMetric] = dict(self._borrowed)
         self._settings: dict[str, dict] = {}
         self.available = postgen.availability(config.options, config.metrics)
 
@@ -64,5 +66,6 @@ class LazyMetrics:
         return {"metric": name}
 
     def close(self) -> None:
-        for metric in self.started.values():
-            metric.close()
+        for name, metric in self.started.items():
+            if name not in self._borrowed:
+                metric.close()
