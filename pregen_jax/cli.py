@@ -15,8 +15,8 @@ def _search(config, args, source: str = "config") -> int:
     _check_metrics_can_run(config, source)
     alone = args.coordinator is None and args.process_id is None and not args.distributed
     if alone and config.pregen.modules:  # the user's tier modules run and are checked before any data is built
-        from .pipeline import stages  # (a process of a cluster may not touch JAX before it joins: it checks later)
-        stages.tier_space(config.pregen)
+        from .pipeline import space  # (a process of a cluster may not touch JAX before it joins: it checks later)
+        space.tier_space(config.pregen)
     if alone and (args.num_processes or 1) > 1:  # N processes on this machine, started from here
         sys.stdout.flush()
         return run_local_processes(args.argv, args.num_processes)

@@ -5,6 +5,11 @@ import dataclasses
 
 import numpy as np
 
+SPEC_MAX_K = 5
+"""The spec cuts the sorted test set into k = 1..5 blocks."""
+NUM_SPEC_STRATA = SPEC_MAX_K * (SPEC_MAX_K + 1) // 2
+"""The spec's strata per model: 1 + 2 + 3 + 4 + 5 = 15."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Strata:
@@ -25,7 +30,7 @@ class Strata:
         return [ids[row].tolist() for row in self.mask]
 
 
-def spec_strata(per_image_score, max_k: int = 5) -> Strata:
+def spec_strata(per_image_score, max_k: int = SPEC_MAX_K) -> Strata:
     """The spec's strata: sort images by score ascending (stable: ties keep image order), then
     for k = 1..max_k cut the sorted list into k blocks of n // k images (a remainder at the
     top end is left out). 1 + 2 + ... + max_k strata."""

@@ -3,9 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from pregen_jax import tiers
+from pregen_jax import captioning, pipeline, postgen, tiers
+from pregen_jax.captioning import TrainConfig
 from pregen_jax.pipeline import SearchConfig, demo_config
-from pregen_jax.pipeline.stages import tier_space
+from pregen_jax.pipeline.config import demo_config_path
+from pregen_jax.pipeline.space import tier_space
 
 CONFIGS = Path(__file__).resolve().parents[1] / "search" / "configs"
 
@@ -18,7 +20,23 @@ def test_example_config_loads(path):
 
 @pytest.mark.parametrize("name, quick", [("demo.toml", False), ("demo_quick.toml", True)])
 def test_demo_configs_are_what_demo_runs(name, quick):
-    assert SearchConfig.load(CONFIGS / name) == demo_config(quick)
+    """`demo` reads the files shipped in the package; search/configs/ shows the same files to copy."""
+    path = demo_config_path(quick)
+    assert path.is_file() and Path(pipeline.__file__).parent in path.parents
+    assert (CONFIGS / name).resolve() == path.resolve()
+    assert demo_config(quick) == SearchConfig.load(CONFIGS / name)
+
+
+def test_defaults_have_one_home():
+    """The search's training defaults are the trainer's, with or without a [training] section."""
+    assert SearchConfig().training == SearchConfig.from_dict({"training": {}}).training == TrainConfig()
+    assert SearchConfig().postgen.metrics == list(postgen.DEFAULT_METRICS)
+
+
+def test_architectures_come_from_the_registry():
+    assert SearchConfig().models.architectures == list(captioning.ARCHITECTURES)
+    with pytest.raises(ValueError, match=r"'lstm' is not a registered architecture \(registered: init, "):
+        SearchConfig.from_dict({"models": {"architectures": ["init", "lstm"]}}, "x.toml")
 
 
 def test_a_config_adds_user_tier_functions():

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from pregen_jax import cli, tiers
-from pregen_jax.pipeline import SearchConfig, run_search, sources, workers
+from pregen_jax.pipeline import SearchConfig, flow, run_search, sources, workers
+from pregen_jax.pipeline.cache import NoCache
 from pregen_jax.pipeline.distributed import Cluster, initialize
 from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
 
@@ -101,10 +102,14 @@ def test_postgen_workers_give_the_sequential_result(tmp_path):
     assert pooled.timings["post-gen metrics"] > 0 and "waiting for post-gen workers" not in inline.timings
     data = sources.load_data(config, False)
     candidate = sources.precomputed_candidates(config, data)[0]
+    settings = flow.FlowSettings(config, None)
+    (model,) = flow.start(candidate, flow.Context(data, settings, NoCache()))
+    flow.advance(model, flow.Context(data, settings, NoCache()))
     with workers.PostgenPool(1, data, config.postgen, tmp_path / "threads" / "cache", kind="thread") as pool:
-        scored = pool.submit(candidate, candidate.captions, candidate.key).result()
+        scored = pool.submit(model).result()
+    assert scored.model.visited == ["train", "refprobs", "captions", "strata", "postgen"]
     first = inline.table.iloc[:15]
-    np.testing.assert_array_equal(scored.post["CIDEr"].to_numpy(), first["CIDEr"].to_numpy())
+    np.testing.assert_array_equal(scored.model.post["CIDEr"].to_numpy(), first["CIDEr"].to_numpy())
 
 
 def test_cluster_divides_units_round_robin():

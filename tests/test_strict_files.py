@@ -11,7 +11,8 @@ import pytest
 from pregen_jax import io, tiers
 from pregen_jax.meta import judgments as jm
 from pregen_jax.meta import mutt
-from pregen_jax.pipeline import model_level, stages
+from pregen_jax.pipeline import model_level
+from pregen_jax.pipeline import space as stages
 from pregen_jax.pipeline.cache import Stage, StageCache
 from pregen_jax.pipeline.config import PregenConfig
 

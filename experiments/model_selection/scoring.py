@@ -5,7 +5,7 @@ per-token perplexity from one teacher-forced pass; beam-3 captions scored by CID
 and per image) and METEOR; CIDEr of beam-3 captions of a fixed random 10% of the images;
 and the wall time of every step, measured after a warm-up so that compilation is not billed
 to any criterion. Search scores of a model (``score_search_model``): the 15 strata of its
-test split by per-image CIDEr, CIDEr and the 504 pre-gen metrics on each, as a search does.
+test split by per-image CIDEr, CIDEr and the 504 pre-gen metrics on each, by the search's flow.
 """
 from __future__ import annotations
 
@@ -27,7 +27,11 @@ from pregen_jax.captioning import (
     reference_probs,
     train_captioner,
 )
-from pregen_jax.strata import spec_strata
+from pregen_jax.datasets import CaptionDataset
+from pregen_jax.pipeline.config import GenerationConfig, PostgenConfig, SearchConfig
+from pregen_jax.pipeline.flow import FlowSettings, score_model
+from pregen_jax.pipeline.postgen_metrics import LazyMetrics
+from pregen_jax.pipeline.sources import Candidate, Data
 
 WINNER_2018 = "mean_max_normcount_prefix0"
 TIMES = ("refprobs", "sweep_one", "sweep_all", "generate", "cider", "meteor", "generate_subset", "cider_subset")
@@ -133,20 +137,19 @@ class Scorer:
 
 
 def score_search_model(trained, split, vocab, cider_metric, path: Path) -> dict:
-    """A search's rows for one model on ``split``: 15 strata by per-image CIDEr of beam-3 captions,
-    CIDEr recomputed on each stratum, the 504 pre-gen metrics on each (cached at ``path``)."""
+    """A search's rows for one model on ``split``, through the search's own flow (``pipeline.flow``):
+    15 strata by per-image CIDEr of beam-3 captions, CIDEr recomputed on each stratum, the 504
+    pre-gen metrics on each (cached at ``path``). ``cider_metric``: a running CIDEr to reuse."""
     if path.is_file():
         return _load_npz(path)
-    captions = generate_captions(trained.model, trained.params, split.features, vocab, beam_width=3, progress=False)
-    gts, res = references(split), candidates(split, captions)
-    _, per_image = cider_metric.compute_score(gts, res)
-    strata = spec_strata(per_image)
-    cider, _ = cider_metric.score_blocks(gts, res, strata.blocks(split.image_ids))
-    ref_probs = reference_probs(trained.model, trained.params, split.features, split.captions, vocab,
-                                progress=False, source="test", warn_unknown=False)
-    pregen = tiers.sweep(ref_probs, strata.mask)
-    _save_npz(path, pregen=np.asarray(pregen, np.float64), cider=np.asarray(cider, np.float64),
-              num_strata=strata.num_strata, stratum=strata.stratum)
+    data = Data(CaptionDataset("search", {"test": split}), vocab, {})
+    metrics = LazyMetrics(PostgenConfig(metrics=["CIDEr"]), data, started={"CIDEr": cider_metric})
+    settings = FlowSettings(SearchConfig(generation=GenerationConfig(beam_width=3)), metrics, tiers.DEFAULT_SPACE,
+                            progress=False, warn_unknown=False)
+    model = score_model(Candidate(trained.model.arch, "search", "final", "search model", trained), data, settings)
+    strata = model.values["strata"]
+    _save_npz(path, pregen=np.asarray(model.values["pregen"], np.float64),
+              cider=np.asarray(model.post["CIDEr"], np.float64), num_strata=strata.num_strata, stratum=strata.stratum)
     return _load_npz(path)
 
 

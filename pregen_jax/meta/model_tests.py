@@ -138,43 +138,57 @@ class ModelScores:
             return cls(**{f.name: npz[f.name] for f in dataclasses.fields(cls)})
 
 
-def corpus_cider(data, captions) -> float:
-    """CIDEr-D of one caption per test image against the test references (as the search scores a model)."""
-    from ..pipeline.stages import gts_res
-    from ..postgen import CIDEr
-    return CIDEr().compute_score(*gts_res(data, captions))[0]
-
-
 def score_model(trained, data, space: tiers.Space, generation, seed) -> ModelScores:
-    """Every corruption of one model: the pre-gen sweep (one stratum, all test images) and CIDEr."""
-    from ..captioning import generate_captions, reference_probs
-    test, vocab, model = data.test, data.vocab, trained.model
+    """Every corruption of one model: the pre-gen sweep (one stratum, all test images) and CIDEr,
+    each through the search's flow (``pipeline.flow``) with the whole test set as the one stratum."""
+    from ..pipeline import flow
+    from ..pipeline.config import PostgenConfig, SearchConfig
+    from ..pipeline.postgen_metrics import LazyMetrics
+    from ..pipeline.sources import Candidate
+    from ..strata import Strata
+    test = data.test
+    whole = {"strata": (Strata(np.ones((1, len(test)), bool), np.array([1]), np.array([0])), "whole test set")}
+    metrics = LazyMetrics(PostgenConfig(metrics=["CIDEr"]), data)
+
+    def run(params, features, stages, beam_width=generation.beam_width) -> flow.ModelScores:
+        on = data if features is test.features else _with_test_features(data, features)
+        settings = flow.FlowSettings(SearchConfig(generation=dataclasses.replace(generation, beam_width=beam_width)),
+                                     metrics, space, progress=False, warn_unknown=False)
+        candidate = Candidate(trained.model.arch, "unit-test", "final", "corrupted",
+                              dataclasses.replace(trained, params=params))
+        return flow.score_model(candidate, on, settings, only=stages, given=whole)
 
     def pregen(params, features) -> np.ndarray:
-        rp = reference_probs(model, params, features, test.captions, vocab, progress=False, warn_unknown=False)
-        return tiers.sweep(rp, None, space)[0]
+        return run(params, features, {"refprobs", "pregen"}).values["pregen"][0]
 
     def cider(params, features) -> float:
-        return corpus_cider(data, generate_captions(model, params, features, vocab, generation.beam_width,
-                                                    generation.max_len, generation.min_len, progress=False))
+        return float(run(params, features, {"captions", "postgen"}).post["CIDEr"][0])
 
     def greedy(params):
-        return generate_captions(model, params, test.features, vocab, 1, generation.max_len, generation.min_len,
-                                 progress=False)
+        return run(params, test.features, {"captions"}, beam_width=1).values["captions"]
 
     params, features = trained.params, test.features
     shuffled = mc.shuffle_features(features, seed)
     scaled = [mc.scale_temperature(params, t) for t in mc.TEMPERATURES]
     noisy = [mc.add_param_noise(params, level, seed) for level in mc.NOISE_LEVELS]
-    base_greedy = greedy(params)
-    return ModelScores(
-        base=pregen(params, features),
-        temperature=np.stack([pregen(p, features) for p in scaled]),
-        shuffled=pregen(params, shuffled),
-        noise=np.stack([pregen(p, features) for p in noisy]),
-        cider=np.array([cider(p, features) for p in (params, *noisy)]),
-        cider_shuffled=np.float64(cider(params, shuffled)),
-        greedy_unchanged=np.array([greedy(p) == base_greedy for p in scaled]))
+    try:
+        base_greedy = greedy(params)
+        return ModelScores(
+            base=pregen(params, features),
+            temperature=np.stack([pregen(p, features) for p in scaled]),
+            shuffled=pregen(params, shuffled),
+            noise=np.stack([pregen(p, features) for p in noisy]),
+            cider=np.array([cider(p, features) for p in (params, *noisy)]),
+            cider_shuffled=np.float64(cider(params, shuffled)),
+            greedy_unchanged=np.array([greedy(p) == base_greedy for p in scaled]))
+    finally:
+        metrics.close()
+
+
+def _with_test_features(data, features: np.ndarray):
+    """``data`` (its test split only) with other image features (the shuffled-images corruption)."""
+    test = dataclasses.replace(data.test, features=features)
+    return dataclasses.replace(data, dataset=dataclasses.replace(data.dataset, splits={"test": test}))
 
 
 def model_seed(seed: int, label: str) -> list[int]:
@@ -276,8 +290,10 @@ def run_unit_tests(search_folder, out, seed: int = 0, progress: Callable[[str], 
     ``pregen_unit_tests.tsv`` and ``report.md``. Bad input is a ValueError before any model runs.
     """
     from ..captioning import checkpoints, load_trained
-    from ..pipeline import sources, stages
+    from ..pipeline import sources
     from ..pipeline.cache import Stage, StageCache
+    from ..pipeline.space import space_key as find_space_key
+    from ..pipeline.space import tier_space
     from ..settings import as_dict
     from .model_tests_report import write_unit_test_outputs
     start = time.perf_counter()
@@ -288,7 +304,7 @@ def run_unit_tests(search_folder, out, seed: int = 0, progress: Callable[[str], 
     if saved is None or saved.fingerprint() != data.vocab.fingerprint():
         raise ValueError(f"{search.folder / 'vocabulary.json'}: differs from the vocabulary config.toml builds; "
                          "the run folder was changed after the search")
-    space = stages.tier_space(search.config.pregen)
+    space = tier_space(search.config.pregen)
     files, notes = model_files(search)
     if not files:
         raise ValueError(f"{search.folder}: every model of the search is precomputed; nothing to corrupt")
@@ -296,7 +312,7 @@ def run_unit_tests(search_folder, out, seed: int = 0, progress: Callable[[str], 
     stage = Stage("unit_tests", 1)
     settings = {"temperatures": mc.TEMPERATURES, "noise_levels": mc.NOISE_LEVELS, "seed": seed,
                 "generation": as_dict(search.config.generation)}
-    test_key, space_key = data.split_key("test"), stages.space_key(space)
+    test_key, space_key = data.split_key("test"), find_space_key(space)
     upstream = {m.label: (checkpoints.fingerprint(m.path), test_key, space_key) for m in files}
     # Every model not served by the cache must load before any work starts.
     trained = {m.label: load_trained(m.path, data.vocab) for m in files

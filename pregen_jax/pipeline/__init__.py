@@ -1,8 +1,11 @@
 """The end-to-end search behind `pregen-search demo` and `pregen-search run`.
 
 ``config`` (the nested, validated TOML config), ``sources`` (data and models), ``cache``
-(one stage cache), ``stages`` (one function per stage), ``search`` (their composition),
-``report`` (the published run folder).
+(one stage cache), ``flow`` (one model's stages, declared once, and the one entry point that
+runs them), ``space``/``postgen_metrics``/``quality`` (what the stages read), ``search`` (the
+flow over every model, with a post-gen worker pool), ``report`` (the published run folder and
+its manifest), ``finished`` (the one reader of a finished run), ``score`` and ``select`` (the
+commands that read one).
 """
 from .config import SearchConfig, demo_config
 from .report import write_outputs

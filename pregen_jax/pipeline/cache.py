@@ -5,6 +5,10 @@ version (bumped when its code changes what it writes), the settings that matter 
 the keys of the upstream entries it reads. A changed setting therefore recomputes that stage
 and what depends on it, and nothing else; an unchanged one reuses the entry. An entry is
 complete when its ``DONE`` file exists, written last, so a killed run resumes where it stopped.
+
+Three kinds of cache, one interface: ``StageCache`` (read-write), ``ReadOnlyCache`` (every entry
+must be done: another process computed it) and ``NoCache`` (computes everything, keeps nothing,
+but still gives each value its key). Each counts what it computed and reused, in one place.
 """
 from __future__ import annotations
 
@@ -61,6 +65,8 @@ class Entry:
 class StageCache:
     """Stage entries under ``root/<stage>/<label>-<key>/``, and a log of what was reused."""
 
+    read_only = False
+
     def __init__(self, root):
         self.root = Path(root)
         self.log: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -79,7 +85,7 @@ class StageCache:
         """
         entry = self.entry(stage, label, settings, upstream)
         if entry.done:
-            self.log[stage.name]["reused"] += 1
+            self.count(stage, reused=True)
             return load(entry.folder), entry
         value = compute()
         entry.folder.parent.mkdir(parents=True, exist_ok=True)
@@ -91,9 +97,44 @@ class StageCache:
             entry.mark_done()
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        self.log[stage.name]["computed"] += 1
+        self.count(stage, reused=False)
         return value, entry
+
+    def count(self, stage: Stage, reused: bool) -> None:
+        """Record one entry of ``stage`` as reused or computed (``cached`` does it for its own)."""
+        self.log[stage.name]["reused" if reused else "computed"] += 1
+
+    def merge(self, counts: dict[str, dict[str, int]]) -> None:
+        """Add the counts of another view of this cache (a post-gen worker's)."""
+        for name, counted in counts.items():
+            self.log[name].update(counted)
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Stage name -> {"computed": n, "reused": m}."""
         return {name: {"computed": c["computed"], "reused": c["reused"]} for name, c in self.log.items()}
+
+
+class ReadOnlyCache(StageCache):
+    """The stage cache as process 0 reads the other processes' results: every entry must be done."""
+
+    read_only = True
+
+    def cached(self, stage, label, settings, upstream, compute, save, load):
+        entry = self.entry(stage, label, settings, upstream)
+        if not entry.done:
+            raise ValueError(f"{entry.folder}: another process did not finish {stage.name} of {label} "
+                             "(stopped early?); rerun the same command to resume")
+        return load(entry.folder), entry
+
+
+class NoCache(StageCache):
+    """Every stage computed and nothing written (experiments that keep their own results): the
+    keys are still worked out, so downstream stages see the same keys as with a cache."""
+
+    def __init__(self):
+        super().__init__(Path("/nonexistent-pregen-cache"))
+
+    def cached(self, stage, label, settings, upstream, compute, save, load):
+        entry = self.entry(stage, label, settings, upstream)
+        self.count(stage, reused=False)
+        return compute(), entry

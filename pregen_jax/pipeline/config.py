@@ -17,17 +17,20 @@ import pydantic
 import tomli_w
 
 from .. import io
-from ..captioning.models import ARCHITECTURES, CaptionerConfig
+from ..captioning import ARCHITECTURES
+from ..captioning.models import CaptionerConfig
 from ..captioning.train import TrainConfig
+from ..postgen import DEFAULT_METRICS
 from ..postgen.base import PostgenOptions
 from ..settings import NonNegativeInt, PositiveInt, Seed, as_dict, build, settings
+from ..strata import NUM_SPEC_STRATA, SPEC_MAX_K
 
 ID_COLUMNS = ("dataset", "architecture", "run", "epoch", "num_strata", "stratum")
 """The identifying columns of a search's table, in order."""
 
 GROUPABLE = ("dataset", "architecture", "run", "epoch")
-DEFAULT_POSTGEN = ("METEOR", "CIDEr", "SPICE", "WMD", "Bleu_4", "ROUGE_L")
-MIN_TEST_IMAGES = 5  # the spec's 5 partitions need at least one image per block
+DEFAULT_POSTGEN = DEFAULT_METRICS  # the post-gen metrics' one list is postgen's
+MIN_TEST_IMAGES = SPEC_MAX_K  # the spec's 5 partitions need at least one image per block
 
 
 @settings
@@ -48,7 +51,8 @@ class DataConfig:
     @pydantic.model_validator(mode="after")
     def _consistent(self):
         if self.source == "shapes" and self.test < MIN_TEST_IMAGES:
-            raise ValueError(f"test = {self.test}: the 15 strata need at least {MIN_TEST_IMAGES} test images")
+            raise ValueError(f"test = {self.test}: the {NUM_SPEC_STRATA} strata need at least {MIN_TEST_IMAGES} "
+                             "test images")
         if self.source == "karpathy" and not self.karpathy_json:
             raise ValueError("source = 'karpathy' needs karpathy_json")
         if self.source == "flickr8k" and not self.flickr8k_dir:
@@ -58,12 +62,22 @@ class DataConfig:
 
 @settings
 class ModelsConfig:
-    architectures: list[Literal["init", "pre", "par", "merge"]] = dataclasses.field(
-        default_factory=lambda: list(ARCHITECTURES))
+    architectures: list[str] = dataclasses.field(default_factory=lambda: list(ARCHITECTURES))  # registered names
     runs: PositiveInt = 3                 # independently seeded runs per architecture
     captioner: CaptionerConfig = CaptionerConfig()
     checkpoints: list[str] = dataclasses.field(default_factory=list)  # already trained model.msgpack files
     vocabulary: str = ""                  # the vocabulary.json those checkpoints were trained with
+
+    @pydantic.field_validator("architectures")
+    @classmethod
+    def _registered(cls, names):
+        from .. import captioning  # the architectures captioning registers, whatever they are
+        registered = list(captioning.ARCHITECTURES)
+        unknown = [name for name in names if name not in registered]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a registered architecture "
+                             f"(registered: {', '.join(registered)})")
+        return names
 
     @pydantic.model_validator(mode="after")
     def _consistent(self):
@@ -151,7 +165,7 @@ class SearchConfig:
     seed: Seed = 0
     data: DataConfig = DataConfig()
     models: ModelsConfig = ModelsConfig()
-    training: TrainConfig = TrainConfig(epochs=6, snapshot_epochs=[1])
+    training: TrainConfig = TrainConfig()  # one set of defaults, with or without a [training] section
     generation: GenerationConfig = GenerationConfig()
     postgen: PostgenConfig = PostgenConfig()
     pregen: PregenConfig = PregenConfig()
@@ -257,16 +271,16 @@ class SearchConfig:
                                    precomputed=precomputed)
 
 
-def demo_config(quick: bool = False) -> SearchConfig:
-    """The built-in demo: 4 architectures x 3 runs on the shapes dataset (smaller with quick).
+DEMO_CONFIGS = Path(__file__).parent / "demo"
+"""``demo.toml`` and ``demo_quick.toml``, shipped with the package (``search/configs/`` links to them)."""
 
-    ``search/configs/demo.toml`` and ``demo_quick.toml`` spell these out (a test keeps them equal).
-    """
-    if quick:
-        return SearchConfig(
-            name="demo-quick", data=DataConfig(train=1200, val=200, test=300, encoder_epochs=3),
-            models=ModelsConfig(runs=1, captioner=CaptionerConfig(embed_size=64, hidden_size=64, image_size=64)),
-            training=TrainConfig(epochs=3, batch_size=64, snapshot_epochs=[1]))
-    return SearchConfig(
-        name="demo", models=ModelsConfig(captioner=CaptionerConfig(embed_size=128, hidden_size=128, image_size=128)),
-        training=TrainConfig(epochs=5, snapshot_epochs=[1]))
+
+def demo_config_path(quick: bool = False) -> Path:
+    """The file ``pregen-search demo`` (``--quick``) reads: the config users copy to start their own."""
+    return DEMO_CONFIGS / ("demo_quick.toml" if quick else "demo.toml")
+
+
+def demo_config(quick: bool = False) -> SearchConfig:
+    """The built-in demo: 4 architectures x 3 runs on the shapes dataset (smaller with quick), read
+    from its file."""
+    return SearchConfig.load(demo_config_path(quick))

@@ -206,7 +206,7 @@ class FinishedSearch:
     def chosen(self, pregen: str | None = None) -> dict[str, str]:
         """post-gen -> the pre-gen metric the run chose for it (its best by R^2), or ``pregen`` for all."""
         if pregen is not None:
-            from .stages import tier_space
+            from .space import tier_space
             if pregen not in tier_space(self.config.pregen).names:
                 raise ValueError(f"--pregen {pregen!r} is not a metric of the search's space")
         return {post: pregen or str(df["pregen"].iloc[0]) for post, df in self.correlations.items() if len(df)}

@@ -118,8 +118,8 @@ def read_captions(path, num_images: int) -> list[list[str]]:
 def measured(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]:
     """Each captions file's post-gen scores on the search's test references (the run's metrics that can run here)."""
     from ..refprobs import reference_fingerprint
+    from .postgen_metrics import LazyMetrics, gts_res
     from .sources import load_data
-    from .stages import LazyMetrics, gts_res
     data = load_data(run.config, progress=False)
     if reference_fingerprint(data.test.captions, data.vocab).tokens != run.references.tokens:
         raise ValueError(f"{run.file('config.toml')}: its data no longer give the search's test references (a "
@@ -142,7 +142,7 @@ def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: fl
     """Predict every post-gen metric of the run for each RefProbs file in ``paths`` (see the module docstring);
     with ``captions`` (one file per model, same order), measure each model's post-gen scores too."""
     from ..captioning.evaluate import perplexity
-    from .stages import tier_space
+    from .space import tier_space
     if not 0 < level < 1:
         raise ValueError(f"--level {level}: must lie strictly between 0 and 1")
     choices = run.chosen(pregen)

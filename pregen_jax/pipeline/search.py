@@ -1,5 +1,5 @@
-"""The search: data -> models -> per model (reference probabilities, captions, strata,
-post-gen and pre-gen metrics per stratum) -> the table -> the ranking.
+"""The search: data -> models -> per model the flow (``flow.STAGES``: training, reference
+probabilities, captions, strata, post-gen and pre-gen metrics per stratum) -> the table -> the ranking.
 
 Inputs are all checked before the first model trains; every per-model stage is cached in
 ``<out>/cache`` (see ``cache``), so an interrupted run resumes where it stopped and a finished
@@ -7,8 +7,9 @@ one re-renders its report in seconds. Nothing but ``cache/`` is written here: ``
 publishes the outputs.
 
 The work is a list of units (a model to train and evaluate, or a model given ready-made).
-Each unit is trained, then its models decoded, here; their post-gen scoring goes to a pool of
-workers (``workers``) so that the next unit trains meanwhile. Several processes
+Each unit goes through the flow: its main-process parts (training and decoding, then the
+pre-gen sweep) run here, its worker part (post-gen scoring) in a pool of workers (``workers``)
+so that the next unit trains meanwhile. Several processes
 (``distributed``) split the units between them; process 0 then reads the others' results
 from the shared cache. One process with no workers is the plain sequential search.
 """
@@ -26,26 +27,29 @@ from tqdm.auto import tqdm
 
 from .. import io, ranking
 from ..datasets import TOKENIZER, TOKENIZER_NAME
-from . import sources, stages
-from .cache import StageCache
+from . import flow, sources
+from .cache import ReadOnlyCache, StageCache
 from .config import ID_COLUMNS, SearchConfig
 from .distributed import Cluster, compiled_programs_kept_in
+from .postgen_metrics import LazyMetrics
+from .quality import caption_quality
+from .space import space_key, tier_space
 from .workers import PostgenPool, default_workers
 
-STAGE_NAMES = ("train", "refprobs", "captions", "strata", "postgen", "pregen")
-NUM_STRATA = 15  # the spec's 1 + 2 + 3 + 4 + 5 (stages.strata_stage)
+WAITING = "waiting for post-gen workers"
 
 
-def timed_stages(config: SearchConfig, space_size: int) -> list[str]:
+def timed_stages(settings: flow.FlowSettings) -> list[str]:
     """The stages a search times, in report order (the same list on every process).
 
     Times are summed over models, worker processes and search processes; post-gen metrics
     run in workers while the next model trains, so the stages can add up to more than the
     total, which is process 0's wall-clock time.
     """
-    return ["data and image features", "training", "reference probabilities",
-            f"generation (beam {config.generation.beam_width})", "post-gen metrics", "waiting for post-gen workers",
-            f"pre-gen sweep ({space_size} metrics x {NUM_STRATA} strata)"]
+    names = ["data and image features"]
+    for stages, labels in zip(flow.parts(), flow.timed_labels(settings)):
+        names += labels + ([WAITING] if stages[0].where == flow.WORKER else [])
+    return names
 
 
 class StageTimer:
@@ -103,37 +107,30 @@ class Evaluated:
     model: ModelResult
 
 
-class ReadOnlyCache(StageCache):
-    """The stage cache as process 0 reads the other processes' results: every entry must be done."""
-
-    def cached(self, stage, label, settings, upstream, compute, save, load):
-        entry = self.entry(stage, label, settings, upstream)
-        if not entry.done:
-            raise ValueError(f"{entry.folder}: another process did not finish {stage.name} of {label} "
-                             "(stopped early?); rerun the same command to resume")
-        return load(entry.folder), entry
-
-
 @dataclasses.dataclass
 class Search:
     """One search's fixed parts: what every model's stages need."""
 
     config: SearchConfig
     data: sources.Data
-    space: object
-    space_id: str
-    metrics: stages.LazyMetrics
-    progress: bool
+    settings: flow.FlowSettings
 
-    def rows(self, candidate: sources.Candidate, strata, post: pd.DataFrame, pre: np.ndarray, per_image: dict,
-             captions) -> Evaluated:
+    def context(self, cache: StageCache, timer) -> flow.Context:
+        return flow.Context(self.data, self.settings, cache, timer)
+
+    def rows(self, model: flow.ModelScores) -> Evaluated:
+        """One model's table rows (ids, post-gen, pre-gen per stratum) and what the report says of it."""
+        candidate, strata = model.candidate, model.values["strata"]
         ids = pd.DataFrame({"dataset": self.data.dataset.name, "architecture": candidate.architecture,
                             "run": candidate.run, "epoch": candidate.epoch,
                             "num_strata": strata.num_strata, "stratum": strata.stratum})
-        rows = pd.concat([ids, post, pd.DataFrame(pre, columns=self.space.names)], axis=1)
+        rows = pd.concat([ids, model.post, pd.DataFrame(model.values["pregen"], columns=self.settings.space.names)],
+                         axis=1)
         rows["vocabulary"], rows["units"] = self.model_side(candidate)
-        return Evaluated(rows, ModelResult(candidate.label, candidate.architecture, candidate.run, candidate.epoch,
-                                           per_image, stages.caption_quality(captions)))
+        result = ModelResult(candidate.label, candidate.architecture, candidate.run, candidate.epoch,
+                             model.per_image, caption_quality(model.values["captions"]))
+        result.keys = {"model": candidate.key, "refprobs": model.keys["refprobs"], "strata": model.keys["strata"]}
+        return Evaluated(rows, result)
 
     def model_side(self, candidate: sources.Candidate) -> tuple[str, str]:
         """The table's ``vocabulary`` and ``units`` of a model: the search's, or what a precomputed
@@ -142,36 +139,9 @@ class Search:
             return candidate.ref_probs.vocabulary or "unknown", "word"
         return self.data.vocab.name, self.config.pregen.units
 
-    def decode(self, cache: StageCache, candidate: sources.Candidate, timer: StageTimer):
-        """Reference probabilities and captions of one model (JAX, on this process's devices)."""
-        with timer("reference probabilities"):
-            ref_probs, ref_probs_key = stages.ref_probs_stage(cache, candidate, self.data, self.progress,
-                                                              self.config.pregen.units)
-        with timer(f"generation (beam {self.config.generation.beam_width})"):
-            captions, captions_key = stages.captions_stage(cache, candidate, self.data, self.config.generation,
-                                                           self.progress)
-        return ref_probs, ref_probs_key, captions, captions_key
-
-    def finish(self, cache: StageCache, candidate, ref_probs, ref_probs_key, captions, scored, timer) -> Evaluated:
-        """The pre-gen sweep over the strata the post-gen job found, and the model's rows."""
-        with timer(timed_stages(self.config, len(self.space))[-1]):
-            pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, scored.strata, scored.strata_key,
-                                      self.space, self.space_id)
-        evaluated = self.rows(candidate, scored.strata, scored.post, pre, scored.per_image, captions)
-        evaluated.model.keys = {"model": candidate.key, "refprobs": ref_probs_key, "strata": scored.strata_key}
-        return evaluated
-
-    def read(self, cache: ReadOnlyCache, candidate: sources.Candidate) -> Evaluated:
-        """Another process's model, every stage read from the cache."""
-        ref_probs, ref_probs_key, captions, captions_key = self.decode(cache, candidate, StageTimer())
-        strata, strata_key = stages.strata_stage(cache, candidate, captions, captions_key, self.data)
-        post, per_image = stages.postgen_stage(cache, candidate, captions, captions_key, strata, strata_key,
-                                               self.data, self.metrics)
-        pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, strata, strata_key, self.space,
-                                  self.space_id)
-        evaluated = self.rows(candidate, strata, post, pre, per_image, captions)
-        evaluated.model.keys = {"model": candidate.key, "refprobs": ref_probs_key, "strata": strata_key}
-        return evaluated
+    def read(self, cache: ReadOnlyCache, unit) -> list[Evaluated]:
+        """Another process's unit, every stage read from the cache."""
+        return [self.rows(model) for model in flow.score_unit(unit, self.data, self.settings, cache)]
 
 
 def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluster | None = None,
@@ -212,7 +182,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     wall = time.perf_counter()
     with timer("data and image features"):
         data = _load_data(config, progress, cluster, out)
-        space = stages.tier_space(config.pregen)
+        space = tier_space(config.pregen)
         # Everything a user supplied is read and checked here, before anything is trained or written.
         units: list = sources.precomputed_candidates(config, data)
         units += sources.checkpoint_candidates(config, data)
@@ -222,11 +192,11 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     if not units:
         raise ValueError("no models to evaluate (configure [models], checkpoints or [[precomputed]])")
 
-    metrics = stages.LazyMetrics(config.postgen, data)
+    metrics = LazyMetrics(config.postgen, data)
     for name, why in metrics.unavailable.items():
         if cluster.is_main:
             tqdm.write(f"{name} unavailable: {why}")
-    search = Search(config, data, space, stages.space_key(space), metrics, progress)
+    search = Search(config, data, flow.FlowSettings(config, metrics, space, space_key(space), progress))
     mine = cluster.mine(range(len(units)))
     if workers is None:
         workers = default_workers(cluster.on_this_host) if len(mine) > 1 else 0  # pays when models can overlap
@@ -239,17 +209,13 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     cluster.barrier("models evaluated")
 
     counts = _gathered_counts(cache, cluster)
-    timings = _gathered_timings(timer, timed_stages(config, len(space)), cluster)
+    timings = _gathered_timings(timer, timed_stages(search.settings), cluster)
     if not cluster.is_main:
         return None
     reader = ReadOnlyCache(cache.root)
     results: list[Evaluated] = []
     for position, unit in enumerate(units):
-        if position in evaluated:
-            results += evaluated[position]
-        else:
-            candidates = unit.candidates(config, data) if isinstance(unit, sources.TrainingJob) else [unit]
-            results += [search.read(reader, candidate) for candidate in candidates]
+        results += evaluated[position] if position in evaluated else search.read(reader, unit)
 
     table = pd.concat([r.rows for r in results], ignore_index=True)
     table["tokenizer"] = TOKENIZER_NAME
@@ -270,39 +236,36 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
 
 def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,
                    timer: StageTimer) -> dict[int, list[Evaluated]]:
-    """Train and decode this process's units in order; score each model in the pool meanwhile.
+    """Run the flow on this process's units in order: its main parts here (train, decode; then the
+    pre-gen sweep), its worker part in the pool, so that each model is scored while the next trains.
 
-    Finished post-gen jobs are taken up (their pre-gen sweep, their rows) in model order
-    between units, and all of them at the end.
+    Finished post-gen jobs are taken up (their last part, their rows) in model order between
+    units, and all of them at the end.
     """
     evaluated: dict[int, list[Evaluated]] = {position: [] for position in mine}
     pending: collections.deque = collections.deque()
+    ctx = search.context(cache, timer)
 
     def take_up(block: bool) -> None:
         while pending and (block or pending[0][-1].done()):
-            position, candidate, ref_probs, ref_probs_key, captions, future = pending.popleft()
+            position, model, future = pending.popleft()
             if not future.done():
-                with timer("waiting for post-gen workers"):
+                with timer(WAITING):
                     scored = future.result()
             else:
                 scored = future.result()
-            timer.add("post-gen metrics", scored.seconds)
-            for stage, counted in scored.counts.items():
-                cache.log[stage].update(counted)
-            evaluated[position].append(search.finish(cache, candidate, ref_probs, ref_probs_key, captions, scored,
-                                                     timer))
+            for label, seconds in scored.seconds.items():
+                timer.add(label, seconds)
+            cache.merge(scored.counts)
+            flow.merge(model, scored.model)
+            while not model.finished:
+                flow.advance(model, ctx)
+            evaluated[position].append(search.rows(model))
 
-    for position in tqdm(mine, desc="models", unit="unit", disable=not search.progress):
-        unit = units[position]
-        if isinstance(unit, sources.TrainingJob):
-            with timer("training"):
-                candidates = unit.train(search.config, search.data, cache, search.progress)
-        else:
-            candidates = [unit]
-        for candidate in candidates:
-            ref_probs, ref_probs_key, captions, captions_key = search.decode(cache, candidate, timer)
-            future = pool.submit(candidate, captions, captions_key)
-            pending.append((position, candidate, ref_probs, ref_probs_key, captions, future))
+    for position in tqdm(mine, desc="models", unit="unit", disable=not search.settings.progress):
+        for model in flow.start(units[position], ctx):
+            flow.advance(model, ctx)  # reference probabilities and captions, on this process's devices
+            pending.append((position, model, pool.submit(model)))
             take_up(block=False)
     take_up(block=True)
     return evaluated
@@ -320,7 +283,8 @@ def _gathered_timings(timer: StageTimer, names: list[str], cluster: Cluster) -> 
 def _gathered_counts(cache: StageCache, cluster: Cluster) -> dict[str, dict[str, int]]:
     """The stage cache's computed/reused counts, summed over processes (and their workers)."""
     mine = cache.counts()
-    local = np.array([mine.get(stage, {}).get(kind, 0) for stage in STAGE_NAMES for kind in ("computed", "reused")])
-    total = cluster.sum(local).astype(int).reshape(len(STAGE_NAMES), 2)
-    return {stage: {"computed": int(c), "reused": int(r)} for stage, (c, r) in zip(STAGE_NAMES, total)
+    names = flow.STAGE_NAMES
+    local = np.array([mine.get(stage, {}).get(kind, 0) for stage in names for kind in ("computed", "reused")])
+    total = cluster.sum(local).astype(int).reshape(len(names), 2)
+    return {stage: {"computed": int(c), "reused": int(r)} for stage, (c, r) in zip(names, total)
             if stage in mine or c or r}

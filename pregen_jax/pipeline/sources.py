@@ -29,6 +29,7 @@ from ..datasets import (
 from ..datasets.tokenizer import run_bpe, train_bpe
 from ..refprobs import RefProbs
 from ..settings import as_dict
+from ..strata import NUM_SPEC_STRATA
 from .cache import Entry, Stage, StageCache, digest
 from .config import MIN_TEST_IMAGES, SearchConfig
 
@@ -111,8 +112,8 @@ def load_data(config: SearchConfig, progress: bool, run_folder=None) -> Data:
     test = dataset["test"]
     test.check(f"{facts['dataset']} test split")
     if len(test) < MIN_TEST_IMAGES:
-        raise ValueError(f"{facts['dataset']}: the test split has {len(test)} images; the 15 strata need at least "
-                         f"{MIN_TEST_IMAGES}")
+        raise ValueError(f"{facts['dataset']}: the test split has {len(test)} images; the "
+                         f"{NUM_SPEC_STRATA} strata need at least {MIN_TEST_IMAGES}")
     vocab = build_vocabulary(config, dataset, run_folder)
     facts.update(vocabulary=len(vocab), vocabulary_name=vocab.name, test_images=len(test))
     return Data(dataset, vocab, facts)
@@ -208,10 +209,9 @@ class TrainingJob:
     def label(self) -> str:
         return f"{self.architecture}-{self.run}"
 
-    def train(self, config: SearchConfig, data: Data, cache: StageCache, progress: bool) -> list[Candidate]:
+    def train(self, config: SearchConfig, data: Data, progress: bool) -> list[Candidate]:
         """Train the model (or finish or reuse its training) and return its candidates with parameters."""
         train, val = data.dataset["train"], data.dataset["val"]
-        cache.log[TRAIN.name]["reused" if self.entry.done else "computed"] += 1
         trained = train_captioner(self.architecture, config.models.captioner, config.training, self.settings["seed"],
                                   data.vocab, train.features, train.captions, val.features, val.captions,
                                   self.entry.folder, progress=progress, description=self.label)
@@ -244,9 +244,3 @@ def training_jobs(config: SearchConfig, data: Data, cache: StageCache) -> list[T
             settings = train_settings(config, arch, run)
             jobs.append(TrainingJob(arch, run, settings, cache.entry(TRAIN, f"{arch}-{run}", settings, upstream)))
     return jobs
-
-
-def trained_candidates(config: SearchConfig, data: Data, cache: StageCache, progress: bool) -> list[Candidate]:
-    """Train (or resume, or reuse) every architecture x run; snapshots become extra candidates."""
-    return [candidate for job in training_jobs(config, data, cache)
-            for candidate in job.train(config, data, cache, progress)]

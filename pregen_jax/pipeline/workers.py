@@ -3,8 +3,9 @@
 Scoring a model's captions (its strata by per-image CIDEr, then METEOR, WMD, CIDEr, BLEU,
 ROUGE-L on every stratum) needs no accelerator and little of JAX, and takes seconds per model,
 mostly outside JAX (METEOR's Java alignment, gensim's WMD, Python n-gram counting). A search
-hands each model's captions to a worker and goes on to train and decode the next model; the
-worker writes its results into the stage cache as the search itself would have.
+hands each model to a worker, which runs the flow's worker part on it (``flow.STAGES`` marked
+WORKER), and goes on to train and decode the next model; the worker writes its results into
+the stage cache as the search itself would have.
 
 Workers are processes: CIDEr, BLEU, ROUGE-L and most of WMD are Python, and in threads
 would hold the interpreter lock the training loop needs (``benchmarks/bench_scale.py``
@@ -16,6 +17,7 @@ job runs at once in this process, in the order a search without a pool would run
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import multiprocessing
 import multiprocessing.util
@@ -24,13 +26,11 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from ..strata import Strata
+from . import flow
 from .cache import StageCache
 from .config import PostgenConfig
-from .sources import Candidate, Data
+from .flow import ModelScores
+from .sources import Data
 
 MAX_WORKERS = 8  # each holds a JVM (up to 2 GB) and GloVe: more rarely pays
 
@@ -45,13 +45,10 @@ def default_workers(processes_here: int = 1) -> int:
 
 @dataclasses.dataclass
 class Scored:
-    """What the post-gen job of one model returns."""
+    """What the post-gen job of one model returns: the flow's worker part, run."""
 
-    strata: Strata
-    strata_key: str
-    post: pd.DataFrame                 # f[S] per metric: the table's post-gen columns
-    per_image: dict[str, np.ndarray]   # metric -> f[I] on the whole test set
-    seconds: float                     # time the job took in its worker
+    model: ModelScores                 # with the worker stages (strata, post-gen) visited
+    seconds: dict[str, float]          # timer label -> seconds the job took in its worker
     counts: dict[str, dict[str, int]]  # stage cache: {"strata"/"postgen": {"computed": n, "reused": m}}
 
 
@@ -63,7 +60,7 @@ _THREAD_METRICS: list = []  # metrics started by thread workers, closed with the
 
 def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str) -> None:
     """Set up a worker: its view of the stage cache, the test split, and lazily started metrics."""
-    from .stages import LazyMetrics
+    from .postgen_metrics import LazyMetrics
     if kind == "process":
         from .. import processes
         processes.watch_parent()  # end with the search, even after kill -9 of it (its JVMs die with this process)
@@ -77,22 +74,26 @@ def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str) -> Non
         _THREAD_METRICS.append(metrics)
 
 
-def _score(candidate: Candidate, captions: list[list[str]], captions_key: str, setup=None) -> Scored:
-    """Strata and post-gen metrics of one model's captions, through the stage cache.
+def _score(model: ModelScores, setup=None) -> Scored:
+    """The flow's next part (strata and post-gen metrics of one model's captions), through the stage cache.
 
     ``setup``: arguments of ``_start`` for a worker thread's first job (processes get theirs
     from the pool's initializer).
     """
-    from . import stages
     if not hasattr(_STATE, "args"):
         _start(*setup)
-    start = time.perf_counter()
     cache_root, data, metrics = _STATE.args
-    cache = StageCache(cache_root)
-    strata, strata_key = stages.strata_stage(cache, candidate, captions, captions_key, data)
-    post, per_image = stages.postgen_stage(cache, candidate, captions, captions_key, strata, strata_key, data,
-                                           metrics)
-    return Scored(strata, strata_key, post, per_image, time.perf_counter() - start, cache.counts())
+    cache, seconds = StageCache(cache_root), {}
+
+    @contextlib.contextmanager
+    def timer(label: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds[label] = seconds.get(label, 0.0) + time.perf_counter() - start
+    flow.advance(model, flow.Context(data, flow.FlowSettings(None, metrics), cache, timer))
+    return Scored(model, seconds, cache.counts())
 
 
 # ------------------------------------------------------------------ the pool
@@ -138,13 +139,14 @@ class PostgenPool:
                                                           initargs=self._setup)
         return concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="postgen")
 
-    def submit(self, candidate: Candidate, captions, captions_key: str) -> concurrent.futures.Future:
-        slim = dataclasses.replace(candidate, trained=None, ref_probs=None, captions=None)
+    def submit(self, model: ModelScores) -> concurrent.futures.Future:
+        """Run the flow's next part (the worker stages) on ``model``: a future of ``Scored``."""
+        slim = flow.for_worker(model)
         setup = None if self.kind == "process" else self._setup
         if self.kind == "inline":
             future = concurrent.futures.Future()
             try:
-                future.set_result(_score(slim, captions, captions_key, setup))
+                future.set_result(_score(slim, setup))
             except BaseException as err:  # noqa: BLE001  (result() re-raises it, as for a worker's)
                 future.set_exception(err)
             return future
@@ -152,7 +154,7 @@ class PostgenPool:
             self._executor = self._start_executor()
         from .. import processes
         with processes.children_ignore_interrupts():  # workers start here; Ctrl-C while they import is quiet
-            return self._executor.submit(_score, slim, captions, captions_key, setup)
+            return self._executor.submit(_score, slim, setup)
 
     def close(self, cancel: bool = False) -> None:
         if self._executor is not None:

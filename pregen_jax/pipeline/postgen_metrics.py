@@ -1,0 +1,71 @@
+"""A search's post-gen metrics: started on first use, with what besides the captions determines
+each one's scores (for the stage cache), and pycocoevalcap's (gts, res) of a model's captions."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from .. import postgen
+from .cache import digest
+from .config import PostgenConfig
+from .sources import Data
+
+
+def gts_res(data: Data, captions) -> tuple[dict, dict]:
+    """pycocoevalcap's (gts, res) of one caption per test image against the test references."""
+    test = data.test
+    gts = {image_id: [" ".join(ref) for ref in refs] for image_id, refs in zip(test.image_ids, test.captions)}
+    res = {image_id: [" ".join(c)] for image_id, c in zip(test.image_ids, captions)}
+    return gts, res
+
+
+class LazyMetrics:
+    """Post-gen metrics started on first use, so a run served from the cache starts no Java."""
+
+    def __init__(self, config: PostgenConfig, data: Data, started: dict[str, postgen.PostgenMetric] | None = None):
+        """``started``: metrics already running (the caller's: ``close`` leaves them running)."""
+        self.config = config
+        self.data = data
+        self._borrowed = dict(started or {})
+        self.started: dict[str, postgen.PostgenMetric] = dict(self._borrowed)
+        self._settings: dict[str, dict] = {}
+        self.available = postgen.availability(config.options, config.metrics)
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name in self.config.metrics if self.available[name][0]]
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        return {name: why for name, (ok, why) in self.available.items() if not ok}
+
+    def __getitem__(self, name: str) -> postgen.PostgenMetric:
+        if name not in self.started:
+            metric = postgen.REGISTRY[name].factory(self.config.options)
+            if getattr(metric, "needs_images", False):
+                metric.bind_images(self.data.test.image_ids, self.data.test.features, self.data.features_id)
+            self.started[name] = metric
+        return self.started[name]
+
+    def settings(self, name: str) -> dict:
+        """What besides the captions and references determines a metric's scores (worked out once per
+        metric: it reads stop-word and scorer files, and is asked for every model)."""
+        if name not in self._settings:
+            self._settings[name] = self._find_settings(name)
+        return self._settings[name]
+
+    def _find_settings(self, name: str) -> dict:
+        if name == "WMD":
+            words, _ = postgen.resolve_stopwords(self.config.options)
+            return {"metric": name, "stopwords": digest(sorted(words))}
+        if postgen.REGISTRY[name].needs_images:  # the scorer (a model) and the images determine it too
+            folder = Path(self.config.reo_model)
+            scorer = digest(*(hashlib.sha256((folder / f).read_bytes()).hexdigest()
+                              for f in ("matcher.msgpack", "covariance.npz", "covariance.json")))
+            return {"metric": name, "scorer": scorer, "images": self.data.split_key("test")}
+        return {"metric": name}
+
+    def close(self) -> None:
+        for name, metric in self.started.items():
+            if name not in self._borrowed:
+                metric.close()
