@@ -118,10 +118,16 @@ def _gram_keys(encoded: Encoded, n: int) -> np.ndarray:
     ids, size = encoded.ids, max(encoded.vocab_size, 1)
     if size ** n >= _LIMIT:  # too many words for one int64: number the (n-1)-grams densely first
         prefix = np.unique(_gram_keys(encoded, n - 1), return_inverse=True)[1].astype(np.int64)
-        shifted = np.concatenate([ids[n - 1:], np.zeros(n - 1, np.int64)])
-        return prefix * size + shifted
+        return prefix * size + _shifted(ids, n - 1)
     keys = ids.copy()
     for k in range(1, n):
-        shifted = np.concatenate([ids[k:], np.zeros(k, np.int64)])
-        keys = keys * size + shifted
+        keys = keys * size + _shifted(ids, k)
     return keys
+
+
+def _shifted(ids: np.ndarray, k: int) -> np.ndarray:
+    """``ids`` moved ``k`` to the left, zeros at the end."""
+    out = np.zeros_like(ids)
+    if k < len(ids):
+        out[:len(ids) - k] = ids[k:]
+    return out

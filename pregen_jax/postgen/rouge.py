@@ -39,16 +39,19 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
     key, bits = key[order], np.left_shift(np.uint64(1), token_pos[fits][order].astype(np.uint64))
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
     mask_keys, masks = key[first], np.bitwise_or.reduceat(bits, first) if key.size else bits
-    # each pair's reference, one row per pair, as the candidate's masks of its tokens
+    # each pair's reference as the candidate's masks of its tokens: one row per pair, looked up for
+    # real tokens only (in pair order, so the keys looked up are nearly sorted)
     ref_len = lengths[pair_ref]
     width = int(ref_len.max()) if ref_len.size else 0
-    cols = np.arange(width)
-    inside = cols[None, :] < ref_len[:, None]
-    tokens = ids[np.where(inside, starts[pair_ref][:, None] + cols[None, :], 0)]
-    wanted = pair_cand[:, None] * size + tokens
-    at = np.searchsorted(mask_keys, wanted).clip(max=max(len(mask_keys) - 1, 0))
-    matches = np.where(inside & (mask_keys[at] == wanted), masks[at], np.uint64(0)) if mask_keys.size \
-        else np.zeros(wanted.shape, np.uint64)
+    first_token = np.zeros(len(ref_len), np.int64)
+    np.cumsum(ref_len[:-1], out=first_token[1:])
+    pair = np.repeat(np.arange(len(ref_len)), ref_len)
+    column = np.arange(int(ref_len.sum())) - first_token[pair]
+    wanted = pair_cand[pair] * size + ids[starts[pair_ref][pair] + column]
+    matches = np.zeros((len(ref_len), width), np.uint64)
+    if mask_keys.size:
+        at = np.searchsorted(mask_keys, wanted).clip(max=len(mask_keys) - 1)
+        matches[pair, column] = np.where(mask_keys[at] == wanted, masks[at], np.uint64(0))
     v = np.full(len(pair_cand), np.iinfo(np.uint64).max, np.uint64)
     for j in range(width):
         u = v & matches[:, j]
