@@ -64,13 +64,14 @@ def check_inputs(gts: dict, res: dict, source: str = "captions") -> None:
     if set(gts) != set(res):
         missing = sorted(set(gts) ^ set(res), key=str)[:3]
         raise ValueError(f"{source}: references and candidates cover different images (e.g. {missing})")
-    for image_id, refs in gts.items():
+    bad = [i for i, refs in gts.items() if not refs or len(res[i]) != 1 or not any(map(str.strip, refs))]
+    if bad:
+        image_id, refs = bad[0], gts[bad[0]]
         if not refs:
             raise ValueError(f"{source}: image {image_id} has no references")
         if len(res[image_id]) != 1:
             raise ValueError(f"{source}: image {image_id} needs exactly one candidate, got {len(res[image_id])}")
-        if not any(r.strip() for r in refs):
-            raise ValueError(f"{source}: image {image_id} has only empty references")
+        raise ValueError(f"{source}: image {image_id} has only empty references")
 
 
 def score_strata(metrics, gts: dict, res: dict, strata: list[list]) -> pd.DataFrame:

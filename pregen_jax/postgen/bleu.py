@@ -26,19 +26,12 @@ def bleu_counts(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     correct = np.zeros((C, MAX_ORDER), np.int64)
     guess = np.maximum(0, testlen[:, None] - np.arange(MAX_ORDER)[None, :])
     for n in range(1, MAX_ORDER + 1):
-        grams = corpus.grams(n)
-        is_ref = grams.string < R
-        r_gram, r_ref, r_tf = grams.gram[is_ref], grams.string[is_ref], grams.count[is_ref]
-        c_gram, c_cand, c_tf = grams.gram[~is_ref], grams.string[~is_ref] - R, grams.count[~is_ref]
-        # the largest count of each (gram, image) over the image's references (sorted by gram, then image)
-        key = r_gram * corpus.images + corpus.ref_image[r_ref]
-        if key.size:
-            first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            keys, max_count = key[first], np.maximum.reduceat(r_tf, first)
-            wanted = c_gram * corpus.images + corpus.cand_image[c_cand]
-            at = np.searchsorted(keys, wanted).clip(max=len(keys) - 1)
-            clip = np.where(keys[at] == wanted, max_count[at], 0)
-            correct[:, n - 1] = np.bincount(c_cand, np.minimum(c_tf, clip), C).astype(np.int64)
+        j = corpus.joined(n)
+        # the largest count of each (gram, image) over the image's references: a max over its run
+        if j.run_start.size:
+            max_count = np.maximum.reduceat(j.r_tf, j.run_start)
+            clip = np.where(j.c_run >= 0, max_count[j.c_run], 0)
+            correct[:, n - 1] = np.bincount(j.c_cand, np.minimum(j.c_tf, clip), C).astype(np.int64)
     reflen = _closest(corpus, testlen)
     return correct, guess, testlen, reflen
 

@@ -36,34 +36,17 @@ def cider_d(corpus: Corpus, sigma: float = SIGMA) -> np.ndarray:
     cand_start = corpus.ref_start[corpus.cand_image]
     cand_count = corpus.ref_count[corpus.cand_image]
     for n in range(1, MAX_ORDER + 1):
-        grams = corpus.grams(n)
-        is_ref = grams.string < R
-        r_gram, r_ref, r_tf = grams.gram[is_ref], grams.string[is_ref], grams.count[is_ref]
-        c_gram, c_cand, c_tf = grams.gram[~is_ref], grams.string[~is_ref] - R, grams.count[~is_ref]
-        # document frequency: distinct (gram, image) among references (sorted by gram, then image)
-        change = np.r_[True, r_gram[1:] != r_gram[:-1]] if r_gram.size else np.zeros(0, bool)
-        new_image = change.copy()
-        new_image[1:] |= corpus.ref_image[r_ref][1:] != corpus.ref_image[r_ref][:-1]
-        group = np.cumsum(change) - 1                                    # the gram's index among distinct grams
-        df = np.bincount(group, new_image, int(group[-1]) + 1 if group.size else 0)
-        df_grams = r_gram[change]
-        r_weight = r_tf * (ref_len - np.log(np.maximum(1.0, df[group])))
-        at = np.searchsorted(df_grams, c_gram).clip(max=max(len(df_grams) - 1, 0))
-        c_df = np.where(df_grams[at] == c_gram, df[at], 0) if df_grams.size else np.zeros(len(c_gram))
-        c_weight = c_tf * (ref_len - np.log(np.maximum(1.0, c_df)))
+        j = corpus.joined(n)
+        r_ref, c_cand = j.r_ref, j.c_cand
+        r_weight = j.r_tf * (ref_len - np.log(np.maximum(1.0, j.df[j.group])))
+        c_weight = j.c_tf * (ref_len - np.log(np.maximum(1.0, j.c_df)))
         ref_norm[n - 1] = np.sqrt(np.bincount(r_ref, r_weight ** 2, R))
         cand_norm[n - 1] = np.sqrt(np.bincount(c_cand, c_weight ** 2, C))
-        # shared n-grams of each candidate and each reference of its image: the references of one
-        # (gram, image) are a contiguous run of entries; one search finds each candidate entry's run
-        run_start = np.flatnonzero(new_image)
-        run_key = group[run_start] * corpus.images + corpus.ref_image[r_ref[run_start]]
-        run_end = np.r_[run_start[1:], len(r_gram)]
-        wanted = at * corpus.images + corpus.cand_image[c_cand]
-        run = np.searchsorted(run_key, wanted).clip(max=max(len(run_key) - 1, 0))
-        found = (c_df > 0) & (run_key[run] == wanted) if run_key.size else np.zeros(len(c_gram), bool)
-        lo = np.where(found, run_start[run] if run_key.size else 0, 0)
-        runs = np.where(found, (run_end - run_start)[run] if run_key.size else 0, 0)
-        entry = np.repeat(np.arange(len(c_gram)), runs)
+        # shared n-grams of each candidate and each reference of its image: the run of its (gram, image)
+        found = j.c_run >= 0
+        lo = np.where(found, j.run_start[j.c_run], 0)
+        runs = np.where(found, j.run_end[j.c_run] - lo, 0)
+        entry = np.repeat(np.arange(len(c_cand)), runs)
         match = np.arange(runs.sum()) + np.repeat(lo - np.cumsum(runs) + runs, runs)
         w_c, w_r = c_weight[entry], r_weight[match]
         cand = c_cand[entry]

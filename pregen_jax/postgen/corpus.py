@@ -34,6 +34,34 @@ class Grams:
 
 
 @dataclasses.dataclass(frozen=True)
+class Joined:
+    """The n-grams of one order split into references and candidates, and joined on (gram, image).
+
+    Attributes:
+      r_gram, r_ref, r_tf: i64[Er] reference entries (sorted by gram, then reference);
+      c_gram, c_cand, c_tf: i64[Ec] candidate entries (sorted by gram, then candidate).
+      group: i64[Er] each reference entry's index among the distinct reference grams;
+      df: i64[G] the number of images whose references hold each distinct gram.
+      run_start, run_end: i64[U] the entries of each distinct (gram, image), a contiguous run.
+      c_df: i64[Ec] the df of each candidate entry's gram (0: in no reference);
+      c_run: i64[Ec] the run of the candidate's (gram, image), -1 where its image's references lack it.
+    """
+
+    r_gram: np.ndarray
+    r_ref: np.ndarray
+    r_tf: np.ndarray
+    c_gram: np.ndarray
+    c_cand: np.ndarray
+    c_tf: np.ndarray
+    group: np.ndarray
+    df: np.ndarray
+    run_start: np.ndarray
+    run_end: np.ndarray
+    c_df: np.ndarray
+    c_run: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
 class Corpus:
     """References of ``images`` images and one candidate for each of ``C`` of them.
 
@@ -101,6 +129,12 @@ class Corpus:
             self._grams[n] = self._count_grams(n)
         return self._grams[n]
 
+    def joined(self, n: int) -> Joined:
+        """The n-grams of order ``n`` joined between candidates and references (worked out once per order)."""
+        if -n not in self._grams:
+            self._grams[-n] = _join(self, self.grams(n))
+        return self._grams[-n]
+
     def _count_grams(self, n: int) -> Grams:
         encoded = self.encoded
         keys = _gram_keys(encoded, n)
@@ -111,6 +145,33 @@ class Corpus:
             gram = np.unique(gram, return_inverse=True)[1].astype(np.int64)  # dense ids: key * strings fits
         combined, count = np.unique(gram * strings + string, return_counts=True)
         return Grams(combined // strings, combined % strings, count)
+
+
+def _join(corpus: Corpus, grams: Grams) -> Joined:
+    R = corpus.R  # noqa: N806
+    is_ref = grams.string < R
+    r_gram, r_ref, r_tf = grams.gram[is_ref], grams.string[is_ref], grams.count[is_ref]
+    c_gram, c_cand, c_tf = grams.gram[~is_ref], grams.string[~is_ref] - R, grams.count[~is_ref]
+    change = np.r_[True, r_gram[1:] != r_gram[:-1]] if r_gram.size else np.zeros(0, bool)
+    image = corpus.ref_image[r_ref]
+    new_run = change.copy()
+    new_run[1:] |= image[1:] != image[:-1]
+    group = np.cumsum(change) - 1
+    df = np.bincount(group, minlength=0, weights=new_run).astype(np.int64) if group.size else np.zeros(0, np.int64)
+    distinct = r_gram[change]
+    run_start = np.flatnonzero(new_run)
+    run_end = np.r_[run_start[1:], len(r_gram)].astype(np.int64)
+    c_df = np.zeros(len(c_gram), np.int64)
+    c_run = np.full(len(c_gram), -1, np.int64)
+    if distinct.size and c_gram.size:
+        at = np.searchsorted(distinct, c_gram).clip(max=len(distinct) - 1)   # sorted needles: fast
+        known = distinct[at] == c_gram
+        c_df = np.where(known, df[at], 0)
+        run_key = group[run_start] * corpus.images + image[run_start]
+        wanted = at * corpus.images + corpus.cand_image[c_cand]
+        run = np.searchsorted(run_key, wanted).clip(max=len(run_key) - 1)
+        c_run = np.where(known & (run_key[run] == wanted), run, -1)
+    return Joined(r_gram, r_ref, r_tf, c_gram, c_cand, c_tf, group, df, run_start, run_end, c_df, c_run)
 
 
 def _gram_keys(encoded: Encoded, n: int) -> np.ndarray:

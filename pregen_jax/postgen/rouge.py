@@ -20,6 +20,7 @@ from .corpus import Corpus
 
 BETA = 1.2
 _BITS = 63
+_DENSE = 1 << 23  # entries of the dense (candidate, word) mask table (64 MiB)
 
 
 def lcs_lengths(corpus: Corpus) -> np.ndarray:
@@ -29,33 +30,48 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
     pair_cand, pair_ref = corpus.pair_cand, corpus.pair_ref
     cand_len = lengths[R:]
     long = cand_len > _BITS
-    # the bit mask of each (candidate, token): where the token occurs in the candidate
+    # tokens numbered among the candidates' own words (a reference word no candidate holds never matches)
+    cand_tokens = ids[starts[R]:] if len(corpus.cands) else ids[:0]
     token_cand = encoded.string[starts[R]:] - R if len(corpus.cands) else np.zeros(0, np.int64)
-    token_ids, token_pos = ids[starts[R]:] if len(corpus.cands) else ids[:0], encoded.position[starts[R]:]
+    token_pos = encoded.position[starts[R]:] if len(corpus.cands) else np.zeros(0, np.int64)
+    vocab = np.unique(cand_tokens)
+    size = max(len(vocab), 1)
     fits = ~long[token_cand]
-    size = encoded.vocab_size + 1
-    key = token_cand[fits] * size + token_ids[fits]
-    order = np.argsort(key, kind="stable")
-    key, bits = key[order], np.left_shift(np.uint64(1), token_pos[fits][order].astype(np.uint64))
-    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
-    mask_keys, masks = key[first], np.bitwise_or.reduceat(bits, first) if key.size else bits
-    # each pair's reference as the candidate's masks of its tokens: one row per pair, looked up for
-    # real tokens only (in pair order, so the keys looked up are nearly sorted)
+    key = token_cand[fits] * size + np.searchsorted(vocab, cand_tokens[fits])
+    bits = np.left_shift(np.uint64(1), token_pos[fits].astype(np.uint64))
+    ref_tokens = ids[:starts[R]] if R and len(corpus.cands) else ids[:0]
+    at = np.searchsorted(vocab, ref_tokens).clip(max=size - 1)
+    ref_local = np.where(vocab[at] == ref_tokens, at, -1) if vocab.size else np.full(len(ref_tokens), -1)
+    # each pair's reference as the candidate's masks of its tokens, one row per reference position
     ref_len = lengths[pair_ref]
     width = int(ref_len.max()) if ref_len.size else 0
     first_token = np.zeros(len(ref_len), np.int64)
     np.cumsum(ref_len[:-1], out=first_token[1:])
     pair = np.repeat(np.arange(len(ref_len)), ref_len)
     column = np.arange(int(ref_len.sum())) - first_token[pair]
-    wanted = pair_cand[pair] * size + ids[starts[pair_ref][pair] + column]
-    matches = np.zeros((len(ref_len), width), np.uint64)
-    if mask_keys.size:
+    local = ref_local[starts[pair_ref][pair] + column]
+    held = local >= 0
+    pair, column, wanted = pair[held], column[held], pair_cand[pair[held]] * size + local[held]
+    if len(corpus.cands) * size <= _DENSE:   # a dense (candidate, word) table of masks
+        table = np.zeros(len(corpus.cands) * size, np.uint64)
+        np.bitwise_or.at(table, key, bits)
+        found = table[wanted]
+    else:                                     # too many words: sorted keys and a search
+        order = np.argsort(key, kind="stable")
+        key, bits = key[order], bits[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        mask_keys, masks = key[first], np.bitwise_or.reduceat(bits, first)
         at = np.searchsorted(mask_keys, wanted).clip(max=len(mask_keys) - 1)
-        matches[pair, column] = np.where(mask_keys[at] == wanted, masks[at], np.uint64(0))
+        found = np.where(mask_keys[at] == wanted, masks[at], np.uint64(0))
+    matches = np.zeros((width, len(ref_len)), np.uint64)
+    matches[column, pair] = found
     v = np.full(len(pair_cand), np.iinfo(np.uint64).max, np.uint64)
-    for j in range(width):
-        u = v & matches[:, j]
-        v = (v + u) | (v - u)
+    u, t = np.empty_like(v), np.empty_like(v)
+    for row in matches:  # V' = (V + U) | (V - U), U = V & M
+        np.bitwise_and(v, row, out=u)
+        np.add(v, u, out=t)
+        np.subtract(v, u, out=u)
+        np.bitwise_or(t, u, out=v)
     low = np.left_shift(np.uint64(1), np.minimum(cand_len[pair_cand], _BITS).astype(np.uint64)) - np.uint64(1)
     lcs = np.minimum(cand_len[pair_cand], _BITS) - np.bitwise_count(v & low).astype(np.int64)  # zeros: matched
     for p in np.flatnonzero(long[pair_cand]):  # rare: pycocoevalcap's own dynamic program
