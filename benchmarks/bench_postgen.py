@@ -13,10 +13,11 @@ calls in one process, for
     counted once).
 The array scores are checked against pycocoevalcap's (largest absolute difference printed).
 The machine may be shared: the load average is printed. The last line is machine-readable:
-    postgen_speedup_per_model=<ratio> postgen_speedup_batched=<ratio>
+    postgen_speedup_per_model=<wall ratio> postgen_speedup_batched=<wall ratio> cpu_per_model=... cpu_batched=...
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -71,13 +72,19 @@ def batched(gts, systems) -> dict:
     return postgen.score_systems(NAMES, gts, systems, tokenize=False)
 
 
-def best_of(function, *args, repeats: int = 2) -> tuple[float, dict]:
-    times, value = [], None
+def interleaved(functions: dict, args, repeats: int = 2) -> tuple[dict, dict, dict]:
+    """({name: best wall seconds}, {name: best CPU seconds of this process}, {name: last value}), the
+    functions called in turn ``repeats`` times, so that a change of the machine's load hits all alike."""
+    wall = {name: math.inf for name in functions}
+    cpu = dict(wall)
+    values = {}
     for _ in range(repeats):
-        start = time.perf_counter()
-        value = function(*args)
-        times.append(time.perf_counter() - start)
-    return min(times), value
+        for name, function in functions.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            values[name] = function(*args)
+            wall[name] = min(wall[name], time.perf_counter() - start)
+            cpu[name] = min(cpu[name], time.process_time() - start_cpu)
+    return wall, cpu, values
 
 
 def largest_difference(ours: dict, reference: dict) -> float:
@@ -95,15 +102,16 @@ def main() -> None:
     gts, systems = where_image2()
     print(f"{len(systems)} models x {len(gts)} images = {len(systems) * len(gts)} candidates, "
           f"{sum(map(len, gts.values()))} references; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    t_coco, reference = best_of(coco, gts, systems)
-    t_model, ours_model = best_of(per_model, gts, systems)
-    t_batch, ours_batch = best_of(batched, gts, systems)
-    print(f"pycocoevalcap (Bleu 1-4 + ROUGE_L + CIDEr, per model): {t_coco * 1000:8.1f} ms")
-    print(f"array, one call per model:                            {t_model * 1000:8.1f} ms  "
-          f"x{t_coco / t_model:.1f}  (largest |difference| {largest_difference(ours_model, reference):.1e})")
-    print(f"array, one call for all models:                       {t_batch * 1000:8.1f} ms  "
-          f"x{t_coco / t_batch:.1f}  (largest |difference| {largest_difference(ours_batch, reference):.1e})")
-    print(f"postgen_speedup_per_model={t_coco / t_model:.1f} postgen_speedup_batched={t_coco / t_batch:.1f}")
+    wall, cpu, values = interleaved({"coco": coco, "model": per_model, "batch": batched}, (gts, systems))
+    labels = {"coco": "pycocoevalcap (Bleu 1-4 + ROUGE_L + CIDEr, per model)",
+              "model": "array, one call per model", "batch": "array, one call for all models"}
+    for name, label in labels.items():
+        ratio = "" if name == "coco" else (f"  x{wall['coco'] / wall[name]:.1f} wall, x{cpu['coco'] / cpu[name]:.1f} CPU"
+                                           f"  (largest |difference| {largest_difference(values[name], values['coco']):.1e})")
+        print(f"{label:<55} {wall[name] * 1000:8.1f} ms wall {cpu[name] * 1000:8.1f} ms CPU{ratio}")
+    print(f"postgen_speedup_per_model={wall['coco'] / wall['model']:.1f} postgen_speedup_batched="
+          f"{wall['coco'] / wall['batch']:.1f} cpu_per_model={cpu['coco'] / cpu['model']:.1f} "
+          f"cpu_batched={cpu['coco'] / cpu['batch']:.1f}")
 
 
 if __name__ == "__main__":

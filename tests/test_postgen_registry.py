@@ -81,3 +81,15 @@ def test_java_process_batches_more_than_a_pipe_holds():
     finally:
         echo.close()
     assert not echo.alive
+
+
+def test_backend_is_a_postgen_option():
+    from pregen_jax.pipeline.config import PostgenConfig
+    from pregen_jax.settings import ValidationError
+    config = PostgenConfig(metrics=["CIDEr"], backend="coco")
+    assert config.options.backend == "coco"
+    with postgen.make_metrics(["CIDEr", "ROUGE_L"], config.options) as metrics:
+        assert [m.backend for m in metrics.metrics] == ["coco", "coco"]
+        assert metrics.metrics[0].compute_score(GTS, RES)[0] == pytest.approx(postgen.score("CIDEr", GTS, RES)[0])
+    with pytest.raises(ValidationError):
+        PostgenConfig(metrics=["CIDEr"], backend="jax")
