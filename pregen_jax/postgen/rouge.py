@@ -42,16 +42,22 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
     ref_tokens = ids[:starts[R]] if R and len(corpus.cands) else ids[:0]
     at = np.searchsorted(vocab, ref_tokens).clip(max=size - 1)
     ref_local = np.where(vocab[at] == ref_tokens, at, -1) if vocab.size else np.full(len(ref_tokens), -1)
-    # each pair's reference as the candidate's masks of its tokens, one row per reference position
+    # each pair's reference as the candidate's masks of its tokens, one row per reference position;
+    # only reference tokens some candidate holds are expanded to pairs
     ref_len = lengths[pair_ref]
     width = int(ref_len.max()) if ref_len.size else 0
-    first_token = np.zeros(len(ref_len), np.int64)
-    np.cumsum(ref_len[:-1], out=first_token[1:])
-    pair = np.repeat(np.arange(len(ref_len)), ref_len)
-    column = np.arange(int(ref_len.sum())) - first_token[pair]
-    local = ref_local[starts[pair_ref][pair] + column]
-    held = local >= 0
-    pair, column, wanted = pair[held], column[held], pair_cand[pair[held]] * size + local[held]
+    held_token = np.flatnonzero(ref_local >= 0)
+    held_ref = encoded.string[held_token]
+    held_count = np.bincount(held_ref, minlength=R) if R else np.zeros(0, np.int64)
+    held_start = np.zeros(R, np.int64)
+    np.cumsum(held_count[:-1], out=held_start[1:])
+    per_pair = held_count[pair_ref]
+    pair = np.repeat(np.arange(len(pair_ref)), per_pair)
+    offset = np.zeros(len(per_pair), np.int64)
+    np.cumsum(per_pair[:-1], out=offset[1:])
+    token = held_token[np.arange(len(pair)) - np.repeat(offset - held_start[pair_ref], per_pair)]
+    column = encoded.position[token]
+    wanted = pair_cand[pair] * size + ref_local[token]
     if len(corpus.cands) * size <= _DENSE:   # a dense (candidate, word) table of masks
         table = np.zeros(len(corpus.cands) * size, np.uint64)
         np.bitwise_or.at(table, key, bits)
@@ -88,10 +94,12 @@ def rouge_l(corpus: Corpus, beta: float = BETA) -> np.ndarray:
     lcs = lcs_lengths(corpus).astype(np.float64)
     precision = lcs / lengths[R:][corpus.pair_cand]
     recall = lcs / lengths[corpus.pair_ref]
-    best_p = np.zeros(C)
-    best_r = np.zeros(C)
-    np.maximum.at(best_p, corpus.pair_cand, precision)
-    np.maximum.at(best_r, corpus.pair_cand, recall)
+    if C == 0:
+        return np.zeros(0)
+    first = np.zeros(C, np.int64)  # pairs are grouped by candidate, each candidate has references
+    np.cumsum(corpus.ref_count[corpus.cand_image][:-1], out=first[1:])
+    best_p = np.maximum.reduceat(precision, first)
+    best_r = np.maximum.reduceat(recall, first)
     ok = (best_p != 0) & (best_r != 0)
     denominator = np.where(ok, best_r + beta ** 2 * best_p, 1.0)
     return np.where(ok, ((1 + beta ** 2) * best_p * best_r) / denominator, 0.0)
