@@ -38,12 +38,14 @@ def bleu_counts(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 
 def _closest(corpus: Corpus, testlen: np.ndarray) -> np.ndarray:
     """i64[C]: the reference length closest to each candidate's length, ties to the shorter."""
-    ref_len = corpus.encoded.lengths[:corpus.R][corpus.pair_ref]
-    test = testlen[corpus.pair_cand]
-    key = 2 * np.abs(ref_len - test) + (ref_len > test)   # min over (|l - t|, l): the shorter wins a tie
-    order = np.lexsort((key, corpus.pair_cand))
-    first = np.flatnonzero(np.r_[True, corpus.pair_cand[order][1:] != corpus.pair_cand[order][:-1]])
-    return ref_len[order][first]
+    counts = corpus.ref_count[corpus.cand_image]
+    slots = np.arange(int(counts.max()) if counts.size else 0)
+    real = slots[None, :] < counts[:, None]                                           # b[C, refs]
+    refs = np.where(real, corpus.ref_start[corpus.cand_image][:, None] + slots[None, :], 0)
+    ref_len = corpus.encoded.lengths[refs]
+    key = 2 * np.abs(ref_len - testlen[:, None]) + (ref_len > testlen[:, None])  # min (|l - t|, l): ties to shorter
+    best = np.argmin(np.where(real, key, np.iinfo(np.int64).max), axis=1)
+    return ref_len[np.arange(len(testlen)), best]
 
 
 def bleu_scores(correct, guess, testlen, reflen) -> tuple[np.ndarray, np.ndarray]:
