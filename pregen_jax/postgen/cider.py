@@ -11,7 +11,10 @@ by the number of references, times 10. Corpus score: the mean over images.
 Document frequencies: from the references of the images scored (pycocoevalcap, and the 2018
 strata: each stratum on its own block), or from a whole set (``idf_from``), so that an image of
 a subset gets the score it has in the whole set and a subset's mean estimates the whole-set
-CIDEr-D without bias.
+CIDEr-D without bias. Where which is used: a search's strata sort the test images by their
+CIDEr-D with the whole test set's frequencies; its post-gen score of each stratum keeps the 2018
+semantics (the block alone, its own frequencies: ``score_blocks``, as ``corpus_dependent``);
+subsets meant to estimate the whole set pass ``idf_from``.
 """
 from __future__ import annotations
 
