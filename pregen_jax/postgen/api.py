@@ -80,10 +80,10 @@ def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
     if tokenize:
         gts, _, idf_from = _tokenized(gts, {}, idf_from)
         systems = {s: _tokenized({}, res, None)[1] for s, res in systems.items()}
-    from .cider import corpus_of
+    from .cider import _corpus_of
     ids = list(gts)
     images = len(ids)
-    base = corpus_of(gts, {i: [""] for i in ids}, idf_from)
+    base = _corpus_of(gts, {i: [""] for i in ids}, idf_from)
     cands = [res[i][0] for res in systems.values() for i in ids]
     corpus = Corpus.build([base.refs[s:s + c] for s, c in zip(base.ref_start, base.ref_count)], cands,
                           np.tile(base.cand_image, len(systems)))

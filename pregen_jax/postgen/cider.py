@@ -18,6 +18,8 @@ subsets meant to estimate the whole set pass ``idf_from``.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .base import PostgenMetric, check_inputs
@@ -98,7 +100,29 @@ class CIDEr(PostgenMetric):
 
 
 def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
-    """The ``Corpus`` of pycocoevalcap's (gts, res); references of ``idf_from`` (a superset of ``gts``) if given."""
+    """The ``Corpus`` of pycocoevalcap's (gts, res); references of ``idf_from`` (a superset of ``gts``) if given.
+
+    The last few are kept (by content), so that CIDEr-D, BLEU and ROUGE-L scoring the same
+    captions one after another (as a search does, metric by metric) split and count them once.
+    """
+    key = (tuple(gts), tuple(map(tuple, gts.values())), tuple(res[i][0] for i in gts),
+           None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
+    with _LOCK:
+        corpus = _RECENT.get(key)
+    if corpus is None:
+        corpus = _corpus_of(gts, res, idf_from)
+        with _LOCK:
+            _RECENT[key] = corpus
+            while len(_RECENT) > 2:
+                del _RECENT[next(iter(_RECENT))]
+    return corpus
+
+
+_RECENT: dict = {}
+_LOCK = threading.Lock()
+
+
+def _corpus_of(gts: dict, res: dict, idf_from: dict | None) -> Corpus:
     if idf_from is None:
         return Corpus.build(list(gts.values()), [res[i][0] for i in gts], np.arange(len(gts)))
     position = {image_id: k for k, image_id in enumerate(idf_from)}
