@@ -2,11 +2,7 @@
 each one's scores (for the stage cache), and pycocoevalcap's (gts, res) of a model's captions."""
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 from .. import postgen
-from .cache import digest
 from .config import PostgenConfig
 from .sources import Data
 
@@ -42,7 +38,7 @@ class LazyMetrics:
     def __getitem__(self, name: str) -> postgen.PostgenMetric:
         if name not in self.started:
             metric = postgen.REGISTRY[name].factory(self.config.options)
-            if getattr(metric, "needs_images", False):
+            if postgen.REGISTRY[name].needs_images:
                 metric.bind_images(self.data.test.image_ids, self.data.test.features, self.data.features_id)
             self.started[name] = metric
         return self.started[name]
@@ -55,15 +51,11 @@ class LazyMetrics:
         return self._settings[name]
 
     def _find_settings(self, name: str) -> dict:
-        if name == "WMD":
-            words, _ = postgen.resolve_stopwords(self.config.options)
-            return {"metric": name, "stopwords": digest(sorted(words))}
-        if postgen.REGISTRY[name].needs_images:  # the scorer (a model) and the images determine it too
-            folder = Path(self.config.reo_model)
-            scorer = digest(*(hashlib.sha256((folder / f).read_bytes()).hexdigest()
-                              for f in ("matcher.msgpack", "covariance.npz", "covariance.json")))
-            return {"metric": name, "scorer": scorer, "images": self.data.split_key("test")}
-        return {"metric": name}
+        spec = postgen.REGISTRY[name]  # the metric declares what changes its scores
+        found = spec.cache_settings(self.config.options)
+        if spec.needs_images:
+            found["images"] = self.data.split_key("test")
+        return found
 
     def close(self) -> None:
         for name, metric in self.started.items():

@@ -57,6 +57,7 @@ def jar_problem(jar: Path) -> str | None:
 
 
 def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
+    """Whether SPICE runs here: Java starts, the jars open, and one caption is really scored."""
     problem = java_problem()
     if problem:
         return False, problem
@@ -68,7 +69,42 @@ def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
         problem = jar_problem(jar)
         if problem:
             return False, problem
-    return True, f"CoreNLP jars in {folder}"
+    return _probe(str(folder), *(Path(folder, jar).stat().st_mtime_ns for jar in CORENLP_JARS))
+
+
+@functools.lru_cache(maxsize=4)
+def _probe(folder: str, *mtimes) -> tuple[bool, str]:
+    """Score one caption with the jars (once per process and jar folder): broken jars fail here, not
+    after the work is done."""
+    try:
+        _run_spice(Path(folder), {"probe": ["a dog runs on the grass"]}, {"probe": ["a dog runs"]})
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as err:
+        return False, f"SPICE does not run with the jars in {folder}: {str(err).splitlines()[0][:200]}"
+    return True, f"CoreNLP jars in {folder} (one caption scored)"
+
+
+def depends_on(options: PostgenOptions) -> dict:
+    """What changes SPICE's scores: its jar and the CoreNLP jars (sha256)."""
+    from .base import file_hash
+    folder = find_corenlp(options.corenlp_dir or None)
+    jars = [_spice_dir() / "spice-1.0.jar", *((folder / jar) for jar in CORENLP_JARS if folder)]
+    return {"jars": [file_hash(str(jar)) for jar in jars]}
+
+
+def _run_spice(corenlp: Path, gts: dict, res: dict) -> list[float]:
+    """Per-image SPICE F of (gts, res), in ``gts`` order, from one JVM run over all of them."""
+    ids = list(gts)
+    spice = _spice_dir()
+    with tempfile.TemporaryDirectory() as tmp:
+        in_file, out_file = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        in_file.write_text(json.dumps([{"image_id": str(i), "test": res[i][0], "refs": gts[i]} for i in ids]))
+        classpath = os.pathsep.join([str(spice / "spice-1.0.jar"), str(spice / "lib" / "*"), str(corenlp / "*")])
+        subprocess.run(["java", "-Xmx8G", "-cp", classpath, "edu.anu.spice.SpiceScorer", str(in_file),
+                        "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       preexec_fn=processes.die_with_parent)  # no JVM outlives the run
+        results = {r["image_id"]: r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
+    return [float(results[str(i)]) for i in ids]
 
 
 class SPICE(PostgenMetric):
@@ -84,28 +120,21 @@ class SPICE(PostgenMetric):
 
     def compute_score(self, gts, res):
         check_inputs(gts, res)
-        ids = list(gts)
-        spice = _spice_dir()
-        with tempfile.TemporaryDirectory() as tmp:
-            in_file, out_file = Path(tmp) / "in.json", Path(tmp) / "out.json"
-            in_file.write_text(json.dumps([{"image_id": str(i), "test": res[i][0], "refs": gts[i]} for i in ids]))
-            classpath = os.pathsep.join([str(spice / "spice-1.0.jar"), str(spice / "lib" / "*"),
-                                         str(self.corenlp / "*")])
-            subprocess.run(["java", "-Xmx8G", "-cp", classpath, "edu.anu.spice.SpiceScorer", str(in_file),
-                            "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice,
-                           preexec_fn=processes.die_with_parent)  # no JVM outlives the run
-            results = {r["image_id"]: r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
-        per_image = [float(results[str(i)]) for i in ids]
+        per_image = _run_spice(self.corenlp, gts, res)  # SpiceScorer is a batch program: one JVM per call
         return float(np.mean(per_image)), per_image
 
 
-@functools.lru_cache(maxsize=1)
 def java_problem() -> str | None:
-    """Why Java cannot run here (not on PATH, or it does not start), else None; Java is really started."""
-    import subprocess
+    """Why Java cannot run here (not on PATH, or it does not start), else None; Java is really started
+    (once per process and path)."""
     java = shutil.which("java")
     if not java:
         return "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
+    return _java_starts(java)
+
+
+@functools.lru_cache(maxsize=8)
+def _java_starts(java: str) -> str | None:
     try:
         done = subprocess.run([java, "-version"], capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -113,3 +142,6 @@ def java_problem() -> str | None:
     if done.returncode != 0:
         return f"java at {java} does not start (exit code {done.returncode})"
     return None
+
+
+java_problem.cache_clear = _java_starts.cache_clear  # what tests that change PATH call
