@@ -185,3 +185,21 @@ def test_rank_refuses_unknown_columns_unless_named(search, tmp_path, capsys):
     assert "my_perplexity" in set(ranked["pregen"])
     assert cli.main([*args, "--out", str(tmp_path / "c"), "--ignore", "my_perplexity"]) == 0
     assert "my_perplexity" not in set(pd.read_csv(tmp_path / "c" / "correlations_CIDEr.tsv", sep="\t")["pregen"])
+
+
+def test_select_races_a_finished_searchs_models_on_the_test_split(search, capsys):
+    out = search / "selected"
+    assert cli.main(["select", "--search", str(search / "run"), "--split", "test", "--budget", "0.5",
+                     "--seed", "1", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(out / "select.tsv", sep="\t")
+    assert list(table.columns[:3]) == ["architecture", "run", "epoch"]
+    assert {"rounds", "images_scored", "estimate", "low", "high", "status", "picked", "search_score",
+            "tokenizer"} <= set(table.columns)
+    assert table["picked"].sum() == 1 and "picked " in printed and "cost: " in printed
+    assert table["images_scored"].sum() <= 0.5 * 4 * 12
+    assert "check against the search's whole-split CIDEr" in printed
+    # a search of ready-made models has no captions of the validation images: refused in one line
+    assert cli.main(["select", "--search", str(search / "run"), "--out", str(search / "v")]) == 2
+    assert "no model of the search can be decoded on the val split" in capsys.readouterr().err
+    assert not (search / "v").exists()

@@ -25,10 +25,6 @@ from .. import postgen
 from ..datasets import tokenize
 from ..ranking.racing import RaceResult, RaceSettings, race
 
-# The corpus score of these is the mean of their per-image scores (BLEU and METEOR pool counts
-# or statistics over the corpus instead, so a mean of per-image scores is not their score).
-MEAN_METRICS = ("CIDEr", "ROUGE_L", "WMD", "SPICE")
-
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
@@ -53,15 +49,24 @@ class Selection:
     seconds: dict[str, float]
 
 
+def mean_metrics() -> list[str]:
+    """The registered post-gen metrics whose corpus score is the mean of per-image scores (the
+    registry says so: BLEU and METEOR pool counts or statistics over the corpus instead)."""
+    return [name for name, spec in postgen.REGISTRY.items() if spec.corpus_is_mean and not spec.needs_images]
+
+
 def check_metric(metric: str) -> None:
     """Refuse metrics a race cannot use, with the reason."""
-    if metric in MEAN_METRICS:
+    allowed = mean_metrics()
+    if metric in allowed:
         return
-    known = set(postgen.POSTGEN_NAMES) if hasattr(postgen, "POSTGEN_NAMES") else set()
-    why = ("its corpus score pools counts or statistics over all images, so it is not the mean of per-image "
-           "scores and paired per-image differences do not test it") if metric in known or metric.startswith(
-               ("Bleu", "METEOR")) else "not a post-gen metric"
-    raise ValueError(f"--metric {metric}: cannot race on it ({why}); choose from {', '.join(MEAN_METRICS)}")
+    if metric in postgen.REGISTRY:
+        why = ("it reads the images, which a race over other splits does not bind" if postgen.REGISTRY[metric].needs_images
+               else "its corpus score pools counts or statistics over all images, so it is not the mean of per-image "
+                    "scores and paired per-image differences do not test it")
+    else:
+        why = "not a post-gen metric"
+    raise ValueError(f"--metric {metric}: cannot race on it ({why}); choose from {', '.join(allowed)}")
 
 
 def _as_text(caption) -> str:
@@ -196,7 +201,7 @@ def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints
     race = selection.race.table.drop(columns=["candidate"])
     table = pd.concat([pd.DataFrame(ids), race], axis=1)
     if split == "test" and metric in run.postgen:
-        whole = run.models_table()
+        whole = run.models_table
         whole = {(str(r.architecture), str(r.run), str(r.epoch)): getattr(r, metric) for r in whole.itertuples()}
         table["search_score"] = [whole.get((str(a), str(r), str(e)), math.nan)
                                  for a, r, e in zip(table["architecture"], table["run"], table["epoch"])]

@@ -1,0 +1,59 @@
+"""pregen-search select's Python API: any candidates with generate(image_indices) -> captions race."""
+import numpy as np
+import pytest
+
+from pregen_jax import postgen
+from pregen_jax.pipeline.select import Candidate, check_metric, lookup, select
+from pregen_jax.ranking.racing import RaceSettings
+
+WORDS = "a dog cat runs sits on the grass red ball man woman rides bike in park water".split()
+
+
+def _references(images=400, seed=0):
+    rng = np.random.default_rng(seed)
+    return [[" ".join(rng.choice(WORDS, rng.integers(4, 9))) for _ in range(5)] for _ in range(images)]
+
+
+def test_the_model_that_copies_a_reference_wins_and_every_asked_image_is_counted():
+    refs = _references()
+    rng = np.random.default_rng(1)
+    good = [r[0] for r in refs]                                             # one of its references
+    half = [r[0] if k % 2 else " ".join(rng.choice(WORDS, 6)) for k, r in enumerate(refs)]
+    noise = [" ".join(rng.choice(WORDS, 6)) for _ in refs]
+    asked = []
+
+    def counting(captions):
+        def generate(images):
+            asked.append(len(images))
+            return lookup(captions)(images)
+        return generate
+    candidates = [Candidate("noise", counting(noise)), Candidate("good", counting(good)),
+                  Candidate("half", counting(half))]
+    selection = select(candidates, refs, "CIDEr", RaceSettings(budget=0.25, seed=0))
+    table = selection.race.table
+    assert table.loc[selection.race.picked, "candidate"] == "good"
+    assert sum(asked) == selection.race.images_scored <= 0.25 * 3 * len(refs)
+    assert table.loc[0, "status"].startswith("dropped")
+
+
+def test_race_scores_are_whole_split_cider_of_each_image():
+    refs = _references(60)
+    captions = [" ".join(np.random.default_rng(k).choice(WORDS, 5)) for k in range(60)]
+    gts = {i: r for i, r in enumerate(refs)}
+    _, whole = postgen.score("CIDEr", gts, {i: [c] for i, c in enumerate(captions)})
+    seen = {}
+
+    def generate(images):
+        seen.update({int(i): captions[int(i)] for i in images})
+        return [captions[int(i)] for i in images]
+    selection = select([Candidate("m", generate), Candidate("n", generate)], refs, "CIDEr",
+                       RaceSettings(budget=0.5, seed=3))
+    row = selection.race.table.iloc[0]
+    images = sorted(seen)
+    assert row["estimate"] == pytest.approx(np.mean([whole[i] for i in images]), abs=1e-9)
+
+
+@pytest.mark.parametrize("metric", ["Bleu_4", "METEOR", "perplexity"])
+def test_metrics_whose_corpus_score_is_not_a_mean_are_refused(metric):
+    with pytest.raises(ValueError, match=f"--metric {metric}: cannot race"):
+        check_metric(metric)
