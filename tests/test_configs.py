@@ -35,7 +35,7 @@ def test_defaults_have_one_home():
 
 def test_architectures_come_from_the_registry():
     assert SearchConfig().models.architectures == list(captioning.ARCHITECTURES)
-    with pytest.raises(ValueError, match=r"'lstm' is not a registered architecture \(registered: init, "):
+    with pytest.raises(ValueError, match=r"unknown architecture 'lstm'; registered: init, "):
         SearchConfig.from_dict({"models": {"architectures": ["init", "lstm"]}}, "x.toml")
 
 

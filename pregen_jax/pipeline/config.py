@@ -17,7 +17,7 @@ import pydantic
 import tomli_w
 
 from .. import io
-from ..captioning import ARCHITECTURES
+from ..captioning import ARCHITECTURES, registry
 from ..captioning.models import CaptionerConfig
 from ..captioning.train import TrainConfig
 from ..postgen import DEFAULT_METRICS
@@ -70,19 +70,17 @@ class ModelsConfig:
 
     @pydantic.field_validator("architectures")
     @classmethod
-    def _registered(cls, names):
-        from .. import captioning  # the architectures captioning registers, whatever they are
-        registered = list(captioning.ARCHITECTURES)
-        unknown = [name for name in names if name not in registered]
-        if unknown:
-            raise ValueError(f"{unknown[0]!r} is not a registered architecture "
-                             f"(registered: {', '.join(registered)})")
-        return names
+    def _registered(cls, architectures):
+        for name in architectures:
+            registry.get(name)  # unknown: names the registered ones
+        return architectures
 
     @pydantic.model_validator(mode="after")
     def _consistent(self):
         if len(set(self.architectures)) != len(self.architectures):
             raise ValueError(f"architectures lists one twice: {self.architectures}")
+        for name in self.architectures:
+            registry.check(name, self.captioner)
         if self.checkpoints and not self.vocabulary:
             raise ValueError("checkpoints need the vocabulary they were trained with (vocabulary = ...)")
         return self
@@ -282,6 +280,6 @@ def demo_config_path(quick: bool = False) -> Path:
 
 
 def demo_config(quick: bool = False) -> SearchConfig:
-    """The built-in demo: 4 architectures x 3 runs on the shapes dataset (smaller with quick), read
+    """The built-in demo: 5 architectures x 3 runs on the shapes dataset (smaller with quick), read
     from its file."""
     return SearchConfig.load(demo_config_path(quick))
