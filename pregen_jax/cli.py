@@ -120,6 +120,24 @@ def _predict(args) -> int:
     return 0
 
 
+def _export_references(args) -> int:
+    import warnings
+
+    from .pipeline import SearchConfig
+    from .pipeline.export import export_references
+    if Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: is a folder; give the name of the JSONL file to write")
+    with warnings.catch_warnings(record=True) as caught:  # e.g. Flickr8k test-list lines that are not images
+        warnings.simplefilter("always")
+        rows = export_references(SearchConfig.load(args.config), args.out)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    images = len({row.image for row in rows})
+    print(f"wrote {args.out}: {len(rows)} references of {images} test images, in RefProbs order "
+          "(image, then reference)")
+    return 0
+
+
 def _mutt(args) -> int:
     from .meta import run_mutt
     result = run_mutt(args.out, data=args.data, ks=args.refs, metrics=args.metrics, progress=print)
@@ -231,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "metric's best by R^2 in the search)")
     predict.add_argument("--level", type=float, default=0.9, help="prediction interval level (default 0.9)")
     predict.set_defaults(func=_predict)
+
+    export = sub.add_parser("export-references", help="write the test references a search scores (JSONL, in "
+                                                       "RefProbs order) for a model that lives elsewhere")
+    export.add_argument("--config", required=True, help="the search's TOML config (only [data] is read)")
+    export.add_argument("--out", required=True, help="the JSONL file to write: one reference a line with image_id, "
+                                                     "image, ref, text, tokens (and pieces, for a subword vocabulary)")
+    export.set_defaults(func=_export_references)
 
     mutt = sub.add_parser("mutt", help="MUTT metric unit tests of the post-gen metrics (corrupted sentences)")
     mutt.add_argument("--out", required=True, help="output folder (mutt.tsv, mutt_heatmap.png, report.md)")

@@ -125,7 +125,8 @@ class PregenConfig:
 
 @settings
 class PrecomputedModel:
-    """A model evaluated elsewhere: its RefProbs (.npz) and generated captions (one per line)."""
+    """A model evaluated elsewhere: its RefProbs (.npz) and generated captions (JSONL or TSV keyed by
+    image_id, or one a line in test-split order: ``datasets.generated``)."""
 
     architecture: str
     run: str
@@ -158,7 +159,8 @@ class SearchConfig:
         raw = dict(raw)
         models = dict(raw.pop("models", {})) if isinstance(raw.get("models"), dict) else raw.pop("models", {})
         if isinstance(models, dict):
-            if "arch" in models.get("captioner", {}):
+            captioner = models.get("captioner", {})
+            if isinstance(captioner, dict) and "arch" in captioner:
                 raise ValueError(f"{source}: [models.captioner] has no 'arch': list them in [models] architectures")
             models["captioner"] = build(CaptionerConfig, models.get("captioner", {}), source, "models.captioner")
         sections = {"data": DataConfig, "models": ModelsConfig, "training": TrainConfig,

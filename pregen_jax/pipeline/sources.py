@@ -22,8 +22,8 @@ from ..datasets import (
     read_features,
     read_flickr8k,
     read_karpathy_json,
-    tokenize,
 )
+from ..datasets.generated import read_generated_captions
 from ..refprobs import RefProbs
 from ..settings import as_dict
 from .cache import Entry, Stage, StageCache, digest
@@ -112,22 +112,15 @@ def load_data(config: SearchConfig, progress: bool) -> Data:
 
 
 def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
-    """Models evaluated by other toolkits: RefProbs .npz + a caption file each, checked against the corpus."""
+    """Models evaluated by other toolkits: RefProbs .npz + a caption file each (``datasets.generated``),
+    checked against the corpus."""
     test = data.test
     candidates = []
     for entry in config.precomputed:
         where = f"[[precomputed]] {entry.label} ({entry.ref_probs})"
         ref_probs = RefProbs.load(entry.ref_probs)
         ref_probs.check_references(test.captions, test.image_ids, where)
-        lines = io.read_text(entry.captions, "caption file").splitlines()
-        if len(lines) != len(test):
-            raise ValueError(f"{entry.captions}: {len(lines)} captions but the test split has {len(test)} images "
-                             "(one caption a line, in test-split order)")
-        captions = [tokenize(line) for line in lines]
-        empty = [n for n, c in enumerate(captions) if not c]
-        if empty:
-            raise ValueError(f"{entry.captions}: line {empty[0] + 1} is an empty caption (zero tokens after "
-                             "tokenisation)")
+        captions = read_generated_captions(entry.captions, test.image_ids)  # JSONL, TSV or a caption a line
         key = digest("precomputed", io.file_digest(entry.ref_probs), io.file_digest(entry.captions))
         candidates.append(Candidate(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
                                     captions=captions))
