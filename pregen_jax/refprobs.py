@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 Array = Any  # a numpy or jax array
+UNITS = ("word", "token")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,18 +34,28 @@ class RefProbs:
     Accepts numpy or jax arrays; validates on construction and raises ``ValueError``
     naming the image/reference at fault. ``source`` (optional) names the file or model the
     numbers came from so that errors can say where they came from.
+
+    ``units`` says what a position is: ``"word"`` (a reference word, the unit of the post-gen
+    metrics; the default) or ``"token"`` (one of the model's tokens, e.g. a BPE piece);
+    ``vocabulary`` names the model's vocabulary (``word-72``, ``bpe-1000``) when known. With a
+    word vocabulary the two units are the same positions. ``pieces`` holds the rule that takes
+    pieces to words.
     """
 
     probs: Array
     ranks: Array
     mask: Array
     source: str | None = None
+    units: str = "word"
+    vocabulary: str | None = None
 
     def __post_init__(self):
         probs = np.asarray(self.probs)
         ranks = np.asarray(self.ranks)
         mask = np.asarray(self.mask)
         where = f" in {self.source}" if self.source else ""
+        if self.units not in UNITS:
+            raise ValueError(f"RefProbs{where}: units must be one of {', '.join(UNITS)}, got {self.units!r}")
         if probs.ndim != 3:
             raise ValueError(f"RefProbs{where}: probs must be 3-D [images, refs, positions], got shape {probs.shape}")
         for name, arr in (("ranks", ranks), ("mask", mask)):
@@ -128,7 +139,8 @@ class RefProbs:
     def take(self, image_indices) -> RefProbs:
         """The same references for a subset of images (numpy indexing on axis 0)."""
         idx = np.asarray(image_indices)
-        return RefProbs(np.asarray(self.probs)[idx], np.asarray(self.ranks)[idx], np.asarray(self.mask)[idx], self.source)
+        return RefProbs(np.asarray(self.probs)[idx], np.asarray(self.ranks)[idx], np.asarray(self.mask)[idx], self.source,
+                        self.units, self.vocabulary)
 
     def save(self, path) -> None:
         """Write the documented ``.npz`` format: arrays ``probs``, ``ranks``, ``mask``."""
@@ -178,3 +190,47 @@ class RefProbs:
                 k[i, r, :n] = ranks[i][r]
                 m[i, r, :n] = True
         return cls(p, k, m, source)
+
+    @classmethod
+    def from_log_probs(cls, log_probs, targets, word_starts=None, logits: bool = False, source: str | None = None,
+                       *, vocabulary: str | None = None) -> RefProbs:
+        """From any framework's next-token distributions, one reference at a time.
+
+        log_probs[i][r]: f[T, V] the log-probabilities (or, with ``logits``, the raw scores, to
+          which a log-softmax is applied) of the next token at each of the T positions of
+          reference r of image i; anything ``np.asarray`` reads (numpy, torch on CPU, jax, any
+          object with ``__array__``), from lists or any iterable: only one reference's array is
+          held at a time, so a generator keeps memory at one [T, V] array.
+        targets[i][r]: i[T] the token ids read: the reference's tokens, then the end token.
+        word_starts[i][r]: optional bool[T], True where a word begins (the end token is its own
+          word). Without it the result is at token level (``units = "token"``: one position per
+          token, which is a word when the model's tokens are words); with it at word level, by
+          the rule in ``pieces`` (a word's probability is the product of its pieces', its rank
+          the largest of theirs).
+
+        A token's rank counts the vocabulary entries with a strictly higher score. Raises
+        ``ValueError`` naming image and reference for a bad shape, an id outside the
+        vocabulary or a length that does not match (a tokenization problem).
+        """
+        from . import pieces
+        return pieces.from_log_probs(log_probs, targets, word_starts, logits, source, vocabulary)
+
+    @classmethod
+    def from_token_scores(cls, target_log_probs, ranks, word_starts=None, source: str | None = None,
+                          *, vocabulary: str | None = None) -> RefProbs:
+        """From the two numbers per position a user computes inside their own framework.
+
+        target_log_probs[i][r]: f[T] the log-probability of the true token at each position
+        (the reference's tokens, then the end token); ranks[i][r]: i[T] how many vocabulary
+        entries score strictly higher; word_starts[i][r]: optional bool[T] as in
+        ``from_log_probs`` (word level when given, token level otherwise).
+        """
+        from . import pieces
+        return pieces.from_token_scores(target_log_probs, ranks, word_starts, source, vocabulary)
+
+    def to_words(self, word_starts, vocabulary: str | None = None) -> RefProbs:
+        """This token-level RefProbs at word level; word_starts: bool[I, R, T] (see ``pieces``)."""
+        from . import pieces
+        if self.units != "token":
+            raise ValueError(f"{self.source or 'RefProbs'}: already at {self.units} level")
+        return pieces.to_word_units(self, word_starts, vocabulary)

@@ -17,10 +17,10 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
-from ..datasets import Vocabulary
+from ..datasets import UNK, Vocabulary
 from ..refprobs import RefProbs
 from . import decode
-from .input_pipeline import bucket_width, encode_references, padded_ids
+from .input_pipeline import bucket_width, count_unknown, encode_references, padded_ids
 from .models import Captioner
 
 BATCH = "batch"  # the mesh axis batches are split along
@@ -93,7 +93,8 @@ def reference_probs(model: Captioner, params, features: np.ndarray, captions, vo
                     warn_unknown: bool = True, devices=None) -> RefProbs:
     """Teacher-forced probability and rank of every reference token (m words + end token).
 
-    features: f32[I, D]; captions[i][r]: token lists -> RefProbs [I, R, T] with T = longest m+1.
+    features: f32[I, D]; captions[i][r]: word lists -> RefProbs [I, R, T] with T = longest m+1 over the
+    vocabulary's tokens (words, or the pieces of a subword vocabulary: then ``units = "token"``).
     Unknown words are read as the unknown token, as the model saw them in training (with a
     warning that counts them). Batches are split over ``devices`` (default: all local ones).
     """
@@ -101,11 +102,10 @@ def reference_probs(model: Captioner, params, features: np.ndarray, captions, vo
     if len(features) != len(captions):
         raise ValueError(f"{source}: {len(features)} feature rows for {len(captions)} images")
     triples = encode_references(captions, vocab, source)
-    unknown = warn_unknown and sum(1 for refs in captions for ref in refs for token in ref if token not in vocab.index)
+    unknown, total = count_unknown(captions, vocab) if warn_unknown else (0, 0)
     if unknown:
-        total = sum(len(ref) for refs in captions for ref in refs)
         warnings.warn(f"{source}: {unknown} of {total} reference tokens are not in the model's vocabulary "
-                      f"and are read as {vocab.tokens[vocab.unk_id]} (as the model saw rare words in training)",
+                      f"and are read as {UNK} (as the model saw rare words in training)",
                       stacklevel=2)
     num_refs = max(len(refs) for refs in captions)
     ids, lengths = padded_ids([token_ids for _, _, token_ids in triples])
@@ -136,7 +136,8 @@ def reference_probs(model: Captioner, params, features: np.ndarray, captions, vo
         n, r, t = np.argwhere(bad)[0]
         raise ValueError(f"{source}: the model gave a non-finite probability (image {n}, reference {r}, "
                          f"position {t}); the checkpoint may be diverged")
-    return RefProbs(probs, ranks, mask, source=source)
+    return RefProbs(probs, ranks, mask, source=source, units="word" if vocab.kind == "word" else "token",
+                    vocabulary=vocab.name)
 
 
 def perplexity(ref_probs: RefProbs) -> float:

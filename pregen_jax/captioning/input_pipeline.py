@@ -1,18 +1,19 @@
 """Captions to padded batches of token ids, bucketed by length so that jit compiles few shapes.
 
-Teacher forcing reads a caption of m words as m+1 steps: inputs are the edge token then the
-words, targets the words then the edge token (the end of the caption is predicted too).
+Teacher forcing reads a caption of m tokens as m+1 steps: inputs are the edge token then the
+tokens, targets the tokens then the edge token (the end of the caption is predicted too). The
+tokens are the vocabulary's: words, or the pieces of a subword vocabulary (``datasets.tokenizer``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..datasets import Vocabulary
+from ..datasets import CaptionVocabulary
 
 BUCKET = 8  # caption lengths are padded up to a multiple of this
 
 
-def encode_references(captions, vocab: Vocabulary, source: str = "references") -> list[tuple[int, int, list[int]]]:
+def encode_references(captions, vocab: CaptionVocabulary, source: str = "references") -> list[tuple[int, int, list[int]]]:
     """Captions ``[n][r] -> tokens`` to (image, reference, token ids) triples.
 
     Raises ValueError naming ``source`` and the image for an empty reference list or caption.
@@ -31,6 +32,24 @@ def encode_references(captions, vocab: Vocabulary, source: str = "references") -
                 raise ValueError(f"{source}: image {n}, reference {r} is an empty caption")
             triples.append((n, r, vocab.encode(tokens)))
     return triples
+
+
+def reference_word_starts(captions, vocab: CaptionVocabulary) -> np.ndarray:
+    """bool[I, R, T]: True where a word begins among each reference's tokens then its end token
+    (T = the longest m+1, as ``reference_probs`` lays them out); False in the padding."""
+    starts = [[vocab.word_starts(tokens) + [True] for tokens in refs] for refs in captions]
+    width = max(len(ref) for refs in starts for ref in refs)
+    out = np.zeros((len(captions), max(len(refs) for refs in starts), width), bool)
+    for i, refs in enumerate(starts):
+        for r, ref in enumerate(refs):
+            out[i, r, :len(ref)] = ref
+    return out
+
+
+def count_unknown(captions, vocab: CaptionVocabulary) -> tuple[int, int]:
+    """(words read wholly or partly as the unknown token, all words) of ``captions[n][r]``."""
+    unknown = sum(vocab.unknown_words(tokens) for refs in captions for tokens in refs)
+    return unknown, sum(len(tokens) for refs in captions for tokens in refs)
 
 
 def bucket_width(longest: int) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import pydantic
 import tomli_w
@@ -41,7 +41,9 @@ class DataConfig:
     karpathy_json: str = ""               # karpathy: dataset_<name>.json
     flickr8k_dir: str = ""                # flickr8k: folder with Flickr8k.token.txt and the split files
     features: str = ""                    # karpathy/flickr8k: .npy/.npz/.mat image features (row order: see README)
-    min_count: PositiveInt = 5            # vocabulary: tokens seen at least this often in train
+    min_count: PositiveInt = 5            # word vocabulary: tokens seen at least this often in train
+    tokenizer: Literal["word", "bpe"] = "word"  # the models' vocabulary: words, or BPE pieces (never across words)
+    vocab_size: Annotated[int, pydantic.Field(ge=8)] = 1000  # bpe: entries of the BPE trained on the train captions
 
     @pydantic.model_validator(mode="after")
     def _consistent(self):
@@ -108,6 +110,7 @@ class PostgenConfig(PostgenOptions):
 @settings
 class PregenConfig:
     compat_2018: bool = False             # the 2018 code's filter0 (positions NOT the top choice)
+    units: Literal["word", "token"] = "word"  # positions: reference words (pieces combined, see pieces) or tokens
     group_by: str = ""                    # table column to group correlations by ("" = all rows only)
     modules: list[str] = dataclasses.field(default_factory=list)  # your tier functions: module names or .py files
     filters: list[str] = dataclasses.field(default_factory=list)  # tier names added to the 504-metric space

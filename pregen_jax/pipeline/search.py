@@ -129,13 +129,22 @@ class Search:
                             "run": candidate.run, "epoch": candidate.epoch,
                             "num_strata": strata.num_strata, "stratum": strata.stratum})
         rows = pd.concat([ids, post, pd.DataFrame(pre, columns=self.space.names)], axis=1)
+        rows["vocabulary"], rows["units"] = self.model_side(candidate)
         return Evaluated(rows, ModelResult(candidate.label, candidate.architecture, candidate.run, candidate.epoch,
                                            per_image, stages.caption_quality(captions)))
+
+    def model_side(self, candidate: sources.Candidate) -> tuple[str, str]:
+        """The table's ``vocabulary`` and ``units`` of a model: the search's, or what a precomputed
+        model's RefProbs records (its positions are the corpus's words: ``check_references``)."""
+        if candidate.ref_probs is not None:
+            return candidate.ref_probs.vocabulary or "unknown", "word"
+        return self.data.vocab.name, self.config.pregen.units
 
     def decode(self, cache: StageCache, candidate: sources.Candidate, timer: StageTimer):
         """Reference probabilities and captions of one model (JAX, on this process's devices)."""
         with timer("reference probabilities"):
-            ref_probs, ref_probs_key = stages.ref_probs_stage(cache, candidate, self.data, self.progress)
+            ref_probs, ref_probs_key = stages.ref_probs_stage(cache, candidate, self.data, self.progress,
+                                                              self.config.pregen.units)
         with timer(f"generation (beam {self.config.generation.beam_width})"):
             captions, captions_key = stages.captions_stage(cache, candidate, self.data, self.config.generation,
                                                            self.progress)
@@ -175,12 +184,12 @@ def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluste
         return _run(config, out, progress, cluster, workers)
 
 
-def _load_data(config: SearchConfig, progress: bool, cluster: Cluster) -> sources.Data:
+def _load_data(config: SearchConfig, progress: bool, cluster: Cluster, out: Path) -> sources.Data:
     """The data, built by process 0 first, so that the others read its cached dataset and encoder
     (where they share its home folder) instead of building them too."""
     if not cluster.is_main:
         cluster.barrier("data ready")
-    data = sources.load_data(config, progress)
+    data = sources.load_data(config, progress, out)
     if cluster.is_main:
         cluster.barrier("data ready")
     return data
@@ -190,7 +199,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     timer = StageTimer()
     wall = time.perf_counter()
     with timer("data and image features"):
-        data = _load_data(config, progress, cluster)
+        data = _load_data(config, progress, cluster, out)
         space = stages.tier_space(config.pregen)
         # Everything a user supplied is read and checked here, before anything is trained or written.
         units: list = sources.precomputed_candidates(config, data)
@@ -237,7 +246,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     result = ranking.rank(table, postgen_names, space.names, group_by=config.pregen.group_by or None)
     timings["ranking"] = time.perf_counter() - start
     assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
-    facts = dict(data.facts, tokenizer=TOKENIZER, space=len(space))
+    facts = dict(data.facts, tokenizer=TOKENIZER, units=config.pregen.units, space=len(space))
     timings["total"] = time.perf_counter() - wall
     lengths = np.zeros((len(data.test), max(len(refs) for refs in data.test.captions)), np.int32)
     for i, refs in enumerate(data.test.captions):

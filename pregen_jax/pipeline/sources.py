@@ -16,14 +16,17 @@ from .. import io
 from ..captioning import TrainedModel, load_trained, train_captioner
 from ..datasets import (
     CaptionDataset,
+    CaptionVocabulary,
     ShapesConfig,
     Vocabulary,
     load_shapes,
+    load_vocabulary,
     read_features,
     read_flickr8k,
     read_karpathy_json,
 )
 from ..datasets.generated import read_generated_captions
+from ..datasets.tokenizer import run_bpe, train_bpe
 from ..refprobs import RefProbs
 from ..settings import as_dict
 from .cache import Entry, Stage, StageCache, digest
@@ -57,7 +60,7 @@ class Data:
     """A search's corpus, vocabulary and the content keys of its splits."""
 
     dataset: CaptionDataset
-    vocab: Vocabulary
+    vocab: CaptionVocabulary
     facts: dict
 
     @property
@@ -78,8 +81,11 @@ class Data:
         return digest(*parts)
 
 
-def load_data(config: SearchConfig, progress: bool) -> Data:
-    """The dataset with features on every split, its vocabulary, and facts for the report."""
+def load_data(config: SearchConfig, progress: bool, run_folder=None) -> Data:
+    """The dataset with features on every split, its vocabulary, and facts for the report.
+
+    ``run_folder``: the search's output folder, where a BPE vocabulary is kept (``build_vocabulary``).
+    """
     from ..datasets.shapes_encoder import attach_image_features
     data = config.data
     if data.source == "shapes":
@@ -101,14 +107,34 @@ def load_data(config: SearchConfig, progress: bool) -> Data:
     if len(test) < MIN_TEST_IMAGES:
         raise ValueError(f"{facts['dataset']}: the test split has {len(test)} images; the 15 strata need at least "
                          f"{MIN_TEST_IMAGES}")
-    if config.models.vocabulary:
-        vocab = Vocabulary.load(config.models.vocabulary)
-    elif "train" in dataset.splits:
-        vocab = Vocabulary.build(dataset["train"].captions, config.data.min_count)
-    else:
-        vocab = Vocabulary.build(test.captions, config.data.min_count)  # only for the report: nothing is trained
-    facts.update(vocabulary=len(vocab), test_images=len(test))
+    vocab = build_vocabulary(config, dataset, run_folder)
+    facts.update(vocabulary=len(vocab), vocabulary_name=vocab.name, test_images=len(test))
     return Data(dataset, vocab, facts)
+
+
+def build_vocabulary(config: SearchConfig, dataset: CaptionDataset, run_folder=None) -> CaptionVocabulary:
+    """The models' vocabulary: ``[models] vocabulary`` when given, else built from the train
+    captions (the test captions when there is no train split: then it is only reported).
+
+    A BPE (``[data] tokenizer = "bpe"``) is trained once per run folder: saved in
+    ``<run_folder>/cache/tokenizer/`` under a name keyed on its training captions and size, and
+    read back from there by every later search and process (without ``run_folder``, trained
+    in memory).
+    """
+    data = config.data
+    if config.models.vocabulary:
+        vocab = load_vocabulary(config.models.vocabulary)
+        if vocab.kind != data.tokenizer:
+            raise ValueError(f"{config.models.vocabulary}: a {vocab.kind} vocabulary ({vocab.name}), but [data] "
+                             f"tokenizer = {data.tokenizer!r}")
+        return vocab
+    captions = dataset["train" if "train" in dataset.splits else "test"].captions
+    if data.tokenizer == "word":
+        return Vocabulary.build(captions, data.min_count)
+    if run_folder is None:
+        return train_bpe(captions, data.vocab_size)
+    name = f"bpe-{data.vocab_size}-{digest(captions)}.json"
+    return run_bpe(captions, data.vocab_size, Path(run_folder) / "cache" / "tokenizer" / name)
 
 
 def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import postgen, tiers
 from ..captioning import generate_captions, reference_probs
+from ..captioning.input_pipeline import reference_word_starts
 from ..refprobs import RefProbs
 from ..strata import Strata, spec_strata
 from .cache import Stage, StageCache, digest
@@ -37,8 +38,11 @@ PREGEN = Stage("pregen", 1)
 # ------------------------------------------------------------------ reference probabilities and captions
 
 
-def ref_probs_stage(cache: StageCache, candidate: Candidate, data: Data, progress: bool) -> tuple[RefProbs, str]:
-    """The model's probabilities of the test references (precomputed ones pass through)."""
+def ref_probs_stage(cache: StageCache, candidate: Candidate, data: Data, progress: bool, units: str = "word"
+                    ) -> tuple[RefProbs, str]:
+    """The model's probabilities of the test references (precomputed ones pass through), in
+    ``units``: the model's tokens are cached; with a subword vocabulary, word units combine each
+    word's pieces (``pieces``) and get their own key."""
     if candidate.ref_probs is not None:
         return candidate.ref_probs, candidate.key
     test = data.test
@@ -50,7 +54,18 @@ def ref_probs_stage(cache: StageCache, candidate: Candidate, data: Data, progres
     value, entry = cache.cached(REFPROBS, candidate.label, None, (candidate.key, data.split_key("test")), compute,
                                 lambda rp, folder: rp.save(folder / "refprobs.npz"),
                                 lambda folder: RefProbs.load(folder / "refprobs.npz", allow_zero=True))
-    return value, entry.key
+    return in_units(value, entry.key, data, units)
+
+
+def in_units(ref_probs: RefProbs, key: str, data: Data, units: str) -> tuple[RefProbs, str]:
+    """A model's token-level RefProbs of the test references in ``units``, and its key."""
+    vocab = data.vocab
+    if vocab.kind == "word":  # a token is a word: the two units are the same numbers (and the same key)
+        return dataclasses.replace(ref_probs, units=units, vocabulary=vocab.name), key
+    tokens = dataclasses.replace(ref_probs, units="token", vocabulary=vocab.name)
+    if units == "token":
+        return tokens, digest(key, "token")
+    return tokens.to_words(reference_word_starts(data.test.captions, vocab)), digest(key, "word")
 
 
 def captions_stage(cache: StageCache, candidate: Candidate, data: Data, generation, progress: bool
