@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def _search(config, args) -> int:
@@ -57,8 +56,9 @@ def _rank(args) -> int:
     out = io.check_out_folder(args.out)
     table = ranking.read_table(args.table)
     pregen = ranking.pregen_columns(table)
-    if not pregen:
-        raise ValueError(f"{args.table}: no pre-gen columns recognised (names like mean_max_normcount_prefix0)")
+    if not pregen and not args.pregen:
+        raise ValueError(f"{args.table}: no pre-gen columns recognised (names like mean_max_normcount_prefix0; "
+                         "name others with --pregen)")
     if args.postgen:
         post = [name.strip() for name in args.postgen.split(",")]
         missing = [c for c in post if c not in table.columns]
@@ -72,6 +72,8 @@ def _rank(args) -> int:
         raise ValueError(f"--postgen names a column twice: {args.postgen}")
     if args.group_by and args.group_by not in table.columns:
         raise ValueError(f"{args.table}: no column {args.group_by!r} to group by")
+    pregen += _named_columns(args.table, table, args.pregen, "--pregen", exclude=pregen + post)
+    _refuse_unknown_columns(args, table, pregen, post)
     ranking.check_numeric(table, post, finite=True)
     ranking.check_numeric(table, pregen, finite=False)
     try:
@@ -91,7 +93,7 @@ def _rank(args) -> int:
         ranking.write_ranking(result, staging, tokenizer, source=str(args.table))
         ranking.write_files(staging, model_level, tokenizer)
         if args.unit_tests:
-            add_unit_test_flags(staging, result.correlations, tests, str(args.unit_tests), tokenizer)
+            add_unit_test_flags(staging, result, tests, str(args.unit_tests), tokenizer, str(args.table))
     print(f"ranked {len(pregen) - len(result.excluded)} of {len(pregen)} pre-gen metrics against "
           f"{', '.join(result.correlations)}; wrote {out}")
     for name, df in result.correlations.items():
@@ -99,29 +101,60 @@ def _rank(args) -> int:
     return 0
 
 
-def _predict(args) -> int:
-    import warnings
+KNOWN_TEXT_COLUMNS = ("tokenizer", "vocabulary", "units", "decoding")  # what a search's tables carry besides ids
 
-    from . import io, ranking
-    from .datasets import TOKENIZER_NAME
-    from .pipeline.predict import predict
-    if args.out and Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out}: is a folder; give the name of the TSV file to write")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        frame = predict(args.search, args.refprobs, args.pregen, args.level)
-    for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
-    print(frame.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
-    if args.out:
-        ranking.check_numeric(frame, ["predicted"], finite=True)
-        io.write_tsv(frame.assign(tokenizer=TOKENIZER_NAME), args.out)
-        print(f"wrote {args.out}")
+
+def _named_columns(path, table, text: str | None, option: str, exclude=()) -> list[str]:
+    """Columns named by a comma-separated option, each checked to exist (and not be used twice)."""
+    if not text:
+        return []
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        if name not in table.columns:
+            raise ValueError(f"{path}: no column {name!r} ({option})")
+        if name in exclude:
+            raise ValueError(f"{option} {name}: already ranked (a pre-gen or post-gen column)")
+    return names
+
+
+def _refuse_unknown_columns(args, table, pregen: list[str], post: list[str]) -> None:
+    """A column that rank would not read is an error, not a silent omission: name it with
+    --pregen to rank it as a pre-gen metric (a perplexity column of your own, say), or with --ignore."""
+    from . import postgen, ranking
+    from .pipeline.config import ID_COLUMNS
+    ignored = _named_columns(args.table, table, args.ignore, "--ignore", exclude=pregen + post)
+    known_post = {name.lower() for name in (*ranking.KNOWN_POSTGEN, *postgen.names())}
+    known = {*ID_COLUMNS, *KNOWN_TEXT_COLUMNS, *pregen, *post, *ignored, args.group_by}
+    unknown = [c for c in table.columns if c not in known and str(c).lower() not in known_post]
+    if unknown:
+        name = unknown[0]
+        raise ValueError(f"{args.table}: column {name!r} is not a pre-gen metric name (like "
+                         "mean_max_normcount_prefix0), a post-gen metric or an id column "
+                         f"({', '.join(ID_COLUMNS)}); rank it as a pre-gen metric with --pregen {name}, or leave it "
+                         f"out with --ignore {name}" + (f" ({len(unknown)} such columns: {', '.join(map(str, unknown))})"
+                                                         if len(unknown) > 1 else ""))
+
+
+def _score(args) -> int:
+    from . import io
+    from .pipeline.finished import FinishedSearch
+    from .pipeline.score import render, score
+    run = FinishedSearch.open(args.search)
+    out = io.check_out_folder(args.out) if args.out else None
+    scores = score(run, args.refprobs, args.pregen, args.level, args.captions)
+    print(render(scores))
+    if out is not None:
+        with io.staged_folder(out) as staging:
+            io.write_tsv(scores.predictions, staging / "scores.tsv")
+            io.write_tsv(scores.order.assign(tokenizer=run.tokenizer), staging / "order.tsv")
+            io.write_tsv(scores.pairs.assign(tokenizer=run.tokenizer), staging / "pairs.tsv")
+        print(f"wrote {out}/scores.tsv, order.tsv, pairs.tsv")
     return 0
 
 
 def _export_references(args) -> int:
     import warnings
+    from pathlib import Path
 
     from .pipeline import SearchConfig
     from .pipeline.export import export_references
@@ -237,18 +270,28 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--out", required=True, help="output folder")
     rank.add_argument("--group-by", default=None, help="column defining groups (e.g. dataset)")
     rank.add_argument("--postgen", default=None, help="comma-separated post-gen columns (default: detected)")
+    rank.add_argument("--pregen", default=None, help="comma-separated columns to rank as pre-gen metrics besides "
+                                                     "those named like one (e.g. a perplexity column of your own)")
+    rank.add_argument("--ignore", default=None, help="comma-separated columns to leave out (any other column rank "
+                                                     "does not know is an error)")
     rank.add_argument("--unit-tests", default=None, help="a pregen_unit_tests.tsv: flag the metrics that fail a "
                                                          "meaning-preserving test (pass rate below 50%%)")
     rank.set_defaults(func=_rank)
 
-    predict = sub.add_parser("predict", help="predict a new model's post-gen scores from its reference probabilities")
-    predict.add_argument("--search", required=True, help="a finished search's run folder (its models calibrate)")
-    predict.add_argument("--refprobs", required=True, help="the new model's RefProbs .npz on the search's test references")
-    predict.add_argument("--out", default=None, help="also write the predictions as a TSV")
-    predict.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
-                                                        "metric's best by R^2 in the search)")
-    predict.add_argument("--level", type=float, default=0.9, help="prediction interval level (default 0.9)")
-    predict.set_defaults(func=_predict)
+    score = sub.add_parser("score", help="new models' post-gen scores predicted from their reference probabilities, "
+                                         "with intervals, their order, and the pairs the intervals cannot separate")
+    score.add_argument("--search", required=True, help="a finished search's run folder (its models calibrate)")
+    score.add_argument("--refprobs", required=True, nargs="+", metavar="NPZ",
+                       help="each new model's RefProbs .npz, computed on the search's test references "
+                            "(RefProbs.save records their fingerprint)")
+    score.add_argument("--captions", nargs="+", default=None, metavar="TXT",
+                       help="each model's captions of the test images (one a line, in test-split order; one file per "
+                            "--refprobs file, same order): its post-gen scores are measured beside the predictions")
+    score.add_argument("--out", default=None, help="also write scores.tsv, order.tsv and pairs.tsv into this folder")
+    score.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
+                                                      "metric's best by R^2 in the search)")
+    score.add_argument("--level", type=float, default=0.9, help="prediction interval level (default 0.9)")
+    score.set_defaults(func=_score)
 
     export = sub.add_parser("export-references", help="write the test references a search scores (JSONL, in "
                                                        "RefProbs order) for a model that lives elsewhere")

@@ -10,6 +10,8 @@ Dimensions (used in every docstring):
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,63 @@ import numpy as np
 
 Array = Any  # a numpy or jax array
 UNITS = ("word", "token")
+UNKNOWN_VOCABULARY = "unknown"  # the vocabulary of models given ready-made
+
+
+@dataclasses.dataclass(frozen=True)
+class References:
+    """The fingerprint of the references a RefProbs was computed on.
+
+    Attributes:
+      tokens: a content hash of the reference token lists, image by image and reference by
+        reference, in order (the same references in another order hash differently).
+      vocabulary: the model's vocabulary, e.g. ``word-72`` (its kind and size).
+      vocabulary_fingerprint: a content hash of that vocabulary's tokens and ids.
+      units: what a position is: ``word`` (a word and the end token) or ``token`` (a piece).
+    """
+
+    tokens: str
+    vocabulary: str
+    vocabulary_fingerprint: str
+    units: str = "word"
+
+    def difference(self, other: References) -> str | None:
+        """The first way ``other`` differs from these references (units, vocabulary, references), or None.
+
+        A vocabulary ``unknown`` here (models given ready-made) matches any vocabulary.
+        """
+        if other.units != self.units:
+            return f"units {other.units!r}, not {self.units!r}"
+        if self.vocabulary != UNKNOWN_VOCABULARY and (other.vocabulary, other.vocabulary_fingerprint) != (self.vocabulary, self.vocabulary_fingerprint):
+            same_name = other.vocabulary == self.vocabulary
+            return (f"vocabulary {other.vocabulary}" + (f" ({other.vocabulary_fingerprint})" if same_name else "")
+                    + f", not {self.vocabulary}" + (f" ({self.vocabulary_fingerprint})" if same_name else ""))
+        if other.tokens != self.tokens:
+            return f"references {other.tokens}, not {self.tokens} (other reference captions, or in another order)"
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> References:
+        try:
+            fields = json.loads(text)
+            return cls(**{f.name: str(fields[f.name]) for f in dataclasses.fields(cls)})
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{where}: not a reference fingerprint ({type(err).__name__}: {err})") from None
+
+
+def reference_fingerprint(captions, vocab, units: str = "word") -> References:
+    """The fingerprint of references ``captions[i][r]`` (token lists) read with ``vocab``
+    (anything with ``tokens``, a list of the vocabulary's tokens in id order, and ``fingerprint()``;
+    ``vocab.name`` when it has one, else ``word-<size>``)."""
+    digest = hashlib.sha256()
+    for refs in captions:
+        digest.update(json.dumps([list(ref) for ref in refs]).encode("utf-8"))
+        digest.update(b"\n")
+    name = getattr(vocab, "name", None) or f"word-{len(vocab.tokens)}"
+    return References(digest.hexdigest()[:16], str(name), str(vocab.fingerprint()), units)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +98,9 @@ class RefProbs:
     metrics; the default) or ``"token"`` (one of the model's tokens, e.g. a BPE piece);
     ``vocabulary`` names the model's vocabulary (``word-72``, ``bpe-1000``) when known. With a
     word vocabulary the two units are the same positions. ``pieces`` holds the rule that takes
-    pieces to words.
+    pieces to words. ``references`` (optional) fingerprints the references and vocabulary the
+    numbers were computed on (``References``); ``save`` writes it and ``load`` reads it, so that
+    a reader compares fingerprints.
     """
 
     probs: Array
@@ -48,6 +109,7 @@ class RefProbs:
     source: str | None = None
     units: str = "word"
     vocabulary: str | None = None
+    references: References | None = None
 
     def __post_init__(self):
         probs = np.asarray(self.probs)
@@ -143,8 +205,11 @@ class RefProbs:
                         self.units, self.vocabulary)
 
     def save(self, path) -> None:
-        """Write the documented ``.npz`` format: arrays ``probs``, ``ranks``, ``mask``."""
-        np.savez_compressed(path, probs=np.asarray(self.probs), ranks=np.asarray(self.ranks), mask=np.asarray(self.mask))
+        """Write the documented ``.npz`` format: arrays ``probs``, ``ranks``, ``mask``, and with a
+        fingerprint ``references`` (a 0-d string array holding ``References`` as JSON)."""
+        extra = {"references": np.array(self.references.to_json())} if self.references is not None else {}
+        np.savez_compressed(path, probs=np.asarray(self.probs), ranks=np.asarray(self.ranks), mask=np.asarray(self.mask),
+                            **extra)
 
     @classmethod
     def load(cls, path, allow_zero: bool = False) -> RefProbs:
@@ -166,7 +231,14 @@ class RefProbs:
             missing = {"probs", "ranks", "mask"} - set(npz.files)
             if missing:
                 raise ValueError(f"{path}: missing arrays {sorted(missing)} (need probs, ranks, mask)")
-            ref_probs = cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path))
+            references = None
+            if "references" in npz.files:
+                stored = npz["references"]
+                if stored.shape != () or stored.dtype.kind != "U":
+                    raise ValueError(f"{path}: array 'references' must be one string (a reference fingerprint), "
+                                     f"got {stored.dtype} of shape {stored.shape}")
+                references = References.from_json(str(stored), f"{path}: array 'references'")
+            ref_probs = cls(npz["probs"], npz["ranks"], npz["mask"], source=str(path), references=references)
         zero = (np.asarray(ref_probs.probs) == 0) & np.asarray(ref_probs.mask)
         if zero.any() and not allow_zero:
             i, r, t = np.argwhere(zero)[0]

@@ -11,7 +11,7 @@ def test_help_imports_nothing_heavy():
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
-    for command in ("demo", "run", "rank", "predict", "mutt", "judgments", "doctor"):
+    for command in ("demo", "run", "rank", "score", "mutt", "judgments", "doctor"):
         assert command in done.stdout
 
 

@@ -249,10 +249,10 @@ def test_unit_tests_in_the_run_folder_reach_the_search_report_and_rank(tiny_sear
 
 
 @pytest.mark.parametrize("damage, message", [
-    ("table", "table.tsv: not found; .* is not a finished search's run folder"),
+    ("table", "table.tsv: missing, but manifest.json lists it: rerun the search"),
     ("model", "model.msgpack: corrupt or truncated checkpoint"),
     ("missing", "model.msgpack: the search's model par-1 is missing"),
-    ("vocabulary", "vocabulary.json: differs from the vocabulary config.toml builds"),
+    ("vocabulary", "vocabulary.json: changed since the search wrote it"),
 ])
 def test_bad_input_is_one_line_naming_the_path(tiny_search, tmp_path, capsys, damage, message):
     search = tmp_path / "run"

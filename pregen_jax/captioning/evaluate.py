@@ -18,7 +18,7 @@ from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
 from ..datasets import UNK, Vocabulary
-from ..refprobs import RefProbs
+from ..refprobs import RefProbs, reference_fingerprint
 from . import decode
 from .input_pipeline import bucket_width, count_unknown, encode_references, padded_ids
 from .models import Captioner
@@ -136,8 +136,9 @@ def reference_probs(model: Captioner, params, features: np.ndarray, captions, vo
         n, r, t = np.argwhere(bad)[0]
         raise ValueError(f"{source}: the model gave a non-finite probability (image {n}, reference {r}, "
                          f"position {t}); the checkpoint may be diverged")
-    return RefProbs(probs, ranks, mask, source=source, units="word" if vocab.kind == "word" else "token",
-                    vocabulary=vocab.name)
+    units = "word" if vocab.kind == "word" else "token"
+    return RefProbs(probs, ranks, mask, source=source, units=units, vocabulary=vocab.name,
+                    references=reference_fingerprint(captions, vocab, units))
 
 
 def perplexity(ref_probs: RefProbs) -> float:

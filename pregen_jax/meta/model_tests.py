@@ -18,31 +18,37 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import io, ranking, tiers
-from ..datasets import TOKENIZER_NAME, Vocabulary
+from .. import io, tiers
+from ..datasets import TOKENIZER_NAME
 from . import model_corruptions as mc
 
 COLUMNS = ("test", "kind", "pregen", "trials", "passed", "accuracy", "tokenizer")
-REQUIRED = ("config.toml", "vocabulary.json", "table.tsv", "correlations_CIDEr.tsv")
 
 
 @dataclasses.dataclass(frozen=True)
-class FinishedSearch:
-    """A run folder written by ``pregen-search run``/``demo``, read and checked.
+class TestedSearch:
+    """A finished search (``pipeline.finished.FinishedSearch``) as the unit tests read it.
 
     Attributes:
-      models: the whole-test-set rows of table.tsv (``num_strata == 1``), one per model, with
-        ``run`` and ``epoch`` as strings.
-      correlations: the search's correlations_CIDEr.tsv (ranked metrics, best R^2 first).
+      run: the run folder's reader.
+      models: the whole-test-set rows of its table, one per model, with ``run`` and ``epoch`` as strings.
+      correlations: its CIDEr ranking (best R^2 first).
       direction: pre-gen name -> +1 or -1, the sign of its R with CIDEr in the search (metrics
         the search left out of the ranking are absent: they have no direction).
     """
 
-    folder: Path
-    config: object
+    run: object
     models: pd.DataFrame
     correlations: pd.DataFrame
     direction: dict[str, float]
+
+    @property
+    def folder(self) -> Path:
+        return self.run.folder
+
+    @property
+    def config(self):
+        return self.run.config
 
 
 def _as_id(value) -> str:
@@ -52,29 +58,16 @@ def _as_id(value) -> str:
     return str(value)
 
 
-def read_search(folder) -> FinishedSearch:
-    """Check that ``folder`` holds a finished search and read its config, model rows and CIDEr ranking."""
-    from ..pipeline.config import SearchConfig
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ValueError(f"--search {folder}: no such folder")
-    for name in REQUIRED:
-        if not (folder / name).is_file():
-            raise ValueError(f"{folder / name}: not found; {folder} is not a finished search's run folder"
-                             + (" with CIDEr" if "CIDEr" in name else ""))
-    config = SearchConfig.load(folder / "config.toml")
-    table = ranking.read_table(folder / "table.tsv")
-    missing = [c for c in ("architecture", "run", "epoch", "num_strata", "CIDEr") if c not in table.columns]
-    if missing:
-        raise ValueError(f"{folder / 'table.tsv'}: no column {missing[0]!r}; not a search's table")
-    models = table[table["num_strata"] == 1].reset_index(drop=True)
+def read_search(folder) -> TestedSearch:
+    """Open ``folder`` as a finished search (its manifest checked) and take its model rows and CIDEr ranking."""
+    from ..pipeline.finished import FinishedSearch
+    run = FinishedSearch.open(folder)
+    if "CIDEr" not in run.correlations:
+        raise ValueError(f"--search {run.folder}: the search has no CIDEr ranking (post-gen metrics: "
+                         f"{', '.join(run.postgen)}); the unit tests compare each metric with CIDEr")
+    models = run.model_rows
     models["run"], models["epoch"] = models["run"].map(_as_id), models["epoch"].map(_as_id)
-    correlations = ranking.read_table(folder / "correlations_CIDEr.tsv")
-    if not {"pregen", "all_R"} <= set(correlations.columns):
-        raise ValueError(f"{folder / 'correlations_CIDEr.tsv'}: needs columns 'pregen' and 'all_R'")
-    r = correlations["all_R"].to_numpy(np.float64)
-    direction = {name: float(np.sign(v)) for name, v in zip(correlations["pregen"], r) if np.isfinite(v) and v != 0}
-    return FinishedSearch(folder, config, models, correlations, direction)
+    return TestedSearch(run, models, run.correlations["CIDEr"], run.direction("CIDEr"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,40 +84,25 @@ class ModelFile:
         return f"{self.architecture}-{self.run}" + (f"-e{self.epoch}" if self.epoch != "final" else "")
 
 
-def model_files(search: FinishedSearch, data) -> tuple[list[ModelFile], list[str]]:
+def model_files(search: TestedSearch) -> tuple[list[ModelFile], list[str]]:
     """The model file of every table model, in table order, and one-line notes on those skipped.
 
-    Trained models are found where the search's stage cache put them (the same entry key);
-    checkpoints where the config names them; precomputed models are skipped.
+    Where each model's parameters are is what the search's manifest records; precomputed
+    models have none and are skipped.
     """
-    from ..pipeline import sources
-    from ..pipeline.cache import StageCache
-    config = search.config
-    where: dict[tuple[str, str, str], Path] = {}
-    if not config.precomputed and not config.models.checkpoints:
-        cache = StageCache(search.folder / "cache")
-        upstream = (data.split_key("train"), data.split_key("val"), data.vocab.fingerprint())
-        for arch in config.models.architectures:
-            for run in range(1, config.models.runs + 1):
-                entry = cache.entry(sources.TRAIN, f"{arch}-{run}", sources.train_settings(config, arch, run), upstream)
-                where[(arch, str(run), "final")] = entry.folder / "model.msgpack"
-                for epoch in config.training.snapshot_epochs:
-                    where[(arch, str(run), str(epoch))] = entry.folder / f"snapshot-epoch{epoch}.msgpack"
-    for path in config.models.checkpoints:
-        from ..captioning import checkpoints
-        _, meta = checkpoints.load(path)
-        where[(str(meta.get("arch")), Path(path).parent.name, "final")] = Path(path)
-    precomputed = {(m.architecture, m.run) for m in config.precomputed}
+    entries = {(m.architecture, m.run, m.epoch): m for m in search.run.models}
     files, notes = [], []
     for row in search.models.itertuples():
         key = (str(row.architecture), row.run, row.epoch)
-        if key[:2] in precomputed and key[2] == "final":
+        entry = entries.get(key)
+        if entry is not None and entry.source == "precomputed":
             notes.append(f"{key[0]}-{key[1]}: precomputed outputs, no parameters to corrupt: skipped")
             continue
-        model = ModelFile(*key, where.get(key))
+        path = entry.files.get("model") if entry is not None else None
+        model = ModelFile(*key, None if path is None else search.folder / path)
         if model.path is None:
-            raise ValueError(f"{search.folder / 'table.tsv'}: model {model.label} is not one the config "
-                             "trains or names; the table and config.toml disagree")
+            raise ValueError(f"{search.folder}: the manifest records no parameters file for model {model.label}; "
+                             "rerun the search")
         if not model.path.is_file():
             raise ValueError(f"{model.path}: the search's model {model.label} is missing (the cache was changed "
                              f"since the search ran: rerun pregen-search run on {search.folder})")
@@ -276,7 +254,7 @@ def snapshot_pairs(models: pd.DataFrame, names: list[str]):
 @dataclasses.dataclass
 class UnitTestRun:
     table: pd.DataFrame
-    search: FinishedSearch
+    search: TestedSearch
     models: list[ModelFile]
     scores: list[ModelScores]
     notes: list[str]
@@ -306,12 +284,12 @@ def run_unit_tests(search_folder, out, seed: int = 0, progress: Callable[[str], 
     out = io.check_out_folder(out)
     search = read_search(search_folder)
     data = sources.load_data(search.config, progress=False)
-    saved = Vocabulary.load(search.folder / "vocabulary.json")
-    if saved.fingerprint() != data.vocab.fingerprint():
+    saved = search.run.vocabulary
+    if saved is None or saved.fingerprint() != data.vocab.fingerprint():
         raise ValueError(f"{search.folder / 'vocabulary.json'}: differs from the vocabulary config.toml builds; "
                          "the run folder was changed after the search")
     space = stages.tier_space(search.config.pregen)
-    files, notes = model_files(search, data)
+    files, notes = model_files(search)
     if not files:
         raise ValueError(f"{search.folder}: every model of the search is precomputed; nothing to corrupt")
     cache = StageCache(out / "cache")

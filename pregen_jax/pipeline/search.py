@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from .. import io, ranking
 from ..datasets import TOKENIZER, TOKENIZER_NAME
+from ..refprobs import reference_fingerprint
 from . import sources, stages
 from .cache import StageCache
 from .config import ID_COLUMNS, SearchConfig
@@ -76,6 +77,7 @@ class ModelResult:
     epoch: str
     per_image: dict[str, np.ndarray]   # post-gen metric -> f[I] per-image scores on the whole test set
     quality: dict                      # caption_quality(): distinct share, repeats, problems
+    keys: dict = dataclasses.field(default_factory=dict)  # stage -> cache key ("model", "refprobs", "strata")
 
 
 @dataclasses.dataclass
@@ -91,6 +93,7 @@ class SearchResult:
     stages: dict[str, dict[str, int]]  # stage -> {"computed": n, "reused": m}
     vocab: object = None
     reference_lengths: np.ndarray | None = None  # i32[I, R]: positions (tokens + 1) of each test reference
+    references: object = None          # refprobs.References: the test references' fingerprint
 
 
 @dataclasses.dataclass
@@ -155,7 +158,9 @@ class Search:
         with timer(timed_stages(self.config, len(self.space))[-1]):
             pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, scored.strata, scored.strata_key,
                                       self.space, self.space_id)
-        return self.rows(candidate, scored.strata, scored.post, pre, scored.per_image, captions)
+        evaluated = self.rows(candidate, scored.strata, scored.post, pre, scored.per_image, captions)
+        evaluated.model.keys = {"model": candidate.key, "refprobs": ref_probs_key, "strata": scored.strata_key}
+        return evaluated
 
     def read(self, cache: ReadOnlyCache, candidate: sources.Candidate) -> Evaluated:
         """Another process's model, every stage read from the cache."""
@@ -165,7 +170,9 @@ class Search:
                                                self.data, self.metrics)
         pre = stages.pregen_stage(cache, candidate, ref_probs, ref_probs_key, strata, strata_key, self.space,
                                   self.space_id)
-        return self.rows(candidate, strata, post, pre, per_image, captions)
+        evaluated = self.rows(candidate, strata, post, pre, per_image, captions)
+        evaluated.model.keys = {"model": candidate.key, "refprobs": ref_probs_key, "strata": strata_key}
+        return evaluated
 
 
 def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluster | None = None,
@@ -252,7 +259,8 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     for i, refs in enumerate(data.test.captions):
         lengths[i, :len(refs)] = [len(ref) + 1 for ref in refs]
     return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts,
-                        [r.model for r in results], counts, data.vocab, lengths)
+                        [r.model for r in results], counts, data.vocab, lengths,
+                        reference_fingerprint(data.test.captions, data.vocab, config.pregen.units))
 
 
 def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,

@@ -1,0 +1,249 @@
+"""``pregen-search score``: N new models' post-gen scores predicted from their reference probabilities.
+
+A finished search (``FinishedSearch``) calibrates, per post-gen metric, a straight line from
+the pre-gen metric it chose (its best by R^2 over strata, or one the user names) to the
+post-gen score over the search's models (``ranking.calibration``), and the same from the
+perplexity baseline. Each new model gets both predictions with their 90% intervals, clipped
+to the post-gen metric's range, and the narrower of the two is named. Across the models:
+their order by the chosen metric's prediction, and the pairs whose intervals overlap (which
+the prediction cannot separate).
+
+Only RefProbs computed on what the calibration was fitted on are scored: the same test
+references in the same order, the same vocabulary, the same units (their fingerprint,
+``refprobs.References``). Anything else is refused up front, naming the difference.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import tiers
+from ..ranking import PERPLEXITY_BASELINE, calibration
+from ..refprobs import RefProbs
+from .finished import UNKNOWN, FinishedSearch
+
+# The range of each post-gen metric's corpus score (pycocoevalcap's scales; WMD as exp(-distance)).
+RANGES: dict[str, tuple[float, float]] = {
+    "CIDEr": (0.0, math.inf), "METEOR": (0.0, 1.0), "SPICE": (0.0, 1.0), "WMD": (0.0, 1.0), "ROUGE_L": (0.0, 1.0),
+    **{f"Bleu_{n}": (0.0, 1.0) for n in range(1, 5)}}
+CHOSEN, PERPLEXITY = "chosen", "perplexity"
+COLUMNS = ["model", "file", "perplexity", "postgen", "predictor", "pregen", "pregen_value", "predicted", "low",
+           "high", "measured", "range", "clipped", "narrower", "outside_calibration_range", "calibration_models",
+           "loo_mean_abs_error", "note", "decoding", "vocabulary", "units", "tokenizer"]
+
+
+@dataclasses.dataclass
+class Scores:
+    """What ``score`` found.
+
+    Attributes:
+      predictions: one row per (model, post-gen metric, predictor), columns ``COLUMNS``;
+        predictor ``chosen`` (the run's pre-gen metric) or ``perplexity`` (the baseline).
+      order: one row per (post-gen, predictor, model): ``position`` 1 = highest prediction.
+      pairs: one row per (post-gen, predictor, model pair): ``separable`` False where the two
+        intervals overlap.
+      level: the intervals' level.
+    """
+
+    predictions: pd.DataFrame
+    order: pd.DataFrame
+    pairs: pd.DataFrame
+    level: float
+
+
+def model_names(paths: list) -> list[str]:
+    """A short name per file (its stem; the path where stems repeat)."""
+    stems = [Path(p).stem for p in paths]
+    return [stem if stems.count(stem) == 1 else str(p) for stem, p in zip(stems, paths)]
+
+
+def load_checked(run: FinishedSearch, paths: list) -> list[RefProbs]:
+    """Every file read and matched to the run's references before any work (ValueError otherwise)."""
+    if not paths:
+        raise ValueError("--refprobs: name at least one RefProbs .npz")
+    loaded = []
+    for path in paths:
+        ref_probs = RefProbs.load(path)
+        run.check_refprobs(ref_probs, str(path))
+        loaded.append(ref_probs)
+    return loaded
+
+
+def clip(value: float, bounds: tuple[float, float]) -> float:
+    return float(np.clip(value, *bounds)) if np.isfinite(value) else value
+
+
+def _range_text(bounds: tuple[float, float] | None) -> str:
+    if bounds is None:
+        return "unknown (not clipped)"
+    low, high = bounds
+    return f"[{low:g}, {'inf)' if math.isinf(high) else f'{high:g}]'}"
+
+
+def _predict(model_rows: pd.DataFrame, pregen: str, post: str, value: float, level: float) -> dict:
+    """One prediction (unclipped) or, where the run's data cannot calibrate, a note saying why."""
+    try:
+        fit = calibration.calibrate(model_rows, pregen, post)
+        p = calibration.predict(fit, value, level)
+        loo = float(calibration.loo_abs_errors(model_rows, pregen, post).mean())
+    except ValueError as err:
+        return {"predicted": np.nan, "low": np.nan, "high": np.nan, "outside_calibration_range": False,
+                "calibration_models": len(model_rows), "loo_mean_abs_error": np.nan, "note": str(err)}
+    return {"predicted": p.predicted, "low": p.low, "high": p.high, "outside_calibration_range": p.outside_range,
+            "calibration_models": fit.models, "loo_mean_abs_error": loo, "note": ""}
+
+
+def read_captions(path, num_images: int) -> list[list[str]]:
+    """One caption a line, in the test split's order, tokenised as the post-gen metrics see it."""
+    from .. import io
+    from ..datasets import tokenize
+    lines = io.read_text(path, "caption file").split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    if len(lines) != num_images:
+        raise ValueError(f"{path}: {len(lines)} captions but the search's test split has {num_images} images "
+                         "(one caption a line, in test-split order)")
+    captions = [tokenize(line.rstrip("\r")) for line in lines]
+    empty = [n for n, c in enumerate(captions) if not c]
+    if empty:
+        raise ValueError(f"{path}: line {empty[0] + 1} is an empty caption (zero tokens after tokenisation)")
+    return captions
+
+
+def measured(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]:
+    """Each captions file's post-gen scores on the search's test references (the run's metrics that can run here)."""
+    from ..refprobs import reference_fingerprint
+    from .sources import load_data
+    from .stages import LazyMetrics, gts_res
+    data = load_data(run.config, progress=False)
+    if reference_fingerprint(data.test.captions, data.vocab).tokens != run.references.tokens:
+        raise ValueError(f"{run.file('config.toml')}: its data no longer give the search's test references (a "
+                         "corpus file changed?): rerun the search")
+    captions = [read_captions(path, len(data.test)) for path in caption_paths]  # all checked before any scoring
+    metrics = LazyMetrics(run.config.postgen, data)
+    try:
+        out = []
+        for model in captions:
+            gts, res = gts_res(data, model)
+            out.append({name: float(metrics[name].compute_score(gts, res)[0]) for name in run.postgen
+                        if name in metrics.names})
+        return out
+    finally:
+        metrics.close()
+
+
+def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9,
+          captions: list | None = None) -> Scores:
+    """Predict every post-gen metric of the run for each RefProbs file in ``paths`` (see the module docstring);
+    with ``captions`` (one file per model, same order), measure each model's post-gen scores too."""
+    from ..captioning.evaluate import perplexity
+    from .stages import tier_space
+    if not 0 < level < 1:
+        raise ValueError(f"--level {level}: must lie strictly between 0 and 1")
+    choices = run.chosen(pregen)
+    if not choices:
+        raise ValueError(f"{run.folder}: the search ranked no pre-gen metric against any post-gen metric")
+    if captions is not None and len(captions) != len(paths):
+        raise ValueError(f"--captions: {len(captions)} file(s) for {len(paths)} --refprobs file(s); give one "
+                         "captions file per model, in the same order")
+    loaded = load_checked(run, paths)
+    truth = measured(run, captions) if captions else [{} for _ in paths]
+    space = tier_space(run.config.pregen)
+    model_rows = run.model_rows
+    references = run.references
+    rows = []
+    for name, path, ref_probs, scores in zip(model_names(paths), paths, loaded, truth):
+        values = dict(zip(space.names, np.asarray(tiers.sweep(ref_probs, None, space)[0], np.float64)))
+        for post, chosen in choices.items():
+            bounds = RANGES.get(post)
+            predictors = [(CHOSEN, chosen)]
+            if PERPLEXITY_BASELINE in values:
+                predictors.append((PERPLEXITY, PERPLEXITY_BASELINE))
+            made = []
+            for predictor, metric in predictors:
+                row = _predict(model_rows, metric, post, values[metric], level)
+                raw = (row["predicted"], row["low"], row["high"])
+                if bounds is not None:
+                    row.update(predicted=clip(raw[0], bounds), low=clip(raw[1], bounds), high=clip(raw[2], bounds))
+                made.append({"model": name, "file": str(path), "perplexity": perplexity(ref_probs), "postgen": post,
+                             "predictor": predictor, "pregen": metric, "pregen_value": values[metric], **row,
+                             "measured": scores.get(post, np.nan), "range": _range_text(bounds),
+                             "clipped": bool(np.isfinite(raw[1]) and (row["low"], row["high"]) != raw[1:]),
+                             "decoding": UNKNOWN, "vocabulary": ref_probs.references.vocabulary,
+                             "units": references.units, "tokenizer": run.tokenizer})
+            widths = [r["high"] - r["low"] for r in made]
+            best = np.nanmin(widths) if np.isfinite(widths).any() else np.nan
+            for r, width in zip(made, widths):
+                r["narrower"] = bool(len(made) > 1 and np.isfinite(width) and width == best
+                                     and sum(w == best for w in widths) == 1)
+            rows += made
+    predictions = pd.DataFrame(rows, columns=COLUMNS)
+    order, pairs = order_and_pairs(predictions)
+    return Scores(predictions, order, pairs, level)
+
+
+def order_and_pairs(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The models' order by prediction (highest first) and, per pair, whether the intervals separate them."""
+    order, pairs = [], []
+    for (post, predictor), rows in predictions.groupby(["postgen", "predictor"], sort=False):
+        rows = rows[np.isfinite(rows["predicted"].to_numpy(np.float64))]
+        ranked = rows.sort_values("predicted", ascending=False, kind="stable")
+        for position, (_, row) in enumerate(ranked.iterrows(), 1):
+            order.append({"postgen": post, "predictor": predictor, "position": position, "model": row["model"],
+                          "predicted": row["predicted"], "low": row["low"], "high": row["high"]})
+        for (_, a), (_, b) in itertools.combinations(ranked.iterrows(), 2):
+            overlap = a["low"] <= b["high"] and b["low"] <= a["high"]
+            pairs.append({"postgen": post, "predictor": predictor, "model_a": a["model"], "model_b": b["model"],
+                          "difference": a["predicted"] - b["predicted"], "separable": not overlap})
+    return (pd.DataFrame(order, columns=["postgen", "predictor", "position", "model", "predicted", "low", "high"]),
+            pd.DataFrame(pairs, columns=["postgen", "predictor", "model_a", "model_b", "difference", "separable"]))
+
+
+def render(scores: Scores) -> str:
+    """The printed table: per post-gen metric, each model's two predictions, then order and inseparable pairs."""
+    p = scores.predictions
+    level = f"{100 * scores.level:g}%"
+    lines = []
+    for post, rows in p.groupby("postgen", sort=False):
+        chosen = rows[rows["predictor"] == CHOSEN]
+        pplx = rows[rows["predictor"] == PERPLEXITY].set_index("model")
+        metric = chosen["pregen"].iloc[0]
+        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} intervals; chosen pre-gen metric {metric})"]
+        table = []
+        for _, row in chosen.iterrows():
+            entry = {"model": row["model"], "perplexity": f"{row['perplexity']:.3f}",
+                     metric: f"{row['pregen_value']:.4g}", "predicted": _interval(row)}
+            if row["model"] in pplx.index:
+                other = pplx.loc[row["model"]]
+                entry["from perplexity"] = _interval(other)
+                entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"] else "equal")
+            if np.isfinite(row["measured"]):
+                entry["measured"] = f"{row['measured']:.3f}"
+            entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
+            table.append(entry)
+        lines += [pd.DataFrame(table).to_string(index=False)]
+        for note in sorted(set(rows["note"]) - {""}):
+            lines.append(f"  note: {note}")
+        for predictor in (CHOSEN, PERPLEXITY):
+            ranked = scores.order[(scores.order["postgen"] == post) & (scores.order["predictor"] == predictor)]
+            if len(ranked) < 2:
+                continue
+            close = scores.pairs[(scores.pairs["postgen"] == post) & (scores.pairs["predictor"] == predictor)
+                                 & ~scores.pairs["separable"]]
+            lines.append(f"  order by {'the chosen metric' if predictor == CHOSEN else 'perplexity'}: "
+                         + " > ".join(ranked["model"]) + "; intervals cannot separate: "
+                         + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _interval(row) -> str:
+    if not np.isfinite(row["predicted"]):
+        return "n/a"
+    flag = " (extrapolated)" if row["outside_calibration_range"] else ""
+    return f"{row['predicted']:.3f} [{row['low']:.3f}, {row['high']:.3f}]{flag}"

@@ -1,0 +1,160 @@
+"""The reader of finished runs (manifest.json, FinishedSearch), `pregen-search score`, RefProbs
+fingerprints, and `rank` refusing columns it does not know."""
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pregen_jax import RefProbs, cli
+from pregen_jax.pipeline.finished import MANIFEST, FinishedSearch
+from pregen_jax.refprobs import References, reference_fingerprint
+from tests.builders import write_precomputed
+
+
+@pytest.fixture(scope="module")
+def search(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("score")
+    config = write_precomputed(folder, models=4)
+    assert cli.main(["run", "--config", str(config), "--out", str(folder / "run"), "--no-progress"]) == 0
+    run = FinishedSearch.open(folder / "run")
+    for m in range(4):  # the users' RefProbs, fingerprinted with the run's references
+        stamped = dataclasses.replace(RefProbs.load(folder / f"model{m}.npz"), references=run.references)
+        stamped.save(folder / f"new{m}.npz")
+    return folder
+
+
+def test_manifest_records_models_references_and_versions(search):
+    run = FinishedSearch.open(search / "run")
+    manifest = json.loads((search / "run" / MANIFEST).read_text())
+    assert {"pregen-jax", "jax", "python"} <= set(manifest["versions"])
+    assert run.tokenizer == "alnum-lower" and run.postgen == ["CIDEr", "WMD", "ROUGE_L"]
+    assert [m.label for m in run.models] == ["init-1", "merge-1", "par-1", "init-2"]
+    assert all(m.source == "precomputed" and m.decoding == "unknown" and m.vocabulary == "unknown"
+               for m in run.models)
+    assert set(run.models[0].keys) == {"model", "refprobs", "strata"}
+    assert run.models[0].files["refprobs"].endswith("model0.npz")
+    assert run.references.units == "word" and run.references.vocabulary == "unknown"
+    assert run.reference_lengths.shape == tuple(manifest["reference_shape"])
+    assert set(run.chosen()) == {"CIDEr", "WMD", "ROUGE_L"} and len(run.model_rows) == 4
+    report = (search / "run" / "report.md").read_text()
+    assert "beam 3" not in report and "unknown (captions given ready-made)" in report
+    assert "- Models' vocabulary: unknown" in report
+    models = pd.read_csv(search / "run" / "models.tsv", sep="\t")
+    assert (models["decoding"] == "unknown").all() and (models["vocabulary"] == "unknown").all()
+
+
+def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, capsys):
+    out = search / "scored"
+    paths = [str(search / f"new{m}.npz") for m in (0, 3)]
+    captions = [str(search / f"model{m}.txt") for m in (0, 3)]
+    assert cli.main(["score", "--search", str(search / "run"), "--refprobs", *paths, "--captions", *captions,
+                     "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "from perplexity" in printed and "order by the chosen metric: " in printed
+    frame = pd.read_csv(out / "scores.tsv", sep="\t", keep_default_na=False, na_values=[""])
+    assert len(frame) == 2 * 3 * 2 and set(frame["predictor"]) == {"chosen", "perplexity"}
+    assert (frame["decoding"] == "unknown").all() and (frame["units"] == "word").all()
+    assert (frame["low"] <= frame["predicted"]).all() and (frame["predicted"] <= frame["high"]).all()
+    assert (frame["low"] >= 0).all() and (frame.loc[frame["postgen"] != "CIDEr", "high"] <= 1).all()
+    # Exactly one of the two predictions is the narrower one per model and post-gen metric.
+    assert (frame.groupby(["model", "postgen"])["narrower"].sum() == 1).all()
+    # The chosen prediction, where not clipped, lies on the least-squares line through the search's models.
+    models = FinishedSearch.open(search / "run").model_rows
+    for _, row in frame[(frame["predictor"] == "chosen") & ~frame["clipped"]].iterrows():
+        slope, intercept = np.polyfit(models[row["pregen"]], models[row["postgen"]], 1)
+        assert row["predicted"] == pytest.approx(intercept + slope * row["pregen_value"], rel=1e-6, abs=1e-9)
+    # With their captions, the models' measured scores are the search's own (model0 is init-1, model3 init-2).
+    for name, label in (("new0", ("init", 1)), ("new3", ("init", 2))):
+        own = models[(models["architecture"] == label[0]) & (models["run"] == label[1])].iloc[0]
+        for _, row in frame[frame["model"] == name].iterrows():
+            assert row["measured"] == pytest.approx(own[row["postgen"]], rel=1e-6)
+    order = pd.read_csv(out / "order.tsv", sep="\t")
+    pairs = pd.read_csv(out / "pairs.tsv", sep="\t")
+    assert len(order) == 2 * 3 * 2 and len(pairs) == 3 * 2
+    cider = order[(order["postgen"] == "CIDEr") & (order["predictor"] == "chosen")]
+    assert cider["predicted"].is_monotonic_decreasing
+    row = pairs[(pairs["postgen"] == "CIDEr") & (pairs["predictor"] == "chosen")].iloc[0]
+    a, b = (frame[(frame["model"] == m) & (frame["postgen"] == "CIDEr") & (frame["predictor"] == "chosen")].iloc[0]
+            for m in (row["model_a"], row["model_b"]))
+    assert row["separable"] == (a["low"] > b["high"] or b["low"] > a["high"])
+
+
+def _refused(search, capsys, path, out=None) -> str:
+    args = ["score", "--search", str(search / "run"), "--refprobs", str(search / "new1.npz"), str(path)]
+    assert cli.main(args + (["--out", str(out)] if out else [])) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    return err
+
+
+def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, tmp_path):
+    run = FinishedSearch.open(search / "run")
+    plain = RefProbs.load(search / "model1.npz")
+    assert "carries no reference fingerprint" in _refused(search, capsys, search / "model1.npz", tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+    other = dataclasses.replace(run.references, tokens="0123456789abcdef")
+    dataclasses.replace(plain, references=other).save(tmp_path / "other.npz")
+    assert "other.npz: not computed on what the search's calibration was fitted on: references " in _refused(
+        search, capsys, tmp_path / "other.npz")
+    dataclasses.replace(plain, references=dataclasses.replace(run.references, units="token")).save(tmp_path / "t.npz")
+    assert "units 'token', not 'word'" in _refused(search, capsys, tmp_path / "t.npz")
+    assert cli.main(["score", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
+                     "--captions", str(search / "model0.txt"), str(search / "model1.txt")]) == 2
+    assert "--captions: 2 file(s) for 1 --refprobs file(s)" in capsys.readouterr().err
+
+
+def test_fingerprints_follow_tokens_order_and_vocabulary(tmp_path):
+    class Vocab:
+        def __init__(self, tokens):
+            self.tokens = tokens
+
+        def fingerprint(self):
+            return "-".join(self.tokens)
+    refs = [[["a", "red", "box"], ["a", "box"]], [["a", "ball"]]]
+    base = reference_fingerprint(refs, Vocab(["<edge>", "<unk>", "a"]))
+    assert base.vocabulary == "word-3" and base.units == "word"
+    assert reference_fingerprint([refs[0][::-1], refs[1]], Vocab(["<edge>", "<unk>", "a"])).tokens != base.tokens
+    other_vocab = reference_fingerprint(refs, Vocab(["<edge>", "<unk>", "b"]))
+    assert base.difference(other_vocab).startswith("vocabulary word-3 (")
+    assert base.difference(base) is None
+    mask = np.ones((1, 1, 2), bool)
+    rp = RefProbs(np.full((1, 1, 2), 0.5), np.zeros((1, 1, 2), np.int32), mask, references=base)
+    rp.save(tmp_path / "rp.npz")
+    assert RefProbs.load(tmp_path / "rp.npz").references == base
+    RefProbs(rp.probs, rp.ranks, rp.mask).save(tmp_path / "plain.npz")
+    assert RefProbs.load(tmp_path / "plain.npz").references is None
+    assert References.from_json(base.to_json(), "x") == base
+
+
+def test_run_folder_without_manifest_or_changed_is_refused(search, tmp_path, capsys):
+    import shutil
+    old = tmp_path / "old"
+    shutil.copytree(search / "run", old, ignore=shutil.ignore_patterns("cache"))
+    (old / MANIFEST).unlink()
+    assert cli.main(["score", "--search", str(old), "--refprobs", str(search / "new0.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "no manifest.json" in err and "rerun the search" in err and len(err.strip().splitlines()) == 1
+    changed = tmp_path / "changed"
+    shutil.copytree(search / "run", changed, ignore=shutil.ignore_patterns("cache"))
+    with open(changed / "table.tsv", "a") as f:
+        f.write("\n")
+    assert cli.main(["score", "--search", str(changed), "--refprobs", str(search / "new0.npz")]) == 2
+    assert "table.tsv: changed since the search wrote it" in capsys.readouterr().err
+
+
+def test_rank_refuses_unknown_columns_unless_named(search, tmp_path, capsys):
+    table = pd.read_csv(search / "run" / "table.tsv", sep="\t")
+    table = pd.concat([table, np.exp(-table["mean_mean_prob_none"]).rename("my_perplexity")], axis=1)
+    table.to_csv(tmp_path / "t.tsv", sep="\t", index=False)
+    args = ["rank", "--table", str(tmp_path / "t.tsv")]
+    assert cli.main([*args, "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'my_perplexity' is not a pre-gen metric name" in err and "--pregen my_perplexity" in err
+    assert not (tmp_path / "a").exists()
+    assert cli.main([*args, "--out", str(tmp_path / "b"), "--pregen", "my_perplexity"]) == 0
+    ranked = pd.read_csv(tmp_path / "b" / "correlations_CIDEr.tsv", sep="\t")
+    assert "my_perplexity" in set(ranked["pregen"])
+    assert cli.main([*args, "--out", str(tmp_path / "c"), "--ignore", "my_perplexity"]) == 0
+    assert "my_perplexity" not in set(pd.read_csv(tmp_path / "c" / "correlations_CIDEr.tsv", sep="\t")["pregen"])
