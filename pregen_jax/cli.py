@@ -284,9 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--refprobs", required=True, nargs="+", metavar="NPZ",
                        help="each new model's RefProbs .npz, computed on the search's test references "
                             "(RefProbs.save records their fingerprint)")
-    score.add_argument("--captions", nargs="+", default=None, metavar="TXT",
-                       help="each model's captions of the test images (one a line, in test-split order; one file per "
-                            "--refprobs file, same order): its post-gen scores are measured beside the predictions")
+    score.add_argument("--captions", nargs="+", default=None, metavar="FILE",
+                       help="each model's captions of the test images (JSONL or TSV keyed by image_id, or one a line "
+                            "in test-split order; one file per --refprobs file, same order): its post-gen scores are "
+                            "measured beside the predictions")
     score.add_argument("--out", default=None, help="also write scores.tsv, order.tsv and pairs.tsv into this folder")
     score.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
                                                       "metric's best by R^2 in the search)")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 from collections.abc import Callable
 
 from .. import io
-from ..datasets import CaptionSplit, ShapesConfig, load_shapes, read_flickr8k, read_karpathy_json
+from ..datasets import CaptionDataset, CaptionSplit, ShapesConfig, load_shapes, read_flickr8k, read_karpathy_json
+from ..refprobs import UNKNOWN_VOCABULARY, RefProbs, reference_fingerprint
 from .config import MIN_TEST_IMAGES, SearchConfig
 
 PieceEncoder = Callable[[list[str]], list[str]]
@@ -50,9 +52,9 @@ class Reference:
         return row
 
 
-def read_test_split(config: SearchConfig) -> tuple[str, CaptionSplit]:
-    """The test split exactly as ``sources.load_data`` reads it, without image features or an
-    encoder: (the dataset's description, the split)."""
+def read_corpus(config: SearchConfig) -> tuple[str, CaptionDataset]:
+    """The corpus exactly as ``sources.load_data`` reads it, without image features or an
+    encoder, its test split checked: (the dataset's description, the dataset)."""
     data = config.data
     if data.source == "shapes":
         dataset = load_shapes(ShapesConfig(data.train, data.val, data.test, seed=data.seed))
@@ -68,7 +70,13 @@ def read_test_split(config: SearchConfig) -> tuple[str, CaptionSplit]:
     if len(test) < MIN_TEST_IMAGES:
         raise ValueError(f"{name}: the test split has {len(test)} images; the 15 strata need at least "
                          f"{MIN_TEST_IMAGES}")
-    return name, test
+    return name, dataset
+
+
+def read_test_split(config: SearchConfig) -> tuple[str, CaptionSplit]:
+    """The test split a search scores: (the dataset's description, the split)."""
+    name, dataset = read_corpus(config)
+    return name, dataset["test"]
 
 
 def references(test: CaptionSplit, pieces: PieceEncoder | None = None) -> list[Reference]:
@@ -78,20 +86,25 @@ def references(test: CaptionSplit, pieces: PieceEncoder | None = None) -> list[R
             for r, tokens in enumerate(refs)]
 
 
-def piece_encoder(config: SearchConfig) -> PieceEncoder | None:
-    """The pieces of the model vocabulary the config names, or None for a word vocabulary (a
-    word is one position: ``tokens`` already says it)."""
-    tokenizer = getattr(config.data, "tokenizer", "word")
-    if tokenizer == "word":
+def piece_encoder(config: SearchConfig, dataset: CaptionDataset) -> PieceEncoder | None:
+    """The pieces of the models' vocabulary, or None for a word vocabulary (a word is one
+    position: ``tokens`` already says it).
+
+    A subword vocabulary is the one a search would use: ``[models] vocabulary`` (a run's
+    ``tokenizer.json``: pieces exactly as that run's models read them), else a BPE trained on
+    the train captions, as a search trains it.
+    """
+    if config.data.tokenizer == "word":
         return None
-    raise ValueError(f"[data] tokenizer = {tokenizer!r}: export-references cannot split references into its "
-                     "pieces yet")
+    from .sources import build_vocabulary
+    vocab = build_vocabulary(config, dataset)
+    return lambda tokens: [vocab.tokens[i] for i in vocab.encode(tokens)]
 
 
 def export_references(config: SearchConfig, out) -> list[Reference]:
     """Write ``out`` (JSONL, one ``Reference`` a line) for ``config``'s test split and return the rows."""
-    _, test = read_test_split(config)
-    rows = references(test, piece_encoder(config))
+    _, dataset = read_corpus(config)
+    rows = references(dataset["test"], piece_encoder(config, dataset))
     io.write_text("".join(json.dumps(row.to_json(), ensure_ascii=False) + "\n" for row in rows), out)
     return rows
 
@@ -105,3 +118,35 @@ def read_references(path) -> list[Reference]:
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}, line {line_no}: not a row of export-references ({err})") from None
     return rows
+
+
+def attach_references(ref_probs: RefProbs, path) -> RefProbs:
+    """``ref_probs`` computed by a model elsewhere on the references exported to ``path``, with
+    those references' fingerprint attached (``RefProbs.references``), which ``pregen-search
+    score`` compares with the search's before it scores anything.
+
+    A RefProbs with one position per word and the end token (``len(tokens) + 1`` per reference:
+    a word vocabulary, or pieces combined into words with ``word_starts``) is at word level,
+    whatever its ``units`` said; one with other lengths must be at token level (its positions
+    are the model's pieces). The model's vocabulary is recorded as ``ref_probs.vocabulary`` or
+    unknown. Raises ``ValueError`` naming the image and reference that do not match.
+    """
+    rows = read_references(path)
+    captions: list[list[list[str]]] = []
+    image_ids: list[str] = []
+    for row in rows:
+        if row.image == len(captions):
+            captions.append([])
+            image_ids.append(row.image_id)
+        captions[row.image].append(row.tokens)
+    try:
+        ref_probs.check_references(captions, image_ids, f"{ref_probs.source or 'RefProbs'} against {path}")
+        units = "word"
+    except ValueError:
+        if ref_probs.units != "token" or ref_probs.num_images != len(captions):
+            raise
+        units = "token"  # the model's pieces: how many a word has is the model's business
+    anonymous = types.SimpleNamespace(name=UNKNOWN_VOCABULARY, tokens=[], fingerprint=lambda: UNKNOWN_VOCABULARY)
+    fingerprint = reference_fingerprint(captions, anonymous, units)
+    fingerprint = dataclasses.replace(fingerprint, vocabulary=ref_probs.vocabulary or UNKNOWN_VOCABULARY)
+    return dataclasses.replace(ref_probs, units=units, references=fingerprint)
