@@ -1,4 +1,5 @@
 """`pregen-search export-references`: the test references, in RefProbs order, for a model elsewhere."""
+import dataclasses
 import json
 
 import numpy as np
@@ -6,10 +7,18 @@ import pytest
 
 from pregen_jax import RefProbs, cli
 from pregen_jax.datasets import read_flickr8k, tokenize
+from pregen_jax.datasets.tokenizer import train_bpe
 from pregen_jax.pipeline import SearchConfig
-from pregen_jax.pipeline.export import export_references, read_references, read_test_split, references
+from pregen_jax.pipeline.export import (
+    attach_references,
+    export_references,
+    read_references,
+    read_test_split,
+    references,
+)
 from pregen_jax.pipeline.sources import load_data
-from tests.builders import write_config, write_precomputed
+from pregen_jax.refprobs import reference_fingerprint
+from tests.builders import write_config, write_precomputed, write_training_corpus
 from tests.conftest import shared
 
 
@@ -108,3 +117,43 @@ def test_out_that_is_a_folder_is_refused(tmp_path, capsys):
     config = write_precomputed(tmp_path, models=1)
     assert cli.main(["export-references", "--config", str(config), "--out", str(tmp_path)]) == 2
     assert "is a folder; give the name of the JSONL file" in capsys.readouterr().err
+
+
+def test_bpe_pieces_are_the_vocabularys_pieces_of_each_word(tmp_path):
+    write_training_corpus(tmp_path)
+    data = {"source": "karpathy", "karpathy_json": "dataset_toy.json", "features": "feats.npy", "tokenizer": "bpe",
+            "vocab_size": 30}
+    _, test = read_test_split(SearchConfig.from_dict({"data": data}, base=tmp_path))
+    vocab = train_bpe(test.captions, 30)  # another BPE than the train split's: the config names its file
+    vocab.save(tmp_path / "tokenizer.json")
+    config = SearchConfig.from_dict({"data": data, "models": {"vocabulary": "tokenizer.json"}}, base=tmp_path)
+    rows = export_references(config, tmp_path / "refs.jsonl")
+    assert all(row.pieces == [vocab.tokens[i] for i in vocab.encode(row.tokens)] for row in rows)
+    assert all("".join(row.pieces).replace("##", "") == "".join(row.tokens) for row in rows)
+    assert any(len(row.pieces) > len(row.tokens) for row in rows)  # some words are split
+    assert read_rows(tmp_path / "refs.jsonl")[0]["pieces"] == rows[0].pieces
+    trained = export_references(SearchConfig.from_dict({"data": data}, base=tmp_path), tmp_path / "own.jsonl")
+    assert all(row.pieces and "".join(row.pieces).replace("##", "") == "".join(row.tokens) for row in trained)
+
+
+def test_attach_references_fingerprints_what_the_search_scores(tmp_path):
+    config = SearchConfig.load(write_precomputed(tmp_path, models=1))
+    rows = export_references(config, tmp_path / "refs.jsonl")
+    test = load_data(config, progress=False).test
+    lengths = [[len(row.tokens) + 1 for row in rows if row.image == i] for i in range(len(test))]
+    vocabulary_size = 7
+    rng = np.random.default_rng(0)
+    targets = [[rng.integers(0, vocabulary_size, n) for n in image] for image in lengths]
+    log_probs = [[np.log(rng.dirichlet(np.ones(vocabulary_size), n)) for n in image] for image in lengths]
+    words = RefProbs.from_log_probs(log_probs, targets)
+    stamped = attach_references(words, tmp_path / "refs.jsonl")
+    assert stamped.units == "word" and stamped.references.vocabulary == "unknown"
+    assert stamped.references.tokens == reference_fingerprint(test.captions, load_data(config, False).vocab).tokens
+    np.testing.assert_array_equal(stamped.probs, words.probs)
+    # Two pieces for the first word of every reference: token level, fingerprinted as such.
+    pieces = RefProbs.from_log_probs([[np.vstack([lp[:1], lp]) for lp in image] for image in log_probs],
+                                     [[np.r_[t[:1], t] for t in image] for image in targets])
+    assert attach_references(pieces, tmp_path / "refs.jsonl").references.units == "token"
+    shuffled = RefProbs.from_log_probs(log_probs[::-1], targets[::-1])
+    with pytest.raises(ValueError, match=r"refs.jsonl: image 0 \(0.jpg\)(, reference \d)? has \d+"):
+        attach_references(dataclasses.replace(shuffled, units="word"), tmp_path / "refs.jsonl")
