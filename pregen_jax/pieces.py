@@ -204,7 +204,7 @@ def _token_scores(scores, target, where: str, logits: bool) -> tuple[np.ndarray,
     if logits:
         target_log_probs = target_scores - log_norm
     else:
-        off = np.abs(log_norm) > 1e-3
+        off = np.abs(log_norm) > 0.1  # loose: bfloat16 log-probabilities are only this exact
         if off.any():
             t = int(np.argmax(off))
             raise ValueError(f"{where}, position {t}: the probabilities sum to {np.exp(log_norm[t]):.6g}, not 1: "

@@ -20,9 +20,10 @@ def test_run_with_precomputed_models(tmp_path):
     table = pd.read_csv(out / "table.tsv", sep="\t")
     assert len(table) == 3 * 15
     expected = ["dataset", "architecture", "run", "epoch", "num_strata", "stratum", "CIDEr", "WMD", "ROUGE_L",
-                *tiers.DEFAULT_SPACE.names, "tokenizer"]
+                *tiers.DEFAULT_SPACE.names, "vocabulary", "units", "tokenizer"]
     assert list(table.columns) == expected
     assert table["tokenizer"].eq("alnum-lower").all()
+    assert table["vocabulary"].eq("unknown").all() and table["units"].eq("word").all()  # precomputed: words
     for name in ("correlations_CIDEr.tsv", "correlations_WMD.tsv", "report.md", "summary.md", "config.toml",
                  "plot_best_CIDEr.png", "excluded.tsv"):
         assert (out / name).is_file(), name

@@ -6,6 +6,6 @@ from .readers import read_flickr8k, read_karpathy_json
 from .shapes import ShapesConfig, load_shapes
 from .vocab import EDGE, UNK, CaptionVocabulary, Vocabulary, load_vocabulary
 
-__all__ = ["EDGE", "TOKENIZER", "TOKENIZER_NAME", "UNK", "CaptionDataset", "CaptionSplit", "CaptionVocabulary", "ShapesConfig",
-           "Vocabulary",
-           "load_shapes", "read_features", "read_flickr8k", "read_karpathy_json", "tokenize", "load_vocabulary"]
+__all__ = ["EDGE", "TOKENIZER", "TOKENIZER_NAME", "UNK", "CaptionDataset", "CaptionSplit", "CaptionVocabulary",
+           "ShapesConfig", "Vocabulary", "load_shapes", "load_vocabulary", "read_features", "read_flickr8k",
+           "read_karpathy_json", "tokenize"]

@@ -178,7 +178,8 @@ def models_frame(result: SearchResult, entries: list[dict]) -> pd.DataFrame:
                      "distinct_captions": model.quality["distinct_captions"],
                      "repeating_captions": model.quality["repeating_captions"],
                      "flag": "; ".join(model.quality["problems"]), "decoding": entry["decoding"],
-                     "vocabulary": entry["vocabulary"], "tokenizer": scores["tokenizer"]})
+                     "vocabulary": entry["vocabulary"],
+                     **({"units": scores["units"]} if "units" in scores else {}), "tokenizer": scores["tokenizer"]})
     return pd.DataFrame(rows)
 
 
