@@ -8,15 +8,26 @@ import pandas as pd
 import pytest
 
 from pregen_jax import RefProbs, cli
+from pregen_jax.pipeline import SearchConfig
 from pregen_jax.pipeline.finished import MANIFEST, FinishedSearch
+from pregen_jax.pipeline.sources import load_data, precomputed_candidates
 from pregen_jax.refprobs import References, reference_fingerprint
 from tests.builders import write_precomputed
+
+
+def declared(config):
+    """The test references' fingerprint as a model of another vocabulary (bpe-9) declares it."""
+    data = load_data(SearchConfig.load(config), progress=False)
+    return dataclasses.replace(data.references, vocabulary="bpe-9", vocabulary_fingerprint="f00d")
 
 
 @pytest.fixture(scope="module")
 def search(tmp_path_factory):
     folder = tmp_path_factory.mktemp("score")
-    config = write_precomputed(folder, models=4)
+    config = write_precomputed(folder, models=4, metrics=("CIDEr", "ROUGE_L"))  # no WMD: its vectors load slowly
+    theirs = declared(config)
+    for m in range(4):  # the ready-made models declare their vocabulary in their files
+        dataclasses.replace(RefProbs.load(folder / f"model{m}.npz"), references=theirs).save(folder / f"model{m}.npz")
     assert cli.main(["run", "--config", str(config), "--out", str(folder / "run"), "--no-progress"]) == 0
     run = FinishedSearch.open(folder / "run")
     for m in range(4):  # the users' RefProbs, fingerprinted with the run's references
@@ -29,20 +40,20 @@ def test_manifest_records_models_references_and_versions(search):
     run = FinishedSearch.open(search / "run")
     manifest = json.loads((search / "run" / MANIFEST).read_text())
     assert {"pregen-jax", "jax", "python"} <= set(manifest["versions"])
-    assert run.tokenizer == "alnum-lower" and run.postgen == ["CIDEr", "WMD", "ROUGE_L"]
+    assert run.tokenizer == "alnum-lower" and run.postgen == ["CIDEr", "ROUGE_L"]
     assert [m.label for m in run.models] == ["init-1", "merge-1", "par-1", "init-2"]
-    assert all(m.source == "precomputed" and m.decoding == "unknown" and m.vocabulary == "unknown"
+    assert all(m.source == "precomputed" and m.decoding == "unknown" and m.vocabulary == "bpe-9"
                for m in run.models)
     assert set(run.models[0].keys) == {"model", "refprobs", "strata"}
     assert run.models[0].files["refprobs"].endswith("model0.npz")
-    assert run.references.units == "word" and run.references.vocabulary == "unknown"
+    assert run.references.units == "word" and run.references.vocabulary == "bpe-9"
     assert run.reference_lengths.shape == tuple(manifest["reference_shape"])
-    assert set(run.chosen()) == {"CIDEr", "WMD", "ROUGE_L"} and len(run.model_rows) == 4
+    assert set(run.chosen()) == {"CIDEr", "ROUGE_L"} and len(run.model_rows) == 4
     report = (search / "run" / "report.md").read_text()
     assert "beam 3" not in report and "unknown (captions given ready-made)" in report
-    assert "- Models' vocabulary: unknown" in report
+    assert "- Models' vocabulary: bpe-9" in report and "vocabulary 9" not in report
     models = pd.read_csv(search / "run" / "models.tsv", sep="\t")
-    assert (models["decoding"] == "unknown").all() and (models["vocabulary"] == "unknown").all()
+    assert (models["decoding"] == "unknown").all() and (models["vocabulary"] == "bpe-9").all()
 
 
 def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, capsys):
@@ -54,7 +65,7 @@ def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, c
     printed = capsys.readouterr().out
     assert "from perplexity" in printed and "order by the chosen metric: " in printed
     frame = pd.read_csv(out / "scores.tsv", sep="\t", keep_default_na=False, na_values=[""])
-    assert len(frame) == 2 * 3 * 2 and set(frame["predictor"]) == {"chosen", "perplexity"}
+    assert len(frame) == 2 * 2 * 2 and set(frame["predictor"]) == {"chosen", "perplexity"}
     assert (frame["decoding"] == "unknown").all() and (frame["units"] == "word").all()
     assert (frame["low"] <= frame["predicted"]).all() and (frame["predicted"] <= frame["high"]).all()
     assert (frame["low"] >= 0).all() and (frame.loc[frame["postgen"] != "CIDEr", "high"] <= 1).all()
@@ -72,7 +83,7 @@ def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, c
             assert row["measured"] == pytest.approx(own[row["postgen"]], rel=1e-6)
     order = pd.read_csv(out / "order.tsv", sep="\t")
     pairs = pd.read_csv(out / "pairs.tsv", sep="\t")
-    assert len(order) == 2 * 3 * 2 and len(pairs) == 3 * 2
+    assert len(order) == 2 * 2 * 2 and len(pairs) == 2 * 2
     cider = order[(order["postgen"] == "CIDEr") & (order["predictor"] == "chosen")]
     assert cider["predicted"].is_monotonic_decreasing
     row = pairs[(pairs["postgen"] == "CIDEr") & (pairs["predictor"] == "chosen")].iloc[0]
@@ -91,9 +102,15 @@ def _refused(search, capsys, path, out=None) -> str:
 
 def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, tmp_path):
     run = FinishedSearch.open(search / "run")
-    plain = RefProbs.load(search / "model1.npz")
-    assert "carries no reference fingerprint" in _refused(search, capsys, search / "model1.npz", tmp_path / "o")
+    loaded = RefProbs.load(search / "model1.npz")
+    plain = RefProbs(loaded.probs, loaded.ranks, loaded.mask)
+    plain.save(tmp_path / "plain.npz")
+    assert "carries no reference fingerprint" in _refused(search, capsys, tmp_path / "plain.npz", tmp_path / "o")
     assert not (tmp_path / "o").exists()
+    words = dataclasses.replace(run.references, vocabulary="word-72", vocabulary_fingerprint="beef")
+    dataclasses.replace(plain, references=words).save(tmp_path / "words.npz")
+    assert "not computed on what the search's calibration was fitted on: vocabulary word-72, not bpe-9" in _refused(
+        search, capsys, tmp_path / "words.npz")
     other = dataclasses.replace(run.references, tokens="0123456789abcdef")
     dataclasses.replace(plain, references=other).save(tmp_path / "other.npz")
     assert "other.npz: not computed on what the search's calibration was fitted on: references " in _refused(
@@ -103,6 +120,16 @@ def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, 
     assert cli.main(["score", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
                      "--captions", str(search / "model0.txt"), str(search / "model1.txt")]) == 2
     assert "--captions: 2 file(s) for 1 --refprobs file(s)" in capsys.readouterr().err
+
+
+def test_a_search_refuses_ready_made_refprobs_of_other_references(search, tmp_path):
+    config = SearchConfig.load(search / "run" / "config.toml")
+    data = load_data(config, progress=False)
+    other = dataclasses.replace(data.references, tokens="0123456789abcdef")
+    dataclasses.replace(RefProbs.load(search / "model0.npz"), references=other).save(tmp_path / "other.npz")
+    entry = dataclasses.replace(config.precomputed[0], ref_probs=str(tmp_path / "other.npz"))
+    with pytest.raises(ValueError, match=r"other.npz\): its fingerprint says it was computed on other references"):
+        precomputed_candidates(dataclasses.replace(config, precomputed=[entry]), data)
 
 
 def test_fingerprints_follow_tokens_order_and_vocabulary(tmp_path):

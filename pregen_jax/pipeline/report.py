@@ -113,7 +113,8 @@ def model_entries(result: SearchResult, config: SearchConfig) -> list[dict]:
         keys = {k: str(v) for k, v in model.keys.items()}
         if given is not None:
             source, files = "precomputed", {"refprobs": given.ref_probs, "captions": given.captions}
-            decoding, model_vocabulary = UNKNOWN, UNKNOWN
+            declared = _declared_references(given.ref_probs)
+            decoding, model_vocabulary = UNKNOWN, declared.vocabulary if declared else UNKNOWN
         else:
             source = "checkpoint" if config.models.checkpoints else "trained"
             files = _model_file(result.out, model, keys.get("model", ""), config)
@@ -160,12 +161,28 @@ def manifest_data(result: SearchResult, config: SearchConfig, staging: Path, ent
             "files": {name: io.file_digest(staging / name) for name in files}}
 
 
+def _declared_references(path):
+    """The fingerprint a precomputed RefProbs file carries (``RefProbs.save`` writes it), or None."""
+    from ..refprobs import References
+    with np.load(path, allow_pickle=False) as npz:
+        if "references" not in npz.files:
+            return None
+        return References.from_json(str(npz["references"]), f"{path}: array 'references'")
+
+
 def _calibrated_references(references, entries: list[dict]):
-    """The references as the calibration's models read them: of unknown vocabulary when every model came
-    ready-made (the vocabulary the search builds then only serves its report)."""
-    if all(entry["source"] == "precomputed" for entry in entries):
-        return dataclasses.replace(references, vocabulary=UNKNOWN, vocabulary_fingerprint=UNKNOWN)
-    return references
+    """The references as the calibration's models read them. When every model came ready-made, the
+    vocabulary the search builds only serves its report: theirs is the one their files declare, if they all
+    declare the same, else unknown."""
+    if not all(entry["source"] == "precomputed" for entry in entries):
+        return references
+    declared = {_declared_references(entry["files"]["refprobs"]) for entry in entries}
+    if len(declared) == 1 and None not in declared:
+        (theirs,) = declared
+        if theirs.units == references.units:
+            return dataclasses.replace(references, vocabulary=theirs.vocabulary,
+                                       vocabulary_fingerprint=theirs.vocabulary_fingerprint)
+    return dataclasses.replace(references, vocabulary=UNKNOWN, vocabulary_fingerprint=UNKNOWN)
 
 
 def models_frame(result: SearchResult, entries: list[dict]) -> pd.DataFrame:

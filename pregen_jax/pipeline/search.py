@@ -26,7 +26,6 @@ from tqdm.auto import tqdm
 
 from .. import io, ranking
 from ..datasets import TOKENIZER, TOKENIZER_NAME
-from ..refprobs import reference_fingerprint
 from . import sources, stages
 from .cache import StageCache
 from .config import ID_COLUMNS, SearchConfig
@@ -260,7 +259,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
         lengths[i, :len(refs)] = [len(ref) + 1 for ref in refs]
     return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts,
                         [r.model for r in results], counts, data.vocab, lengths,
-                        reference_fingerprint(data.test.captions, data.vocab, config.pregen.units))
+                        dataclasses.replace(data.references, units=config.pregen.units))
 
 
 def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,

@@ -68,6 +68,12 @@ class Data:
         return self.dataset["test"]
 
     @property
+    def references(self):
+        """The test references' fingerprint (``refprobs.References``) with this vocabulary."""
+        from ..refprobs import reference_fingerprint
+        return reference_fingerprint(self.test.captions, self.vocab)
+
+    @property
     def features_id(self) -> str:
         """The identity of the image features: the built-in encoder's checkpoint name, or the feature file."""
         return Path(self.facts["encoder"]).name if "encoder" in self.facts else str(self.facts.get("features", ""))
@@ -146,6 +152,9 @@ def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
         where = f"[[precomputed]] {entry.label} ({entry.ref_probs})"
         ref_probs = RefProbs.load(entry.ref_probs)
         ref_probs.check_references(test.captions, test.image_ids, where)
+        if ref_probs.references is not None and ref_probs.references.tokens != data.references.tokens:
+            raise ValueError(f"{where}: its fingerprint says it was computed on other references "
+                             f"({ref_probs.references.tokens}, the test split's are {data.references.tokens})")
         captions = read_generated_captions(entry.captions, test.image_ids)  # JSONL, TSV or a caption a line
         key = digest("precomputed", io.file_digest(entry.ref_probs), io.file_digest(entry.captions))
         candidates.append(Candidate(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
