@@ -17,14 +17,19 @@ from tests.builders import write_precomputed
 from tests.conftest import ROOT
 
 SECTION = "## Bring your own model"
+HELPERS = "### Helpers for glue of your own"
 
 
 def readme_blocks() -> list[tuple[str, str]]:
-    """(language, code) of every fenced block of README's section, in order."""
+    """(language, code) of every fenced block of README's section and its helpers subsection, in
+    order (other subsections hold fragments, not a program)."""
     text = (ROOT / "README.md").read_text()
     start = text.index(f"\n{SECTION}\n")
     end = text.find("\n## ", start + 1)
-    return re.findall(r"^```(\w+)\n(.*?)^```", text[start:end if end > 0 else None], re.S | re.M)
+    section = text[start:end if end > 0 else None]
+    parts = re.split(r"^(?=### )", section, flags=re.M)
+    tested = "".join(part for n, part in enumerate(parts) if n == 0 or part.startswith(HELPERS + "\n"))
+    return re.findall(r"^```(\w+)\n(.*?)^```", tested, re.S | re.M)
 
 
 def run_block(language: str, code: str, capsys) -> str:
@@ -56,7 +61,7 @@ MISSING = [name for name, there in (("RefProbs.from_log_probs (branch subword)",
 def test_readme_bring_your_own_model_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     blocks = readme_blocks()
-    assert [language for language, _ in blocks][:5] == ["python", "toml", "bash", "python", "bash"]
+    assert [language for language, _ in blocks] == ["python", "toml", "bash", "python", "bash", "python"]
     outputs = [run_block(language, code, capsys) for language, code in blocks]
     assert "numpy-new" in outputs[4] and "CIDEr" in outputs[4] and "measured" in outputs[4], outputs[4]
     # The search read the shuffled, id-keyed caption files right: its CIDEr per model is CIDEr
