@@ -96,6 +96,14 @@ def test_every_form_gives_the_captions_in_test_order(tmp_path, name, text):
     assert read_generated_captions(tmp_path / name, IDS) == [["a", "dog"], ["two", "cats"], ["bird"]]
 
 
+def test_lines_end_at_newlines_only(tmp_path):
+    (tmp_path / "caps.txt").write_bytes("a dog\u2028runs\r\ntwo cats\nbird".encode())
+    assert read_generated_captions(tmp_path / "caps.txt", IDS) == [["a", "dog", "runs"], ["two", "cats"], ["bird"]]
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(ValueError, match="0 captions but the test split has 3 images"):
+        read_generated_captions(tmp_path / "empty.txt", IDS)
+
+
 def test_numeric_ids_in_jsonl_match_string_ids(tmp_path):
     (tmp_path / "caps.jsonl").write_text('{"image_id": 2, "caption": "x"}\n{"image_id": 1, "caption": "y"}\n')
     assert read_generated_captions(tmp_path / "caps.jsonl", ["1", "2"]) == [["y"], ["x"]]

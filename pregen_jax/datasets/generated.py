@@ -28,7 +28,11 @@ def read_generated_captions(path, image_ids: list[str]) -> list[list[str]]:
     """
     path = Path(path)
     text = io.read_text(path, "caption file").removeprefix("\ufeff")
-    lines = text.splitlines()
+    # Lines end at \n only (\r\n too): str.splitlines would also split inside a caption at
+    # U+2028 and friends, and shift every later caption by a line.
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines[-1] == "":
+        lines.pop()
     first = next((line for line in lines if line.strip()), "")
     if first.lstrip().startswith("{"):
         keyed = _jsonl_rows(path, lines)
