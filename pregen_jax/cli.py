@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export-references", help="write the test references a search scores (JSONL, in "
                                                        "RefProbs order) for a model that lives elsewhere")
-    export.add_argument("--config", required=True, help="the search's TOML config (only [data] is read)")
+    export.add_argument("--config", required=True, help="the search's TOML config (only [data] is read, and "
+                                                         "[models] vocabulary for BPE pieces)")
     export.add_argument("--out", required=True, help="the JSONL file to write: one reference a line with image_id, "
                                                      "image, ref, text, tokens (and pieces, for a subword vocabulary)")
     export.set_defaults(func=_export_references)
