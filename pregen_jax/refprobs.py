@@ -196,7 +196,16 @@ class RefProbs:
                 if lengths[i, r] != len(tokens) + 1:
                     raise ValueError(f"{where}: {name(i)}, reference {r} has {lengths[i, r]} positions, but the "
                                      f"corpus reference has {len(tokens)} tokens (+1 for the end token = "
-                                     f"{len(tokens) + 1}): images or references in another order?")
+                                     f"{len(tokens) + 1}): {self._length_cause(captions)}")
+
+    def _length_cause(self, captions) -> str:
+        """The likely cause of references of the wrong length: subword pieces, or another order."""
+        lengths = self.lengths
+        longer = all(lengths[i, r] >= len(tokens) + 1 for i, refs in enumerate(captions) for r, tokens in enumerate(refs))
+        if self.units == "token" or longer:
+            return ("a tokenization problem: the positions must be the corpus's alnum-lower words then the end token; "
+                    "a model's subword pieces become words with RefProbs.from_log_probs(..., word_starts=...)")
+        return "images or references in another order, or another tokenization?"
 
     def take(self, image_indices) -> RefProbs:
         """The same references for a subset of images (numpy indexing on axis 0)."""

@@ -115,3 +115,28 @@ def test_search_with_a_bpe_vocabulary_in_both_units(tmp_path):
     assert "train 0 computed / 1 reused" in report and "pregen 1 computed" in report
     (captions,) = (out / "cache" / "captions").glob("merge-1-*/captions.txt")
     assert all(line.split() == tokenize(line) for line in captions.read_text().splitlines())  # words
+
+
+def test_a_run_folder_trains_its_bpe_once_and_a_vocabulary_file_must_match_the_tokenizer(tmp_path):
+    from pregen_jax.datasets import CaptionDataset, CaptionSplit
+    from pregen_jax.pipeline.config import SearchConfig
+    from pregen_jax.pipeline.sources import build_vocabulary
+
+    split = CaptionSplit([str(n) for n in range(len(CAPTIONS))], CAPTIONS)
+    dataset = CaptionDataset("toy", {"train": split, "test": split})
+    config = SearchConfig.from_dict({"data": {"tokenizer": "bpe", "vocab_size": 60}})
+    first = build_vocabulary(config, dataset, tmp_path)
+    (saved,) = (tmp_path / "cache" / "tokenizer").iterdir()
+    assert build_vocabulary(config, dataset, tmp_path).fingerprint() == first.fingerprint()
+    assert build_vocabulary(SearchConfig(), dataset).kind == "word"
+    words = SearchConfig.from_dict({"models": {"vocabulary": str(saved)}})
+    with pytest.raises(ValueError, match=r"a bpe vocabulary \(bpe-\d+\), but \[data\] tokenizer = 'word'"):
+        build_vocabulary(words, dataset)
+
+
+def test_token_level_numbers_against_word_references_are_called_a_tokenization_problem(bpe):
+    pieces = [[bpe.encode(ref) + [0] for ref in refs] for refs in CAPTIONS[:3]]
+    tokens = RefProbs.from_token_scores([[np.full(len(p), -1.0) for p in refs] for refs in pieces],
+                                        [[np.zeros(len(p), int) for p in refs] for refs in pieces])
+    with pytest.raises(ValueError, match="image 0, reference 0 has .* a tokenization problem.*word_starts"):
+        tokens.check_references(CAPTIONS[:3])
