@@ -15,6 +15,7 @@ from pregen_jax.captioning import train as training
 from pregen_jax.captioning.models import ARCHITECTURES, Captioner, CaptionerConfig
 from pregen_jax.meta import model_corruptions as mc
 from pregen_jax.meta import model_tests, model_tests_report
+from pregen_jax.pipeline.finished import FinishedSearch
 from tests.builders import training_config, write_config, write_precomputed, write_training_corpus
 
 TINY = {"embed_size": 12, "hidden_size": 16, "image_size": 8}
@@ -228,6 +229,12 @@ def test_unit_tests_on_a_tiny_search(tiny_search, tmp_path, capsys):
 def test_unit_tests_in_the_run_folder_reach_the_search_report_and_rank(tiny_search, tmp_path):
     search = tmp_path / "run"
     shutil.copytree(tiny_search, search)
+    finished = FinishedSearch.open(search)  # the manifest records trained models' files, decoding and vocabulary
+    vocabulary = f"word-{len(finished.vocabulary)}"
+    assert {(m.source, m.decoding, m.vocabulary) for m in finished.models} == {("trained", "beam 2", vocabulary)}
+    assert all((search / m.files["model"]).is_file() and (search / m.files["refprobs"]).is_file()
+               for m in finished.models)
+    assert f"- Models' vocabulary: {vocabulary}" in (search / "report.md").read_text()
     assert unit_tests(search, search) == 0
     assert (search / "pregen_unit_tests.tsv").is_file() and (search / "table.tsv").is_file()
     report = (search / "report.md").read_text()

@@ -52,6 +52,8 @@ class ModelEntry:
 
 
 def rerun_hint(folder: Path) -> str:
+    if not (folder / "config.toml").is_file():
+        return "give the --out folder of a finished pregen-search run or demo, or rerun the search that wrote it"
     return (f"rerun the search (pregen-search run --config {folder / 'config.toml'} --out {folder}; "
             "its cache makes that fast)")
 
