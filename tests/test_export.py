@@ -154,6 +154,10 @@ def test_attach_references_fingerprints_what_the_search_scores(tmp_path):
     pieces = RefProbs.from_log_probs([[np.vstack([lp[:1], lp]) for lp in image] for image in log_probs],
                                      [[np.r_[t[:1], t] for t in image] for image in targets])
     assert attach_references(pieces, tmp_path / "refs.jsonl").references.units == "token"
+    fewer = RefProbs.from_log_probs([[lp[1:] for lp in image] for image in log_probs],
+                                    [[t[1:] for t in image] for image in targets])
+    with pytest.raises(ValueError, match=r"image 0 \(0.jpg\), reference 0 has \d+ positions, fewer than its"):
+        attach_references(fewer, tmp_path / "refs.jsonl")
     shuffled = RefProbs.from_log_probs(log_probs[::-1], targets[::-1])
     with pytest.raises(ValueError, match=r"refs.jsonl: image 0 \(0.jpg\)(, reference \d)? has \d+"):
         attach_references(dataclasses.replace(shuffled, units="word"), tmp_path / "refs.jsonl")

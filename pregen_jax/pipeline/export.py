@@ -139,14 +139,32 @@ def attach_references(ref_probs: RefProbs, path) -> RefProbs:
             captions.append([])
             image_ids.append(row.image_id)
         captions[row.image].append(row.tokens)
+    where = f"{ref_probs.source or 'RefProbs'} against {path}"
     try:
-        ref_probs.check_references(captions, image_ids, f"{ref_probs.source or 'RefProbs'} against {path}")
+        ref_probs.check_references(captions, image_ids, where)
         units = "word"
     except ValueError:
-        if ref_probs.units != "token" or ref_probs.num_images != len(captions):
+        if ref_probs.units != "token":
             raise
+        _check_pieces(ref_probs, captions, image_ids, where)
         units = "token"  # the model's pieces: how many a word has is the model's business
     anonymous = types.SimpleNamespace(name=UNKNOWN_VOCABULARY, tokens=[], fingerprint=lambda: UNKNOWN_VOCABULARY)
     fingerprint = reference_fingerprint(captions, anonymous, units)
     fingerprint = dataclasses.replace(fingerprint, vocabulary=ref_probs.vocabulary or UNKNOWN_VOCABULARY)
     return dataclasses.replace(ref_probs, units=units, references=fingerprint)
+
+
+def _check_pieces(ref_probs: RefProbs, captions, image_ids, where: str) -> None:
+    """What a token-level RefProbs must have: the images, each image's references, and at least a
+    piece per word plus the end token in each."""
+    if ref_probs.num_images != len(captions):
+        raise ValueError(f"{where}: {ref_probs.num_images} images, but the references have {len(captions)}")
+    lengths = ref_probs.lengths
+    for i, refs in enumerate(captions):
+        have = int((lengths[i] > 0).sum())
+        if have != len(refs):
+            raise ValueError(f"{where}: image {i} ({image_ids[i]}) has {have} references, the export {len(refs)}")
+        for r, tokens in enumerate(refs):
+            if lengths[i, r] < len(tokens) + 1:
+                raise ValueError(f"{where}: image {i} ({image_ids[i]}), reference {r} has {lengths[i, r]} positions, "
+                                 f"fewer than its {len(tokens)} words + the end token")
