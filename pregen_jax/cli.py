@@ -203,6 +203,25 @@ def _select(args) -> int:
     return 0
 
 
+def _export_references(args) -> int:
+    import warnings
+    from pathlib import Path
+
+    from .pipeline import SearchConfig
+    from .pipeline.export import export_references
+    if Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: is a folder; give the name of the JSONL file to write")
+    with warnings.catch_warnings(record=True) as caught:  # e.g. Flickr8k test-list lines that are not images
+        warnings.simplefilter("always")
+        rows = export_references(SearchConfig.load(args.config), args.out)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    images = len({row.image for row in rows})
+    print(f"wrote {args.out}: {len(rows)} references of {images} test images, in RefProbs order "
+          "(image, then reference)")
+    return 0
+
+
 def _mutt(args) -> int:
     from .meta import run_mutt
     result = run_mutt(args.out, data=args.data, ks=args.refs, metrics=args.metrics, progress=print)
@@ -330,9 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--refprobs", required=True, nargs="+", metavar="NPZ",
                        help="each new model's RefProbs .npz, computed on the search's test references "
                             "(RefProbs.save records their fingerprint)")
-    score.add_argument("--captions", nargs="+", default=None, metavar="TXT",
-                       help="each model's captions of the test images (one a line, in test-split order; one file per "
-                            "--refprobs file, same order): its post-gen scores are measured beside the predictions")
+    score.add_argument("--captions", nargs="+", default=None, metavar="FILE",
+                       help="each model's captions of the test images (JSONL or TSV keyed by image_id, or one a line "
+                            "in test-split order; one file per --refprobs file, same order): its post-gen scores are "
+                            "measured beside the predictions")
     score.add_argument("--out", default=None, help="also write scores.tsv, order.tsv and pairs.tsv into this folder")
     score.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
                                                       "metric's best by R^2 in the search)")
@@ -357,6 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--out", required=True, help="output folder (select.tsv)")
     select.add_argument("--no-progress", action="store_true", help="no progress bars")
     select.set_defaults(func=_select)
+
+    export = sub.add_parser("export-references", help="write the test references a search scores (JSONL, in "
+                                                       "RefProbs order) for a model that lives elsewhere")
+    export.add_argument("--config", required=True, help="the search's TOML config (only [data] is read, and "
+                                                         "[models] vocabulary for BPE pieces)")
+    export.add_argument("--out", required=True, help="the JSONL file to write: one reference a line with image_id, "
+                                                     "image, ref, text, tokens (and pieces, for a subword vocabulary)")
+    export.set_defaults(func=_export_references)
 
     mutt = sub.add_parser("mutt", help="MUTT metric unit tests of the post-gen metrics (corrupted sentences)")
     mutt.add_argument("--out", required=True, help="output folder (mutt.tsv, mutt_heatmap.png, report.md)")

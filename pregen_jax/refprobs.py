@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 Array = Any  # a numpy or jax array
+UNITS = ("word", "token")
 UNKNOWN_VOCABULARY = "unknown"  # the vocabulary of models given ready-made
 
 
@@ -74,7 +75,6 @@ def reference_fingerprint(captions, vocab, units: str = "word") -> References:
         digest.update(b"\n")
     name = getattr(vocab, "name", None) or f"word-{len(vocab.tokens)}"
     return References(digest.hexdigest()[:16], str(name), str(vocab.fingerprint()), units)
-UNITS = ("word", "token")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,15 +91,15 @@ class RefProbs:
 
     Accepts numpy or jax arrays; validates on construction and raises ``ValueError``
     naming the image/reference at fault. ``source`` (optional) names the file or model the
-    numbers came from so that errors can say where they came from. ``references`` (optional)
-    fingerprints the references and vocabulary the numbers were computed on (``References``);
-    ``save`` writes it and ``load`` reads it, so that a reader compares fingerprints.
+    numbers came from so that errors can say where they came from.
 
     ``units`` says what a position is: ``"word"`` (a reference word, the unit of the post-gen
     metrics; the default) or ``"token"`` (one of the model's tokens, e.g. a BPE piece);
     ``vocabulary`` names the model's vocabulary (``word-72``, ``bpe-1000``) when known. With a
     word vocabulary the two units are the same positions. ``pieces`` holds the rule that takes
-    pieces to words.
+    pieces to words. ``references`` (optional) fingerprints the references and vocabulary the
+    numbers were computed on (``References``); ``save`` writes it and ``load`` reads it, so that
+    a reader compares fingerprints.
     """
 
     probs: Array

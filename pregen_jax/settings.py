@@ -11,6 +11,7 @@ import functools
 from typing import Annotated
 
 import pydantic
+import pydantic_core
 from pydantic import ConfigDict, Field
 
 settings = functools.partial(pydantic.dataclasses.dataclass, frozen=True,
@@ -29,31 +30,48 @@ Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 ValidationError = pydantic.ValidationError
 
 
+MISSING = frozenset({"missing", "missing_argument", "missing_keyword_only_argument", "missing_positional_only_argument"})
+UNKNOWN = frozenset({"unexpected_keyword_argument", "unexpected_positional_argument", "extra_forbidden"})
+
+
 def one_line(err: pydantic.ValidationError, source: str, section: str = "") -> str:
-    """The first problem of a validation error as ``source: [section] key = value: what is allowed``."""
-    first = err.errors()[0]
-    loc = [str(part) for part in first["loc"]]
+    """The first problem of a validation error as ``source: [section] key = value: what is allowed``.
+
+    Only the key, the value the user wrote and pydantic's short message reach the user: never
+    pydantic's own objects (``ArgsKwargs(...)``, the whole section) or its links.
+    """
+    first = err.errors(include_url=False)[0]
+    key = _key(first["loc"])
     where = f"[{section}] " if section else ""
-    if first["type"] == "unexpected_keyword_argument":
-        return f"{source}: {where}unknown setting {loc[-1]!r}"
-    if first["type"] == "missing_argument":
-        return f"{source}: {where}{'.'.join(loc)} is required"
-    message = first["msg"].removeprefix("Value error, ")
-    if not loc:  # a rule across fields: its message names them
-        return f"{source}: {where}{message}"
-    return f"{source}: {where}{'.'.join(loc)} = {first['input']!r}: {message}"
+    if first["type"] in UNKNOWN:
+        return f"{source}: {where}unknown setting {str(first['loc'][-1]) if first['loc'] else '?'!r}"
+    if first["type"] in MISSING:
+        return f"{source}: {where}{key or 'a setting'} is required (no default)"
+    message = " ".join(str(first["msg"]).split())
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    value = first.get("input")
+    if not key or isinstance(value, (pydantic_core.ArgsKwargs, dict)) or dataclasses.is_dataclass(value):
+        return f"{source}: {where}{key + ': ' if key else ''}{message}"  # a rule across fields names them
+    return f"{source}: {where}{key} = {value!r}: {message}"
+
+
+def _key(loc) -> str:
+    """``("architectures", 0)`` -> ``architectures[0]``: the key as the user wrote it."""
+    parts = [str(part) for part in loc if part != "__root__"]
+    return "".join(f"[{part}]" if part.isdigit() else ("." if n else "") + part for n, part in enumerate(parts))
 
 
 def build(cls, values, source: str, section: str = ""):
     """``cls(**values)`` with a one-line ``ValueError`` for anything wrong."""
     if not isinstance(values, dict):
-        raise ValueError(f"{source}: [{section}] must be a table of settings, got {values!r}")
+        raise ValueError(f"{source}: {f'[{section}] ' if section else ''}must be a table of settings, got {values!r}")
     try:
         return cls(**values)
     except pydantic.ValidationError as err:
         raise ValueError(one_line(err, source, section)) from None
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{source}: [{section}] {err}") from None
+        raise ValueError(f"{source}: {f'[{section}] ' if section else ''}{' '.join(str(err).split())}") from None
 
 
 def as_dict(obj) -> dict:

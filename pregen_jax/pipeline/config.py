@@ -141,7 +141,8 @@ class PregenConfig:
 
 @settings
 class PrecomputedModel:
-    """A model evaluated elsewhere: its RefProbs (.npz) and generated captions (one per line)."""
+    """A model evaluated elsewhere: its RefProbs (.npz) and generated captions (JSONL or TSV keyed by
+    image_id, or one a line in test-split order: ``datasets.generated``)."""
 
     architecture: str
     run: str
@@ -182,10 +183,11 @@ class SearchConfig:
                              "caption) or [[precomputed]] models (see search/configs/ for examples)")
         models = dict(raw.pop("models", {})) if isinstance(raw.get("models"), dict) else raw.pop("models", {})
         if isinstance(models, dict):
-            if not isinstance(models.get("captioner", {}), dict):
-                raise ValueError(f"{source}: [models] captioner = {models['captioner']!r}: must be a table "
+            captioner = models.get("captioner", {})
+            if not isinstance(captioner, dict):
+                raise ValueError(f"{source}: [models] captioner = {captioner!r}: must be a table "
                                  "([models.captioner] with embed_size, hidden_size, ...)")
-            if "arch" in models.get("captioner", {}):
+            if "arch" in captioner:
                 raise ValueError(f"{source}: [models.captioner] has no 'arch': list them in [models] architectures")
             models["captioner"] = build(CaptionerConfig, models.get("captioner", {}), source, "models.captioner")
         sections = {"data": DataConfig, "models": ModelsConfig, "training": TrainConfig,

@@ -106,7 +106,7 @@ def model_entries(result: SearchResult, config: SearchConfig) -> list[dict]:
     """The manifest's record of each model: where it came from, its cache keys and files, what the tool
     knows of its decoding and vocabulary (nothing, for outputs given ready-made)."""
     precomputed = {m.label: m for m in config.precomputed}
-    vocabulary = f"word-{len(result.vocab)}" if result.vocab is not None else UNKNOWN
+    vocabulary = result.vocab.name if result.vocab is not None else UNKNOWN  # word-72, bpe-1000
     entries = []
     for model in result.models:
         given = precomputed.get(f"{model.architecture}-{model.run}")
@@ -195,8 +195,8 @@ def models_frame(result: SearchResult, entries: list[dict]) -> pd.DataFrame:
                      "distinct_captions": model.quality["distinct_captions"],
                      "repeating_captions": model.quality["repeating_captions"],
                      "flag": "; ".join(model.quality["problems"]), "decoding": entry["decoding"],
-                     "vocabulary": entry["vocabulary"], "units": scores.get("units", "word"),
-                     "tokenizer": scores["tokenizer"]})
+                     "vocabulary": entry["vocabulary"],
+                     **({"units": scores["units"]} if "units" in scores else {}), "tokenizer": scores["tokenizer"]})
     return pd.DataFrame(rows)
 
 
@@ -236,8 +236,9 @@ def render_report(run: FinishedSearch) -> str:
              f"({'2018-compatible filter0' if config.pregen.compat_2018 else 'paper semantics'}); "
              f"post-gen metrics: {', '.join(run.postgen)}.", "",
              f"- Dataset: {facts.get('dataset')}; {facts.get('test_images')} test images",
-             _vocabulary_line(run) + f"; pre-gen units: {facts.get('units', 'word')} (a word's pieces: probability "
-             "multiplied, rank the largest)",
+             _vocabulary_line(run),
+             f"- Pre-gen units: {facts.get('units', 'word')} (a word's pieces: probability multiplied, rank the "
+             "largest)",
              "- Decoding: " + ", ".join(sorted(d if d != UNKNOWN else "unknown (captions given ready-made)"
                                                  for d in decodings)),
              f"- Tokenizer (all scores): {run.tokenizer_description}",

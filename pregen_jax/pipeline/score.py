@@ -98,23 +98,6 @@ def _predict(model_rows: pd.DataFrame, pregen: str, post: str, value: float, lev
             "calibration_models": fit.models, "loo_mean_abs_error": loo, "note": ""}
 
 
-def read_captions(path, num_images: int) -> list[list[str]]:
-    """One caption a line, in the test split's order, tokenised as the post-gen metrics see it."""
-    from .. import io
-    from ..datasets import tokenize
-    lines = io.read_text(path, "caption file").split("\n")
-    if lines and lines[-1] == "":
-        lines = lines[:-1]
-    if len(lines) != num_images:
-        raise ValueError(f"{path}: {len(lines)} captions but the search's test split has {num_images} images "
-                         "(one caption a line, in test-split order)")
-    captions = [tokenize(line.rstrip("\r")) for line in lines]
-    empty = [n for n, c in enumerate(captions) if not c]
-    if empty:
-        raise ValueError(f"{path}: line {empty[0] + 1} is an empty caption (zero tokens after tokenisation)")
-    return captions
-
-
 def measured(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]:
     """Each captions file's post-gen scores on the search's test references (the run's metrics that can run here)."""
     from ..refprobs import reference_fingerprint
@@ -124,7 +107,9 @@ def measured(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]
     if reference_fingerprint(data.test.captions, data.vocab).tokens != run.references.tokens:
         raise ValueError(f"{run.file('config.toml')}: its data no longer give the search's test references (a "
                          "corpus file changed?): rerun the search")
-    captions = [read_captions(path, len(data.test)) for path in caption_paths]  # all checked before any scoring
+    from ..datasets.generated import read_generated_captions
+    # JSONL/TSV keyed by image id, or a caption a line; all checked before any scoring
+    captions = [read_generated_captions(path, data.test.image_ids) for path in caption_paths]
     metrics = LazyMetrics(run.config.postgen, data)
     try:
         out = []

@@ -231,7 +231,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
         lengths[i, :len(refs)] = [len(ref) + 1 for ref in refs]
     return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts,
                         [r.model for r in results], counts, data.vocab, lengths,
-                        data.references)
+                        dataclasses.replace(data.references, units=config.pregen.units))
 
 
 def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,

@@ -24,8 +24,8 @@ from ..datasets import (
     read_features,
     read_flickr8k,
     read_karpathy_json,
-    tokenize,
 )
+from ..datasets.generated import read_generated_captions
 from ..datasets.tokenizer import run_bpe, train_bpe
 from ..refprobs import RefProbs
 from ..strata import NUM_SPEC_STRATA
@@ -144,7 +144,8 @@ def build_vocabulary(config: SearchConfig, dataset: CaptionDataset, run_folder=N
 
 
 def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
-    """Models evaluated by other toolkits: RefProbs .npz + a caption file each, checked against the corpus."""
+    """Models evaluated by other toolkits: RefProbs .npz + a caption file each (``datasets.generated``),
+    checked against the corpus."""
     test = data.test
     candidates = []
     for entry in config.precomputed:
@@ -154,15 +155,7 @@ def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
         if ref_probs.references is not None and ref_probs.references.tokens != data.references.tokens:
             raise ValueError(f"{where}: its fingerprint says it was computed on other references "
                              f"({ref_probs.references.tokens}, the test split's are {data.references.tokens})")
-        lines = io.read_lines(entry.captions, "caption file")  # split on \n only: U+2028 may sit in a caption
-        if len(lines) != len(test):
-            raise ValueError(f"{entry.captions}: {len(lines)} captions but the test split has {len(test)} images "
-                             "(one caption a line, in test-split order)")
-        captions = [tokenize(line) for line in lines]
-        empty = [n for n, c in enumerate(captions) if not c]
-        if empty:
-            raise ValueError(f"{entry.captions}: line {empty[0] + 1} is an empty caption (zero tokens after "
-                             "tokenisation)")
+        captions = read_generated_captions(entry.captions, test.image_ids)  # JSONL, TSV or a caption a line
         key = digest("precomputed", io.file_digest(entry.ref_probs), io.file_digest(entry.captions))
         candidates.append(Candidate(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
                                     captions=captions))
