@@ -248,3 +248,6 @@ def test_study_cheap_criteria_on_known_per_image_scores():
     # dropped checkpoints rank below those still racing; the worst pair leaves first
     values = chosen["racing at 25%"]["values"]
     assert values[[0, 1]].max() < values[[2, 3, 5]].min()
+    # the level is chosen on held-out models: with a clear best, the lowest level keeps it
+    level, rows = cheap.calibrate_confidence(per_image, races=3)
+    assert level == 0.5 and len(rows) == 9 and all(r["p_best_dropped"] == 0 for r in rows)

@@ -97,13 +97,32 @@ def cheap_criteria(per_image: np.ndarray, full_seconds: float, prior=None, budge
                     "criterion": f"CIDEr on a random {share:.0%} of the images, whole-set frequencies",
                     "values": subset_values(per_image, share, 0), "seconds": stats["cost_share"] * full_seconds,
                     "stats": stats})
+    return out + race_criteria(per_image, full_seconds, prior, budgets, races, confidence)
+
+
+def race_criteria(per_image: np.ndarray, full_seconds: float, prior=None, budgets=BUDGETS, races: int = RACES,
+                  confidence: float = 0.95, suffix: str = "") -> list[dict]:
+    """Racing at every budget as criteria (see ``cheap_criteria``); ``suffix`` names a variant."""
+    out = []
     for budget in budgets:
         stats, first = race_stats(per_image, budget, prior, races, confidence)
-        out.append({"label": f"racing at {budget:.0%}", "metric": f"race@{budget:.0%}", "sign": 1.0,
+        out.append({"label": f"racing at {budget:.0%}{suffix}", "metric": f"race@{budget:.0%}{suffix}", "sign": 1.0,
                     "criterion": f"racing (ranking.racing, confidence {confidence:g}), budget {budget:.0%}",
                     "values": race_values(first), "seconds": first.cost * full_seconds,
                     "stats": {**stats, "cost_share_seed0": first.cost}})
     return out
+
+
+def calibrate_confidence(held_out: np.ndarray, levels=(0.95, 0.8, 0.5), budgets=BUDGETS, races: int = RACES,
+                         max_dropped: float = 0.05) -> tuple[float, list[dict]]:
+    """Racing's confidence chosen on other models than those reported (``held_out: f64[M, images]``):
+    the lowest level whose P(true best dropped) stays <= ``max_dropped`` at every budget (0.95 if
+    none does). Returns (that level, one row per level and budget)."""
+    rows = [{"confidence": level, "budget": budget, **race_stats(held_out, budget, None, races, level)[0]}
+            for level in levels for budget in budgets]
+    fine = [level for level in levels
+            if all(r["p_best_dropped"] <= max_dropped for r in rows if r["confidence"] == level)]
+    return (min(fine) if fine else 0.95), rows
 
 
 def cheap_rows(per_image: np.ndarray, significant: np.ndarray, prior=None, budgets=BUDGETS,

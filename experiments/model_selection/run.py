@@ -128,13 +128,14 @@ class Clock:
 # ------------------------------------------------------------------ the search on disjoint models
 
 
-def search_picks(corpus, plan: Plan, cache: Path, metrics, progress: bool) -> tuple[dict, pd.DataFrame]:
+def search_picks(corpus, plan: Plan, cache: Path, metrics, progress: bool) -> tuple[dict, pd.DataFrame, np.ndarray]:
     """Train the search models (other seeds), score them on the test split in 15 strata, rank.
 
-    Returns ({"R^2": (name, sign), "pairwise accuracy": (name, sign)}, the ranking table).
+    Returns ({"R^2": (name, sign), "pairwise accuracy": (name, sign)}, the ranking table,
+    f64[models, test images] per-image CIDEr of the search models: held-out data for racing's level).
     """
     cider = next(m for m in metrics.metrics if m.name == "CIDEr")
-    rows = []
+    rows, held_out = [], []
     specs = plan.search_grid.runs(SEEDS["search"])
     for spec in tqdm(specs, desc="search models", disable=not progress):
         spec.train(corpus, cache, progress=False)
@@ -148,6 +149,7 @@ def search_picks(corpus, plan: Plan, cache: Path, metrics, progress: bool) -> tu
                                ("num_strata", scores["num_strata"]), ("stratum", scores["stratum"])):
                 frame.insert(0, col, value)
             rows.append(frame)
+            held_out.append(scores["per_image"])
     table = pd.concat(rows, ignore_index=True)
     result = ranking.rank(table, ["CIDEr"], NAMES)
     by_r2 = result.correlations["CIDEr"]
@@ -159,7 +161,7 @@ def search_picks(corpus, plan: Plan, cache: Path, metrics, progress: bool) -> tu
         by_pairs[["pregen", "all_pairwise_accuracy", "all_kendall_tau", "all_pairs"]], on="pregen")
     ranked.insert(1, "rank_by_R^2", np.arange(1, len(ranked) + 1))
     ranked["rank_by_pairwise_accuracy"] = ranked["all_pairwise_accuracy"].rank(ascending=False, method="min")
-    return picks, ranked
+    return picks, ranked, np.stack(held_out)
 
 
 # ------------------------------------------------------------------ one corpus's checkpoints
@@ -292,7 +294,7 @@ def summary_markdown(selection: pd.DataFrame, picks: dict, facts: dict) -> str:
 def moonshot_lines(part: pd.DataFrame) -> list[str]:
     """The cheap moonshot: CIDEr's own pick (regret <= 1%) at <= 5% of its cost, per method at 5%."""
     lines = ["Moonshot (CIDEr's own pick, regret <= 1%, at <= 5% of its cost):"]
-    for _, row in part[part["label"].str.endswith("at 5%") | part["label"].str.endswith("on 5%")].iterrows():
+    for _, row in part[part["label"].str.contains(r"(?:at|on) 5%")].iterrows():
         met = row["regret_at_1_percent"] <= 1.0 and row["cost_share_of_cider"] <= 0.05 + 1e-9
         lines.append(f"- {row['label']}: seed 0 regret {row['regret_at_1_percent']:.2f}% at "
                      f"{row['cost_share_of_cider']:.1%} of the cost: {'met' if met else 'not met'}; over "
@@ -303,7 +305,7 @@ def moonshot_lines(part: pd.DataFrame) -> list[str]:
 # ------------------------------------------------------------------ the grids
 
 
-def where_image2_grid(resamples: int, races: int) -> tuple[list, list, pd.DataFrame] | None:
+def where_image2_grid(resamples: int, races: int, level: float) -> tuple[list, list, pd.DataFrame] | None:
     """The 12 where-image2 models (captions only): CIDEr, CIDEr on shares, racing (post-gen alone)."""
     shared = io.shared_data()
     if not (shared / "where-image2-captions").is_dir():
@@ -317,6 +319,9 @@ def where_image2_grid(resamples: int, races: int) -> tuple[list, list, pd.DataFr
     chosen = [{"label": "CIDEr", "criterion": "CIDEr, all 1,000 test images (reference)", "metric": "CIDEr",
                "sign": 1.0, "values": checkpoints.cider, "seconds": seconds}]
     chosen += cheap.cheap_criteria(per_image, seconds, None, races=races)
+    if level != 0.95:
+        chosen += cheap.race_criteria(per_image, seconds, None, races=races, confidence=level,
+                                      suffix=f" (level {level:g})")
     rows, stops = evaluate_grid("where-image2", frame, chosen, checkpoints, resamples,
                                 {"vocabulary": "captions only", "units": "none"})
     return rows, stops, frame
@@ -343,9 +348,13 @@ def main(argv=None) -> int:
     with postgen.make_metrics(["CIDEr", "METEOR"] if plan.meteor else ["CIDEr"]) as metrics:
         if metrics.unavailable:
             raise SystemExit(f"needs CIDEr (and METEOR): {metrics.unavailable}")
-        picks, ranked = search_picks(shapes, plan, cache / "shapes", metrics, args.progress)
+        picks, ranked, held_out = search_picks(shapes, plan, cache / "shapes", metrics, args.progress)
         clock.phase(f"search on disjoint models: R^2 pick {picks['R^2'][0]}, "
                     f"pairwise pick {picks['pairwise accuracy'][0]}")
+        level, calibration = cheap.calibrate_confidence(held_out, races=plan.races)
+        facts["racing level"] = (f"confidence {level:g}: the lowest of 0.95/0.8/0.5 whose P(true best dropped) "
+                                 f"<= 0.05 at every budget on the {len(held_out)} search models' test images "
+                                 "(racing_calibration.tsv); rows 'racing ... (level L)' use it")
         small = dataclasses.replace(shapes, name="shapes-small", train=shapes.train.take(plan.overfit_images),
                                     vocab=Vocabulary.build(shapes.train.take(plan.overfit_images).captions, 5),
                                     description=f"shapes with {plan.overfit_images} training images")
@@ -374,14 +383,17 @@ def main(argv=None) -> int:
             per_image = np.stack(frame["_per_image"].to_numpy())
             checkpoints = checkpoints_of(frame, per_image, plan.resamples)
             chosen = model_criteria(frame, checkpoints, picks, plan.meteor)
-            chosen += cheap.cheap_criteria(per_image, chosen[0]["seconds"], frame["perplexity"].to_numpy(),
-                                           races=plan.races)
+            prior = frame["perplexity"].to_numpy()
+            chosen += cheap.cheap_criteria(per_image, chosen[0]["seconds"], prior, races=plan.races)
+            if level != 0.95:
+                chosen += cheap.race_criteria(per_image, chosen[0]["seconds"], prior, races=plan.races,
+                                              confidence=level, suffix=f" (level {level:g})")
             rows, grid_stops = evaluate_grid(name, frame, chosen, checkpoints, plan.resamples,
                                              {"vocabulary": corpus.vocab.name, "units": "word"})
             selections += rows
             stops += grid_stops
             tables[name] = frame.drop(columns=["_pregen", "_per_image"])
-    found = where_image2_grid(plan.resamples, plan.races)
+    found = where_image2_grid(plan.resamples, plan.races, level)
     if found is None:
         facts["where-image2"] = "skipped: ../shared/data/where-image2-captions not found"
     else:
@@ -398,6 +410,7 @@ def main(argv=None) -> int:
         io.write_tsv(selection, staging / "selection.tsv")
         io.write_tsv(pd.DataFrame(stops), staging / "early_stopping.tsv")
         io.write_tsv(ranked, staging / "search_ranking.tsv")
+        io.write_tsv(pd.DataFrame(calibration), staging / "racing_calibration.tsv")
         for name, table in tables.items():
             io.write_tsv(table, staging / f"checkpoints_{name.replace(' ', '_').replace('(', '').replace(')', '')}.tsv")
         plots.criteria_vs_cider(tables, shown, staging / "criteria_vs_cider.png")
