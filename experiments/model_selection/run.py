@@ -1,19 +1,22 @@
-"""Which checkpoint to keep, when to stop: pre-gen criteria against validation perplexity and CIDEr.
+"""Which checkpoint to keep, and how cheaply: every criterion against full CIDEr, one table.
 
-    python3 experiments/model_selection/run.py --out runs/model_selection [--quick]
+    python3 experiments/model_selection/run.py --out runs/model_selection [--plan middle|full] [--quick]
 
-Trains a grid of caption models (4 architectures x sizes x learning rates, a snapshot every
-epoch) on the built-in shapes dataset and on Flickr8k (image stand-in: the mean GloVe
-vector of a held-out caption), scores every checkpoint on the validation split (beam-3
-CIDEr and METEOR, CIDEr on a random 10% of the images, per-token perplexity, the 504
-pre-gen metrics, the wall time of each), and asks of every criterion a user could select by
-how well it makes CIDEr's decisions (compare.py). The pre-gen metrics a search would pick
-come from a disjoint set of models (other seeds, scored on the test split, 15 strata each).
+Trains grids of caption models (the four RNNs, and the transformer with word and BPE
+vocabularies; sizes x learning rates, a snapshot every epoch) on the built-in shapes dataset
+and on Flickr8k (image stand-in: the mean GloVe vector of a held-out caption), scores every
+checkpoint on the validation split (beam-3 CIDEr per image with whole-set frequencies,
+optionally METEOR, per-token perplexity, the 504 pre-gen metrics at word level, the wall time
+of each), adds the 12 where-image2 models (captions only), and asks of every criterion a user
+could select by how well it makes CIDEr's decisions (compare.py): validation perplexity, the
+2018 winner, the pre-gen metrics a search on disjoint models picks, CIDEr on 5/10/25% of the
+images and racing at budgets of 5/10/25% (cheap.py; 50 reseeded runs each).
 
-Writes DIR/selection.tsv (one row per corpus and criterion), DIR/checkpoints_<corpus>.tsv,
-DIR/early_stopping.tsv, DIR/search_ranking.tsv, DIR/criteria_vs_cider.png,
-DIR/pairwise_accuracy.png and DIR/summary.md; DIR/cache/ keeps checkpoints and scores, so
-a rerun resumes. Timings are wall seconds on this machine, compilation excluded.
+Writes DIR/selection.tsv (one row per grid and criterion), DIR/checkpoints_<grid>.tsv,
+DIR/early_stopping.tsv, DIR/search_ranking.tsv, DIR/racing_calibration.tsv,
+DIR/criteria_vs_cider.png, DIR/pairwise_accuracy.png and DIR/summary.md; DIR/cache/ keeps
+checkpoints and scores, so a rerun resumes (``--only GRID`` fills part of it from a second
+process). Timings are wall seconds on this machine, compilation excluded.
 """
 from __future__ import annotations
 
