@@ -56,6 +56,21 @@ def test_random_corpus_with_edge_cases_equals_pycocoevalcap():
     assert_equal_to_coco(gts, res)
 
 
+def test_kept_references_serve_later_candidates_exactly():
+    from pregen_jax.postgen import references
+    gts, res = _random_corpus(4, 60)
+    gts = {i: [r for r in refs if r] or ["a"] for i, refs in gts.items()}      # canonical, none empty
+    first = {i: [c[0] or "b"] for i, c in res.items()}
+    second = {i: [f"{c[0]} newword{k % 7}".strip()] for k, (i, c) in enumerate(res.items())}  # words no reference has
+    for candidates in (first, second, first):
+        assert_equal_to_coco(gts, candidates)
+    assert references.references_of([r for refs in gts.values() for r in refs]) is not None  # kept, reused
+    # the same reference strings grouped into other images: the kept n-grams, a fresh join
+    ids = list(gts)
+    regrouped = {"x": gts[ids[0]] + gts[ids[1]], **{i: gts[i] for i in ids[2:]}}
+    assert_equal_to_coco(regrouped, {"x": first[ids[0]], **{i: first[i] for i in ids[2:]}})
+
+
 def _where_image2(model: str):
     folder = shared("where-image2-captions")
     ids = (folder / "imgs_flickr8k.txt").read_text().split()

@@ -86,7 +86,7 @@ def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
     base = _corpus_of(gts, {i: [""] for i in ids}, idf_from)
     cands = [res[i][0] for res in systems.values() for i in ids]
     corpus = Corpus.build([base.refs[s:s + c] for s, c in zip(base.ref_start, base.ref_count)], cands,
-                          np.tile(base.cand_image, len(systems)))
+                          np.tile(base.cand_image, len(systems)), kept=True)
     results: dict = {system: {} for system in systems}
     if any(n.startswith("Bleu_") for n in names):
         correct, guess, testlen, reflen = bleu_counts(corpus)

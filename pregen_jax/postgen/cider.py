@@ -124,11 +124,11 @@ _LOCK = threading.Lock()
 
 def _corpus_of(gts: dict, res: dict, idf_from: dict | None) -> Corpus:
     if idf_from is None:
-        return Corpus.build(list(gts.values()), [res[i][0] for i in gts], np.arange(len(gts)))
+        return Corpus.build(list(gts.values()), [res[i][0] for i in gts], np.arange(len(gts)), kept=True)
     position = {image_id: k for k, image_id in enumerate(idf_from)}
     for image_id in gts:
         if image_id not in position:
             raise ValueError(f"idf_from: image {image_id!r} is scored but not among the images of idf_from")
         if list(idf_from[image_id]) != list(gts[image_id]):
             raise ValueError(f"idf_from: image {image_id!r} has other references there than in gts")
-    return Corpus.build(list(idf_from.values()), [res[i][0] for i in gts], [position[i] for i in gts])
+    return Corpus.build(list(idf_from.values()), [res[i][0] for i in gts], [position[i] for i in gts], kept=True)

@@ -21,7 +21,8 @@ _LIMIT = 2 ** 62
 
 @dataclasses.dataclass(frozen=True)
 class Grams:
-    """The distinct n-grams of one order in each string, sorted by (gram, string).
+    """The distinct n-grams of one order in each string: references then candidates, each part
+    sorted by (gram, string).
 
     Attributes:
       gram: i64[E] the n-gram's key; string: i64[E] the string (references first, then candidates);
@@ -70,6 +71,7 @@ class Corpus:
       ref_start, ref_count: i64[images] where each image's references are and how many.
       cands: list[str] C candidate strings; cand_image: i64[C] the image each is scored against.
       images: the number of images whose references are encoded (CIDEr-D's document set).
+      kept: use the kept reference side (``references.references_of``) where the strings allow.
     """
 
     refs: list
@@ -79,24 +81,38 @@ class Corpus:
     cands: list
     cand_image: np.ndarray
     images: int
+    kept: bool = False
 
     @classmethod
-    def build(cls, refs_per_image: list[list[str]], cands: list[str], cand_image) -> Corpus:
+    def build(cls, refs_per_image: list[list[str]], cands: list[str], cand_image, kept: bool = False) -> Corpus:
         """``refs_per_image[i]``: the references of image i; ``cands[c]`` is scored against image ``cand_image[c]``."""
         ref_count = np.fromiter(map(len, refs_per_image), np.int64, len(refs_per_image))
         ref_start = np.zeros(len(ref_count), np.int64)
         np.cumsum(ref_count[:-1], out=ref_start[1:])
         refs = [r for group in refs_per_image for r in group]
         return cls(refs, np.repeat(np.arange(len(ref_count)), ref_count), ref_start, ref_count,
-                   list(cands), np.asarray(cand_image, np.int64), len(ref_count))
+                   list(cands), np.asarray(cand_image, np.int64), len(ref_count), kept)
 
     @property
     def R(self) -> int:  # noqa: N802 (the size's usual name)
         return len(self.refs)
 
     @functools.cached_property
+    def _kept(self):
+        """(the kept references, the candidates in their vocabulary), or None: the general path."""
+        if not self.kept:
+            return None
+        from .references import references_of
+        references = references_of(self.refs)
+        cands = references.encode_candidates(self.cands) if references is not None else None
+        return None if cands is None else (references, cands)
+
+    @functools.cached_property
     def encoded(self) -> Encoded:
         """References then candidates, split with ``str.split()``."""
+        if self._kept is not None:
+            from .references import concatenate
+            return concatenate(self._kept[0].encoded, self._kept[1])
         return encode(self.refs + self.cands)
 
     @functools.cached_property
@@ -132,10 +148,17 @@ class Corpus:
     def joined(self, n: int) -> Joined:
         """The n-grams of order ``n`` joined between candidates and references (worked out once per order)."""
         if -n not in self._grams:
-            self._grams[-n] = _join(self, self.grams(n))
+            self._grams[-n] = _join(self, self.grams(n), n)
         return self._grams[-n]
 
     def _count_grams(self, n: int) -> Grams:
+        if self._kept is not None:  # the references' counts are kept; each part sorted by (gram, string)
+            from .references import count_grams
+            references, cands = self._kept
+            ref_grams, cand_grams = references.grams(n), count_grams(cands, n, references.base)
+            return Grams(np.concatenate([ref_grams.gram, cand_grams.gram]),
+                         np.concatenate([ref_grams.string, cand_grams.string + self.R]),
+                         np.concatenate([ref_grams.count, cand_grams.count]))
         encoded = self.encoded
         keys = _gram_keys(encoded, n)
         valid = encoded.position + n <= encoded.lengths[encoded.string]
@@ -147,11 +170,31 @@ class Corpus:
         return Grams(combined // strings, combined % strings, count)
 
 
-def _join(corpus: Corpus, grams: Grams) -> Joined:
+def _join(corpus: Corpus, grams: Grams, n: int) -> Joined:
     R = corpus.R  # noqa: N806
     is_ref = grams.string < R
-    r_gram, r_ref, r_tf = grams.gram[is_ref], grams.string[is_ref], grams.count[is_ref]
     c_gram, c_cand, c_tf = grams.gram[~is_ref], grams.string[~is_ref] - R, grams.count[~is_ref]
+    if corpus._kept is not None:  # the references' half is kept with them (per grouping into images)
+        key = (n, corpus.ref_count.tobytes())
+        side = corpus._kept[0].side(key, lambda: _ref_side(corpus, grams, is_ref))
+    else:
+        side = _ref_side(corpus, grams, is_ref)
+    r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key = side
+    c_df = np.zeros(len(c_gram), np.int64)
+    c_run = np.full(len(c_gram), -1, np.int64)
+    if distinct.size and c_gram.size:
+        at = np.searchsorted(distinct, c_gram).clip(max=len(distinct) - 1)   # sorted needles: fast
+        known = distinct[at] == c_gram
+        c_df = np.where(known, df[at], 0)
+        wanted = at * corpus.images + corpus.cand_image[c_cand]
+        run = np.searchsorted(run_key, wanted).clip(max=len(run_key) - 1)
+        c_run = np.where(known & (run_key[run] == wanted), run, -1)
+    return Joined(r_gram, r_ref, r_tf, c_gram, c_cand, c_tf, group, df, run_start, run_end, c_df, c_run)
+
+
+def _ref_side(corpus: Corpus, grams: Grams, is_ref: np.ndarray) -> tuple:
+    """The references' half of ``_join``: entries, gram groups, document frequencies, (gram, image) runs."""
+    r_gram, r_ref, r_tf = grams.gram[is_ref], grams.string[is_ref], grams.count[is_ref]
     change = np.r_[True, r_gram[1:] != r_gram[:-1]] if r_gram.size else np.zeros(0, bool)
     image = corpus.ref_image[r_ref]
     new_run = change.copy()
@@ -161,17 +204,8 @@ def _join(corpus: Corpus, grams: Grams) -> Joined:
     distinct = r_gram[change]
     run_start = np.flatnonzero(new_run)
     run_end = np.r_[run_start[1:], len(r_gram)].astype(np.int64)
-    c_df = np.zeros(len(c_gram), np.int64)
-    c_run = np.full(len(c_gram), -1, np.int64)
-    if distinct.size and c_gram.size:
-        at = np.searchsorted(distinct, c_gram).clip(max=len(distinct) - 1)   # sorted needles: fast
-        known = distinct[at] == c_gram
-        c_df = np.where(known, df[at], 0)
-        run_key = group[run_start] * corpus.images + image[run_start]
-        wanted = at * corpus.images + corpus.cand_image[c_cand]
-        run = np.searchsorted(run_key, wanted).clip(max=len(run_key) - 1)
-        c_run = np.where(known & (run_key[run] == wanted), run, -1)
-    return Joined(r_gram, r_ref, r_tf, c_gram, c_cand, c_tf, group, df, run_start, run_end, c_df, c_run)
+    run_key = group[run_start] * corpus.images + image[run_start]
+    return r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key
 
 
 def _gram_keys(encoded: Encoded, n: int) -> np.ndarray:

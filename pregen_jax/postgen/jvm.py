@@ -19,9 +19,10 @@ class JavaProcess:
 
     def __init__(self, command: list[str], cwd: str):
         self.command = command
+        self._process = None
+        self._lock = threading.Lock()
         self._process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL)
-        self._lock = threading.Lock()
 
     @property
     def alive(self) -> bool:
@@ -70,4 +71,5 @@ class JavaProcess:
             process.wait()
 
     def __del__(self):
-        self.close()
+        if hasattr(self, "_lock"):
+            self.close()

@@ -55,15 +55,15 @@ def is_tokenized(text: str, strings: int) -> bool:
     return is_canonical(text, strings) and _NOT_TOKENIZED.search(text) is None
 
 
-def _arrays(tokens: list[str], lengths: np.ndarray, canonical: bool = False) -> Encoded:
-    vocab = dict.fromkeys(tokens)               # first-occurrence order, built in C
-    index = dict(zip(vocab, range(len(vocab))))
+def _arrays(tokens: list[str], lengths: np.ndarray, canonical: bool = False, index: dict | None = None) -> Encoded:
+    if index is None:  # number the words in first-occurrence order (dict.fromkeys runs in C)
+        index = dict(zip(dict.fromkeys(tokens), range(len(tokens))))
     ids = np.fromiter(map(index.__getitem__, tokens), np.int64, len(tokens))
     starts = np.zeros(len(lengths), np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     string = np.repeat(np.arange(len(lengths)), lengths)
     position = np.arange(len(ids)) - starts[string]
-    return Encoded(ids, string, position, lengths, starts, len(vocab), canonical)
+    return Encoded(ids, string, position, lengths, starts, len(index), canonical)
 
 
 def encode(strings: list[str], empty_token: bool = False) -> Encoded:
