@@ -185,12 +185,12 @@ def test_the_epoch_line_shows_the_criterion_and_the_cost():
 # ------------------------------------------------------------------ the study (experiments/model_selection)
 
 
-def _compare_module():
+def _compare_module(name="compare"):
     import importlib.util
     import sys
     from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "experiments" / "model_selection" / "compare.py"
-    spec = importlib.util.spec_from_file_location("model_selection_compare", path)
+    path = Path(__file__).resolve().parents[1] / "experiments" / "model_selection" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"model_selection_{name}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -225,3 +225,29 @@ def test_study_criterion_scores_by_hand():
     assert row["top5_overlap"] == pytest.approx(0.8)      # m0 (CIDEr's 5th) is perplexity's 6th
     assert [(s["stop_epoch"], s["chosen_epoch"], s["cider_lost"]) for s in stops] == [
         (3, 2, 0.0), (3, 3, pytest.approx(0.05))]
+
+
+def test_study_cheap_criteria_on_known_per_image_scores():
+    cheap = _compare_module("cheap")
+    rng = np.random.default_rng(0)
+    # 6 checkpoints x 400 images; checkpoint 4 is clearly best, 0 and 1 clearly worst.
+    means = np.array([0.2, 0.25, 0.6, 0.62, 0.9, 0.5])
+    per_image = np.clip(means[:, None] + rng.normal(0, 0.2, (6, 400)), 0, None)
+    cider = per_image.mean(1)
+    chosen = {c["label"]: c for c in cheap.cheap_criteria(per_image, 10.0, prior=-cider, races=5)}
+    assert list(chosen) == ["CIDEr on 5%", "CIDEr on 10%", "CIDEr on 25%",
+                            "racing at 5%", "racing at 10%", "racing at 25%"]
+    images = cheap.subset_images(400, 0.10, 0)
+    assert len(images) == 40 and np.allclose(chosen["CIDEr on 10%"]["values"], per_image[:, images].mean(1))
+    assert chosen["CIDEr on 25%"]["seconds"] == pytest.approx(2.5)  # its share of full CIDEr's 10 s
+    for budget in ("5%", "10%", "25%"):
+        race = chosen[f"racing at {budget}"]
+        assert int(np.argmax(race["values"])) == 4     # the pick ranks first
+        assert race["stats"]["p_best_dropped"] == 0 and race["stats"]["mean_regret_percent"] == 0
+        assert race["stats"]["cost_share"] <= float(budget[:-1]) / 100 + 1e-9
+    # dropped checkpoints rank below those still racing; the worst pair leaves first
+    values = chosen["racing at 25%"]["values"]
+    assert values[[0, 1]].max() < values[[2, 3, 5]].min()
+    # the level is chosen on held-out models: with a clear best, the lowest level keeps it
+    level, rows = cheap.calibrate_confidence(per_image, races=3)
+    assert level == 0.5 and len(rows) == 9 and all(r["p_best_dropped"] == 0 for r in rows)

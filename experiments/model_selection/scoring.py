@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pregen_jax import io, tiers
+from pregen_jax import io, postgen, tiers
 from pregen_jax.captioning import (
     CaptionerConfig,
     TrainConfig,
@@ -27,6 +27,7 @@ from pregen_jax.captioning import (
     reference_probs,
     train_captioner,
 )
+from pregen_jax.captioning.input_pipeline import reference_word_starts
 from pregen_jax.datasets import CaptionDataset
 from pregen_jax.pipeline.config import GenerationConfig, PostgenConfig, SearchConfig
 from pregen_jax.pipeline.flow import FlowSettings, score_model
@@ -48,16 +49,26 @@ class RunSpec:
     seed: int
     epochs: int
     batch_size: int = 128
+    layers: int = 0      # transformer only: decoder blocks and attention heads (0: the RNNs)
+    heads: int = 0
 
     @property
     def label(self) -> str:
-        return f"{self.arch}-h{self.size}-lr{self.learning_rate:g}-d{self.dropout:g}-s{self.seed}"
+        shape = f"-L{self.layers}H{self.heads}" if self.layers else ""
+        return f"{self.arch}-h{self.size}{shape}-lr{self.learning_rate:g}-d{self.dropout:g}-s{self.seed}"
+
+    def model_config(self) -> CaptionerConfig:
+        """Width = embedding = image size; a transformer's feed-forward width is 2x its width."""
+        if not self.layers:
+            return CaptionerConfig(embed_size=self.size, hidden_size=self.size, image_size=self.size,
+                                   dropout=self.dropout)
+        return CaptionerConfig(embed_size=self.size, hidden_size=2 * self.size, image_size=self.size,
+                               dropout=self.dropout, layers=self.layers, heads=self.heads)
 
     def train(self, corpus, folder: Path, progress: bool):
         config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, learning_rate=self.learning_rate,
                              patience=self.epochs, snapshot_epochs=list(range(1, self.epochs + 1)))
-        model_config = CaptionerConfig(embed_size=self.size, hidden_size=self.size, image_size=self.size,
-                                       dropout=self.dropout)
+        model_config = self.model_config()
         return train_captioner(self.arch, model_config, config, self.seed, corpus.vocab, corpus.train.features,
                                corpus.train.captions, corpus.val.features, corpus.val.captions,
                                folder / "train" / self.label, progress=progress, description=self.label)
@@ -92,12 +103,20 @@ def _load_npz(path: Path) -> dict:
         return {k: data[k] for k in data.files}
 
 
+def word_level(ref_probs, split, vocab):
+    """The pre-gen metrics' positions are words: a subword model's pieces are joined (``pieces``)."""
+    if ref_probs.units == "word":
+        return ref_probs
+    return ref_probs.to_words(reference_word_starts(split.captions, vocab))
+
+
 class Scorer:
-    """Scores checkpoints on one corpus's validation split with one METEOR process."""
+    """Scores checkpoints on one corpus's validation split (METEOR in one process, when asked for)."""
 
     def __init__(self, corpus, metrics, subset: np.ndarray):
+        by_name = {m.name: m for m in metrics.metrics}
         self.corpus = corpus
-        self.cider, self.meteor = (next(m for m in metrics.metrics if m.name == name) for name in ("CIDEr", "METEOR"))
+        self.cider, self.meteor = by_name["CIDEr"], by_name.get("METEOR")
         self.subset = np.asarray(subset)
         self._warm: set = set()
 
@@ -106,18 +125,23 @@ class Scorer:
         times = {}
         ref_probs, times["refprobs"] = timed(reference_probs, model, params, val.features, val.captions, vocab,
                                              progress=False, source="validation", warn_unknown=False)
-        _, times["sweep_one"] = timed(criteria.pregen_values, ref_probs, [WINNER_2018])
-        pregen, times["sweep_all"] = timed(tiers.sweep, ref_probs)
+        words, seconds = timed(word_level, ref_probs, val, vocab)
+        times["refprobs"] += seconds
+        _, times["sweep_one"] = timed(criteria.pregen_values, words, [WINNER_2018])
+        pregen, times["sweep_all"] = timed(tiers.sweep, words)
         captions, times["generate"] = timed(generate_captions, model, params, val.features, vocab, beam_width=3,
                                             progress=False)
         gts, res = references(val), candidates(val, captions)
+        # per image over the whole split: each image's score with whole-set document frequencies
         (cider, per_image), times["cider"] = timed(self.cider.compute_score, gts, res)
-        (meteor, _), times["meteor"] = timed(self.meteor.compute_score, gts, res)
+        meteor, times["meteor"] = float("nan"), 0.0
+        if self.meteor is not None:
+            (meteor, _), times["meteor"] = timed(self.meteor.compute_score, gts, res)
         rows = self.subset
         sub_captions, times["generate_subset"] = timed(generate_captions, model, params, val.features[rows], vocab,
                                                        beam_width=3, batch_size=len(rows), progress=False)
-        (cider_subset, _), times["cider_subset"] = timed(self.cider.compute_score, references(val, rows),
-                                                         candidates(val, sub_captions, rows))
+        (cider_subset, _), times["cider_subset"] = timed(postgen.score, "CIDEr", references(val, rows),
+                                                         candidates(val, sub_captions, rows), idf_from=gts)
         scores = {"pregen": np.asarray(pregen[0], np.float64), "perplexity": perplexity(ref_probs),
                   "cider": cider, "cider_per_image": np.asarray(per_image, np.float64), "meteor": meteor,
                   "cider_subset": cider_subset, "mean_caption_length": np.mean([len(c) for c in captions])}
@@ -149,7 +173,8 @@ def score_search_model(trained, split, vocab, cider_metric, path: Path) -> dict:
     model = score_model(Candidate(trained.model.arch, "search", "final", "search model", trained), data, settings)
     strata = model.values["strata"]
     _save_npz(path, pregen=np.asarray(model.values["pregen"], np.float64),
-              cider=np.asarray(model.post["CIDEr"], np.float64), num_strata=strata.num_strata, stratum=strata.stratum)
+              cider=np.asarray(model.post["CIDEr"], np.float64), per_image=np.asarray(model.per_image["CIDEr"], np.float64),
+              num_strata=strata.num_strata, stratum=strata.stratum)
     return _load_npz(path)
 
 
