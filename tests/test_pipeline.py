@@ -65,7 +65,7 @@ def test_demo_quick_end_to_end_then_cached(tmp_path, monkeypatch):
     out = tmp_path / "demo"
     assert cli.main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     table = pd.read_csv(out / "table.tsv", sep="\t")
-    assert len(table) == 8 * 15 and set(table["architecture"]) == {"init", "pre", "par", "merge"}
+    assert len(table) == 10 * 15 and set(table["architecture"]) == {"init", "pre", "par", "merge", "transformer"}
     available = {name for name, (ok, _) in postgen.availability().items() if ok}
     assert {"CIDEr", "WMD", "Bleu_4", "ROUGE_L"} | ({"METEOR"} & available) <= set(table.columns)
     (model_file,) = (out / "cache" / "train").glob("merge-1-*/model.msgpack")
@@ -73,11 +73,11 @@ def test_demo_quick_end_to_end_then_cached(tmp_path, monkeypatch):
     report = (out / "report.md").read_text()
     assert "SPICE" in report  # available, or one line saying why not
     models = pd.read_csv(out / "models.tsv", sep="\t")
-    assert len(models) == 8 and (models["distinct_captions"] > 0).all()
+    assert len(models) == 10 and (models["distinct_captions"] > 0).all()
     assert cli.main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     assert model_file.stat().st_mtime_ns == stamp  # reused, not retrained
     pd.testing.assert_frame_equal(table, pd.read_csv(out / "table.tsv", sep="\t"))
-    assert "train 0 computed / 4 reused" in (out / "report.md").read_text()
+    assert "train 0 computed / 5 reused" in (out / "report.md").read_text()
 
 
 def test_run_trains_on_a_karpathy_corpus_with_features_then_reuses_checkpoints(tmp_path):

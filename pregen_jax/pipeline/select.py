@@ -216,7 +216,7 @@ def summary_lines(table, selection: Selection, split: str) -> list[str]:
     race = selection.race
     pick = table.iloc[race.picked]
     name = lambda row: f"{row['architecture']}-{row['run']}-{row['epoch']}"  # noqa: E731
-    total = len(table) * (race.images_scored / race.cost if race.cost else 0)
+    total = race.images_scored / race.cost if race.cost else 0
     lines = [f"picked {name(pick)}: {selection.metric} {pick['estimate']:.4f} "
              f"[{pick['low']:.4f}, {pick['high']:.4f}] on {int(pick['images_scored'])} {split} images "
              f"(interval at level {1 - 2 * race.alpha_per_test:.4f}, the race's corrected level)"]
