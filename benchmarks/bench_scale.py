@@ -22,6 +22,9 @@ Sections (each prints a markdown table):
   processes  `pregen-search run` of one config with 1 process and with 2 processes on this machine.
   demo       `pregen-search demo` (--quick with --quick) in a fresh run folder, dataset cached: its
              stage times as the report gives them.
+  baseline   the demo of the code as it was before this round of changes (git commit BASELINE: 4
+             GRU architectures, pycocoevalcap post-gen, cold JVMs), from `git archive` in a
+             temporary folder, timed the same way: the demo's speed against it, in one run.
 The last line printed is machine-readable:
     demo_s=<seconds> sweep_steady_s_5000=<seconds> two_process_speedup=<ratio>
 """
@@ -45,7 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 from _inputs import random_ref_probs, spec_strata  # noqa: E402
 
-SECTIONS = ("grid", "devices", "workers", "ensemble", "compile", "processes", "demo")
+SECTIONS = ("grid", "devices", "workers", "ensemble", "compile", "processes", "demo", "baseline")
+BASELINE = "6fbc621"  # the demo of 2026-11-22 (213 s on one idle machine, 467 s on another)
 WORDS = ("a an the red green blue yellow purple small big large tiny ball box ring triangle square circle star "
          "above below beside left right of next to on under and with near").split()
 
@@ -436,6 +440,30 @@ def demo(quick: bool, keep: str | None = None) -> dict:
     return {"demo_s": timings["total"], "demo": timings}
 
 
+def baseline(quick: bool) -> dict:
+    """The demo of commit ``BASELINE``, run from its own source tree, timed as ``demo`` times ours."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "src"
+        source.mkdir()
+        archive = subprocess.run(["git", "-C", str(root), "archive", BASELINE], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+        out = Path(folder) / "demo"
+        env = {**env_with_root(), "PYTHONPATH": str(source)}
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pregen_jax.cli", "demo", "--out", str(out), "--no-progress",
+                        *(["--quick"] if quick else [])], env=env, cwd=source, check=True, capture_output=True)
+        wall = time.perf_counter() - start
+        timings = json.loads((out / "cache" / "timings.json").read_text())[-1]
+    print(f"\n### the demo of commit {BASELINE}{' --quick' if quick else ''} ({wall:.0f} s with the interpreter's "
+          "start)\n")
+    print("| stage | seconds |\n|---|---|")
+    for stage, seconds in timings.items():
+        if stage != "when":
+            print(f"| {stage} | {seconds:.1f} |")
+    return {"baseline_demo_s": timings["total"]}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, the quick demo")
@@ -447,14 +475,20 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} CPU cores; {'quick' if args.quick else 'full'} run", flush=True)
     sections = {"grid": grid, "devices": devices, "workers": workers, "ensemble": ensemble,
                 "compile": compile_cache, "processes": processes,
-                "demo": lambda quick: demo(quick, args.demo_out)}
+                "demo": lambda quick: demo(quick, args.demo_out), "baseline": baseline}
     found: dict = {}
     for name in args.only:
         start = time.perf_counter()
         found.update(sections[name](args.quick))
         print(f"({name}: {time.perf_counter() - start:.0f} s)", flush=True)
+    if "demo_s" in found and "baseline_demo_s" in found:
+        ratio = found["demo_s"] / found["baseline_demo_s"]
+        found["demo_vs_baseline"] = ratio
+        print(f"demo {found['demo_s']:.0f} s against the baseline's {found['baseline_demo_s']:.0f} s: {ratio:.2f}x "
+              f"(target: no slower, {'met' if ratio <= 1 else 'missed'})")
     line = " ".join(f"{key}={found[key]:.4g}" if isinstance(found.get(key), float) else f"{key}=nan"
-                    for key in ("demo_s", "sweep_steady_s_5000", "two_process_speedup"))
+                    for key in ("demo_s", "baseline_demo_s", "demo_vs_baseline", "sweep_steady_s_5000",
+                                "two_process_speedup"))
     print(line)
     return 0
 
