@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         "by how well they predict post-gen metrics (CIDEr, METEOR, WMD, ...)."))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="train 4 architectures x 3 runs on the built-in dataset, then rank")
+    demo = sub.add_parser("demo", help="train 5 architectures x 3 runs on the built-in dataset, then rank")
     demo.add_argument("--out", default="runs/demo", help="run folder (its cache/ resumes a rerun; default runs/demo)")
     demo.add_argument("--quick", action="store_true", help="a small version that finishes in about 2 minutes")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")

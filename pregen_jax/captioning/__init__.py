@@ -1,11 +1,18 @@
-"""Caption generators, split as the flax examples are: ``models`` (the Flax modules),
-``input_pipeline`` (padded, length-bucketed batches), ``decode`` (teacher forcing, greedy,
-beam search), ``train`` (training with checkpoints and resume), ``checkpoints``, and
-``evaluate`` (a model on a whole split: reference probabilities and captions)."""
+"""Caption generators, split as the flax examples are: ``models`` (the four RNN architectures),
+``transformer`` (the transformer), ``registry`` (architectures by name), ``input_pipeline``
+(padded, length-bucketed batches), ``decode`` (teacher forcing, greedy, beam search),
+``train`` (training with checkpoints and resume), ``checkpoints``, and ``evaluate`` (a model
+on a whole split: reference probabilities and captions)."""
+from . import registry, transformer  # noqa: F401  (transformer registers "transformer")
 from .evaluate import generate_captions, perplexity, reference_probs
-from .models import ARCHITECTURES, CELLS, FEATURE_STATS, Captioner, CaptionerConfig, with_feature_mean
+from .models import CELLS, FEATURE_STATS, Captioner, CaptionerConfig, with_feature_mean
+from .registry import make_model, register_architecture
 from .train import TrainConfig, TrainedModel, load_trained, train_captioner
+from .transformer import TransformerCaptioner
+
+ARCHITECTURES = registry.names()
+"""The built-in architectures (``[models] architectures`` accepts any registered later too)."""
 
 __all__ = ["ARCHITECTURES", "CELLS", "FEATURE_STATS", "Captioner", "CaptionerConfig", "TrainConfig", "TrainedModel",
-           "generate_captions", "load_trained", "perplexity", "reference_probs", "train_captioner",
-           "with_feature_mean"]
+           "TransformerCaptioner", "generate_captions", "load_trained", "make_model", "perplexity",
+           "reference_probs", "register_architecture", "train_captioner", "with_feature_mean"]

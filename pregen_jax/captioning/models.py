@@ -7,7 +7,9 @@
 
 The module exposes two methods, ``start`` (image -> decoder state) and ``step`` (state,
 previous token -> state, logits), so that teacher forcing, greedy and beam search are all
-``jax.lax`` loops over the same ``step`` (see ``pregen_jax.captioning.decode``).
+``jax.lax`` loops over the same ``step`` (see ``pregen_jax.captioning.decode``). Each of the
+four is registered (``registry``) under its name; ``CaptionerConfig`` also holds the sizes of
+the other registered architectures (``transformer``'s layers and heads).
 
 pre centres its image features on the training split's mean (``with_feature_mean``) before
 projecting them, and never drops the image word. CNN features are non-negative, so their
@@ -29,23 +31,32 @@ import jax
 import jax.numpy as jnp
 
 from ..settings import PositiveInt, Probability, settings
+from .registry import register_architecture
 
-ARCHITECTURES = ("init", "pre", "par", "merge")
+RNN_ARCHITECTURES = ("init", "pre", "par", "merge")
+ARCHITECTURES = RNN_ARCHITECTURES  # the Captioner's variants; every registered one: registry.names()
 CELLS = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell, "rnn": nn.SimpleCell}
 FEATURE_STATS = "feature_stats"  # variable collection set from the training features, never trained
 
 
 @settings
 class CaptionerConfig:
-    """Sizes of a caption generator (defaults as the 2018 models, scaled down)."""
+    """Sizes of a caption generator (defaults as the 2018 models, scaled down).
+
+    The transformer reads embed_size as its model width, hidden_size as its feed-forward
+    width, image_size as the projected image features, and layers and heads; it ignores
+    cell and learn_init_state. The RNNs ignore layers and heads.
+    """
 
     cell: Literal["gru", "lstm", "rnn"] = "gru"
-    embed_size: PositiveInt = 256        # word embedding size
-    hidden_size: PositiveInt = 256       # RNN state size
-    image_size: PositiveInt = 256        # projected image size for par and merge (init/pre use the RNN/embedding size)
+    embed_size: PositiveInt = 256        # word embedding size (transformer: model width)
+    hidden_size: PositiveInt = 256       # RNN state size (transformer: feed-forward width)
+    image_size: PositiveInt = 256        # projected image size for par, merge, transformer (init/pre: RNN/embedding size)
     dropout: Probability = 0.5           # on word embeddings and RNN outputs (never on the image, as in 2018)
     learn_init_state: bool = False       # learnable initial RNN state (pre, par, merge)
     normalize_image: bool = False        # L2-normalise the image feature vector first
+    layers: PositiveInt = 2              # transformer: decoder layers
+    heads: PositiveInt = 4               # transformer: attention heads (they divide embed_size)
 
 
 def prepare_features(features, config: CaptionerConfig):
@@ -88,8 +99,8 @@ class Captioner(nn.Module):
     vocab_size: int
 
     def setup(self):
-        if self.arch not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {self.arch!r}; choose from {', '.join(ARCHITECTURES)}")
+        if self.arch not in RNN_ARCHITECTURES:
+            raise ValueError(f"unknown RNN architecture {self.arch!r}; choose from {', '.join(RNN_ARCHITECTURES)}")
         cfg = self.config
         self.embed = nn.Embed(self.vocab_size, cfg.embed_size)
         image_width = {"init": cfg.hidden_size, "pre": cfg.embed_size}.get(self.arch, cfg.image_size)
@@ -123,6 +134,10 @@ class Captioner(nn.Module):
             carry, _ = self.cell(carry, image)
         return carry, image
 
+    def start_decoding(self, features, max_len: int):
+        """Decoding's first state: ``start`` (an RNN needs no room for ``max_len`` tokens)."""
+        return self.start(features)
+
     def step(self, state, tokens, train: bool = False):
         """state, tokens: i32[B] (previous token) -> (state, logits: f[B, V])."""
         carry, image = state
@@ -137,3 +152,8 @@ class Captioner(nn.Module):
     def __call__(self, features, tokens, train: bool = False):
         """Initialisation entry point: features f[B, D], tokens i32[B] -> logits f[B, V]."""
         return self.step(self.start(features, train), tokens, train)[1]
+
+
+for _arch in RNN_ARCHITECTURES:
+    register_architecture(_arch, ignores=("layers", "heads"),
+                          description=f"{_arch} (Tanti et al. 2018), an RNN of [models.captioner] cell")(Captioner)

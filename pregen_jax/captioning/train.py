@@ -18,10 +18,10 @@ from flax import serialization
 from ..datasets import Vocabulary
 from ..settings import PositiveFloat, PositiveInt, as_dict, settings
 from ..training import checkpoints, loop
-from . import criteria, decode
+from . import criteria, decode, registry
 from .evaluate import perplexity, reference_probs
 from .input_pipeline import encode_references, training_batch, training_batches
-from .models import ARCHITECTURES, Captioner, CaptionerConfig, with_feature_mean
+from .models import Captioner, CaptionerConfig, with_feature_mean
 
 
 @settings
@@ -144,11 +144,9 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
     perplexity, every pre-gen metric asked for (by name) and ``eval_seconds``, the cost of
     that evaluation.
     """
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}")
     workdir = Path(workdir)
-    model = Captioner(arch, model_config, len(vocab))
-    meta = {"arch": arch, "model_config": as_dict(model_config), "train_config": train_config.record(),
+    model = registry.make_model(arch, model_config, len(vocab))
+    meta = {"arch": arch, "model_config": registry.record(arch, model_config), "train_config": train_config.record(),
             "seed": seed, "vocab_size": len(vocab), "vocab_fingerprint": vocab.fingerprint(),
             "feature_size": int(train_features.shape[1])}
     final = workdir / "model.msgpack"
@@ -211,7 +209,7 @@ def load_trained(path, vocab: Vocabulary) -> TrainedModel:
         raise ValueError(f"{path}: the model was trained with a different vocabulary "
                          f"({meta.get('vocab_size')} tokens) than the one given ({len(vocab)} tokens)")
     try:
-        model = Captioner(meta["arch"], CaptionerConfig(**meta["model_config"]), len(vocab))
+        model = registry.make_model(meta["arch"], CaptionerConfig(**meta["model_config"]), len(vocab))
         template = init_params(model, meta["feature_size"], 0)
         params = serialization.from_state_dict(template, tree["params"])
     except Exception as err:  # a foreign or older checkpoint: say which file, not where it broke

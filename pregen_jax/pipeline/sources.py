@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
-from ..captioning import TrainedModel, load_trained, train_captioner
+from ..captioning import TrainedModel, load_trained, registry, train_captioner
 from ..datasets import (
     CaptionDataset,
     CaptionVocabulary,
@@ -28,7 +28,6 @@ from ..datasets import (
 )
 from ..datasets.tokenizer import run_bpe, train_bpe
 from ..refprobs import RefProbs
-from ..settings import as_dict
 from .cache import Entry, Stage, StageCache, digest
 from .config import MIN_TEST_IMAGES, SearchConfig
 
@@ -190,7 +189,7 @@ def _check_feature_size(trained: TrainedModel, data: Data, path) -> None:
 
 def train_settings(config: SearchConfig, arch: str, run: int) -> dict:
     """Everything that determines a trained model, besides the data."""
-    return {"arch": arch, "captioner": as_dict(config.models.captioner), "training": config.training.record(),
+    return {"arch": arch, "captioner": registry.record(arch, config.models.captioner), "training": config.training.record(),
             "seed": config.seed * 1000 + run}
 
 
