@@ -31,7 +31,7 @@ def test_cider_ranks_exact_match_highest_and_recomputes_per_block():
     assert per_image[0] > per_image[2] > per_image[1] >= 0
     assert score == pytest.approx(np.mean(per_image))
     blocks = [["a", "b"], ["c"], ["a", "b", "c"]]
-    by_block = cider.stratum_scores(GTS, RES, blocks)
+    by_block = cider.score_blocks(GTS, RES, blocks)[0]
     for block, value in zip(blocks, by_block):  # document frequencies come from the block
         assert value == pytest.approx(cider.compute_score({i: GTS[i] for i in block}, {i: RES[i] for i in block})[0])
     assert by_block[0] != pytest.approx(np.mean(per_image[:2]))
@@ -62,7 +62,7 @@ def test_meteor_exact_match_and_strata_use_block_statistics():
         score, per_image = metric.compute_score(GTS, RES)
         assert per_image[0] > 0.9 and per_image[1] < per_image[0]
         blocks = [["a", "b"], ["c"]]
-        by_block = metric.stratum_scores(GTS, RES, blocks)
+        by_block = metric.score_blocks(GTS, RES, blocks)[0]
         for block, value in zip(blocks, by_block):
             alone = metric.compute_score({i: GTS[i] for i in block}, {i: RES[i] for i in block})[0]
             assert value == pytest.approx(alone)

@@ -113,7 +113,8 @@ class PostgenConfig(PostgenOptions):
 
     @property
     def options(self) -> PostgenOptions:
-        return PostgenOptions(stopwords=self.stopwords, corenlp_dir=self.corenlp_dir, reo_model=self.reo_model)
+        return PostgenOptions(stopwords=self.stopwords, corenlp_dir=self.corenlp_dir, reo_model=self.reo_model,
+                              backend=self.backend)
 
 
 @settings

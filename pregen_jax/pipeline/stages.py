@@ -8,7 +8,6 @@ Each takes the upstream values with their cache keys and returns its own value a
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -152,7 +151,7 @@ class LazyMetrics:
     def __getitem__(self, name: str) -> postgen.PostgenMetric:
         if name not in self.started:
             metric = postgen.REGISTRY[name].factory(self.config.options)
-            if getattr(metric, "needs_images", False):
+            if postgen.REGISTRY[name].needs_images:
                 metric.bind_images(self.data.test.image_ids, self.data.test.features, self.data.features_id)
             self.started[name] = metric
         return self.started[name]
@@ -165,15 +164,11 @@ class LazyMetrics:
         return self._settings[name]
 
     def _find_settings(self, name: str) -> dict:
-        if name == "WMD":
-            words, _ = postgen.resolve_stopwords(self.config.options)
-            return {"metric": name, "stopwords": digest(sorted(words))}
-        if postgen.REGISTRY[name].needs_images:  # the scorer (a model) and the images determine it too
-            folder = Path(self.config.reo_model)
-            scorer = digest(*(hashlib.sha256((folder / f).read_bytes()).hexdigest()
-                              for f in ("matcher.msgpack", "covariance.npz", "covariance.json")))
-            return {"metric": name, "scorer": scorer, "images": self.data.split_key("test")}
-        return {"metric": name}
+        spec = postgen.REGISTRY[name]  # the metric declares what changes its scores
+        found = spec.cache_settings(self.config.options)
+        if spec.needs_images:
+            found["images"] = self.data.split_key("test")
+        return found
 
     def close(self) -> None:
         for metric in self.started.values():

@@ -6,6 +6,8 @@ metric sees the same tokens; scores are on each toolkit's native scale.
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import pandas as pd
 
@@ -19,6 +21,7 @@ class PostgenOptions:
     stopwords: str = ""     # WMD stop-word file ("" = the 2018 NLTK list in ../shared/data/wmd when present)
     corenlp_dir: str = ""   # SPICE: folder with the Stanford CoreNLP 3.6.0 jars ("" = $PREGEN_JAX_CORENLP)
     reo_model: str = ""     # REO: a scorer folder (matching model + covariance) from experiments/reo_shapes
+    backend: Literal["array", "coco"] = "array"  # CIDEr, BLEU, ROUGE-L: "array" (all images at once) or "coco" (pycocoevalcap)
 
 
 class PostgenMetric:
@@ -27,25 +30,24 @@ class PostgenMetric:
     name = "metric"
     corpus_is_mean = True       # the corpus score is the mean of the per-image scores
     corpus_dependent = False    # an image's score depends on the other images scored with it
-    needs_images = False        # reads the images too: the caller binds them first (bind_images)
 
     def compute_score(self, gts: dict, res: dict) -> tuple[float, list[float]]:
         """(corpus score, per-image scores in ``gts`` order)."""
         raise NotImplementedError
 
-    def stratum_scores(self, gts: dict, res: dict, strata: list[list]) -> np.ndarray:
-        """The corpus score of each stratum (a list of image ids), each computed on its block alone."""
-        if self.corpus_is_mean:
-            return _block_means(gts, self.compute_score(gts, res)[1], strata)
-        return np.array([self.compute_score({i: gts[i] for i in block}, {i: res[i] for i in block})[0]
-                         for block in strata])
-
     def score_blocks(self, gts: dict, res: dict, blocks: list[list]) -> tuple[np.ndarray, np.ndarray]:
-        """(f[S] the score of each block alone, f[I] per-image scores over the whole set, ``gts`` order)."""
+        """(f[S] the corpus score of each block (a list of image ids) computed on that block alone,
+        f[I] per-image scores over the whole set, in ``gts`` order).
+
+        A block's score is the mean of its images' scores where the corpus score is a mean and an
+        image's score does not depend on the other images; otherwise (CIDEr-D's document
+        frequencies, BLEU's summed counts) the metric runs on the block alone: the 2018 strata.
+        """
         _, per_image = self.compute_score(gts, res)
-        if self.corpus_is_mean:
-            return _block_means(gts, per_image, blocks), np.asarray(per_image)
-        return self.stratum_scores(gts, res, blocks), np.asarray(per_image)
+        if self.corpus_is_mean and not self.corpus_dependent:
+            return _block_means(gts, per_image, blocks), np.asarray(per_image, float)
+        return (np.array([self.compute_score({i: gts[i] for i in block}, {i: res[i] for i in block})[0]
+                          for block in blocks]), np.asarray(per_image, float))
 
     def close(self) -> None:
         """Release external resources (a Java process)."""
@@ -62,17 +64,18 @@ def check_inputs(gts: dict, res: dict, source: str = "captions") -> None:
     if set(gts) != set(res):
         missing = sorted(set(gts) ^ set(res), key=str)[:3]
         raise ValueError(f"{source}: references and candidates cover different images (e.g. {missing})")
-    for image_id, refs in gts.items():
+    bad = [i for i, refs in gts.items() if not refs or len(res[i]) != 1 or not any(map(str.strip, refs))]
+    if bad:
+        image_id, refs = bad[0], gts[bad[0]]
         if not refs:
             raise ValueError(f"{source}: image {image_id} has no references")
         if len(res[image_id]) != 1:
             raise ValueError(f"{source}: image {image_id} needs exactly one candidate, got {len(res[image_id])}")
-        if not any(r.strip() for r in refs):
-            raise ValueError(f"{source}: image {image_id} has only empty references")
+        raise ValueError(f"{source}: image {image_id} has only empty references")
 
 
 def score_strata(metrics, gts: dict, res: dict, strata: list[list]) -> pd.DataFrame:
     """One row per stratum (a list of image ids), one column per metric (a list or a ``MetricSet``)."""
     check_inputs(gts, res)
     metrics = getattr(metrics, "metrics", metrics)
-    return pd.DataFrame({m.name: np.asarray(m.stratum_scores(gts, res, strata), float) for m in metrics})
+    return pd.DataFrame({m.name: np.asarray(m.score_blocks(gts, res, strata)[0], float) for m in metrics})

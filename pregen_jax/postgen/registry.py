@@ -7,8 +7,12 @@ reported with one line saying why, never replaced by a fake score. Register your
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from .base import PostgenMetric, PostgenOptions
 
@@ -17,26 +21,53 @@ def _always(options: PostgenOptions) -> tuple[bool, str]:
     return True, "ok"
 
 
+def _nothing(options: PostgenOptions) -> dict:
+    return {}
+
+
 @dataclasses.dataclass(frozen=True)
 class MetricSpec:
-    """A registered post-gen metric: how to start it and whether it can run here."""
+    """A registered post-gen metric and the facts about it that its callers need.
+
+    Attributes:
+      factory: ``factory(options) -> PostgenMetric``.
+      availability: ``availability(options) -> (ok, why)``; the built-in probes really run the
+        toolkit (Java starts; SPICE scores one caption), once per process.
+      depends_on: ``depends_on(options) -> dict`` of what besides the captions and the references
+        changes its scores (tokenizer, stop words, vectors' version, jar hashes, backend): the
+        cache key. The images, where ``needs_images``, are the caller's to add.
+      needs_images: scores captions against the images too (REO): bind them first (``bind_images``).
+      corpus_is_mean: the corpus score is the mean of the per-image scores (racing needs this).
+      corpus_dependent: an image's score depends on the other images scored with it (CIDEr-D's
+        document frequencies), so a block of images is scored on its own for the 2018 strata.
+    """
 
     name: str
     factory: Callable[[PostgenOptions], PostgenMetric]
     availability: Callable[[PostgenOptions], tuple[bool, str]] = _always
     description: str = ""
-    needs_images: bool = False  # scores captions against the images too (REO), not only the references
+    needs_images: bool = False
+    depends_on: Callable[[PostgenOptions], dict] = _nothing
+    corpus_is_mean: bool = True
+    corpus_dependent: bool = False
+
+    def cache_settings(self, options: PostgenOptions) -> dict:
+        """What the cache key of this metric's scores holds besides captions, references and images."""
+        from ..datasets import TOKENIZER_NAME
+        return {"metric": self.name, "tokenizer": TOKENIZER_NAME, **self.depends_on(options)}
 
 
 REGISTRY: dict[str, MetricSpec] = {}
 
 
 def register(name: str, factory, availability=_always, description: str = "", overwrite: bool = False,
-             needs_images: bool = False) -> None:
+             needs_images: bool = False, depends_on=_nothing, corpus_is_mean: bool = True,
+             corpus_dependent: bool = False) -> None:
     """Add a post-gen metric; ``factory(options)`` returns an object with ``compute_score(gts, res)``."""
     if name in REGISTRY and not overwrite:
         raise ValueError(f"a post-gen metric named {name!r} is already registered (pass overwrite=True)")
-    REGISTRY[name] = MetricSpec(name, factory, availability, description, needs_images)
+    REGISTRY[name] = MetricSpec(name, factory, availability, description, needs_images, depends_on,
+                                corpus_is_mean, corpus_dependent)
 
 
 def names() -> list[str]:
@@ -100,7 +131,39 @@ def _java(options: PostgenOptions) -> tuple[bool, str]:
     java = shutil.which("java")
     if not java:
         return False, "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
-    return True, f"java at {java}"
+    return _java_runs(java)
+
+
+@functools.lru_cache(maxsize=8)
+def _java_runs(java: str) -> tuple[bool, str]:
+    """Whether ``java -version`` really runs (once per process and path)."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return False, f"java at {java} does not start ({err})"
+    if done.returncode != 0:
+        return False, f"java at {java} does not start (exit {done.returncode}: {done.stderr.strip()[:200]})"
+    version = (done.stderr or done.stdout).strip().splitlines()[0] if (done.stderr or done.stdout).strip() else ""
+    return True, f"java at {java} ({version})"
+
+
+def file_hash(path: str) -> str:
+    """sha256 of a file (a jar, a scorer), worked out once per process while the file is unchanged."""
+    stat = Path(path).stat()
+    return _file_hash(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_hash(path: str, mtime_ns: int, size: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _backend(options: PostgenOptions) -> dict:
+    return {"backend": options.backend}
 
 
 def _meteor(options):
@@ -108,21 +171,26 @@ def _meteor(options):
     return METEOR()
 
 
+def _meteor_depends(options):
+    from .meteor import jar_path
+    return {"jar": file_hash(str(jar_path()))}
+
+
 def _cider(options):
     from .cider import CIDEr
-    return CIDEr()
+    return CIDEr(options.backend)
 
 
 def _bleu(n):
     def factory(options):
         from .bleu import BLEU
-        return BLEU(n)
+        return BLEU(n, options.backend)
     return factory
 
 
 def _rouge(options):
     from .rouge import ROUGE_L
-    return ROUGE_L()
+    return ROUGE_L(options.backend)
 
 
 def _wmd(options):
@@ -135,6 +203,11 @@ def _wmd_availability(options):
     return wmd_availability(options)
 
 
+def _wmd_depends(options):
+    from .wmd import depends_on
+    return depends_on(options)
+
+
 def _spice(options):
     from .spice import SPICE
     return SPICE(options.corenlp_dir or None)
@@ -145,14 +218,24 @@ def _spice_availability(options):
     return spice_availability(options)
 
 
-register("METEOR", _meteor, _java, "METEOR 1.5 (pycocoevalcap, Java; -l en -norm)")
-register("CIDEr", _cider, description="CIDEr-D (pycocoevalcap; document frequencies from the images scored; not x10)")
-register("SPICE", _spice, _spice_availability, "SPICE 1.0 (pycocoevalcap; needs Stanford CoreNLP 3.6.0 jars)")
+def _spice_depends(options):
+    from .spice import depends_on
+    return depends_on(options)
+
+
+register("METEOR", _meteor, _java, "METEOR 1.5 (pycocoevalcap, Java; -l en -norm)", depends_on=_meteor_depends,
+         corpus_is_mean=False)
+register("CIDEr", _cider, description="CIDEr-D (pycocoevalcap's scale; document frequencies from the images scored)",
+         depends_on=_backend, corpus_dependent=True)
+register("SPICE", _spice, _spice_availability, "SPICE 1.0 (pycocoevalcap; needs Stanford CoreNLP 3.6.0 jars)",
+         depends_on=_spice_depends)
 register("WMD", _wmd, _wmd_availability,
-         "exp(-Word Mover's Distance), gensim over GloVe 6B 50d; best reference per image, mean over images")
+         "exp(-Word Mover's Distance), gensim over GloVe 6B 50d; best reference per image, mean over images",
+         depends_on=_wmd_depends)
 for _n in (1, 2, 3, 4):
-    register(f"Bleu_{_n}", _bleu(_n), description=f"BLEU-{_n} (pycocoevalcap)")
-register("ROUGE_L", _rouge, description="ROUGE-L F (pycocoevalcap)")
+    register(f"Bleu_{_n}", _bleu(_n), description=f"BLEU-{_n} (pycocoevalcap's corpus BLEU from summed counts)",
+             depends_on=_backend, corpus_is_mean=False)
+register("ROUGE_L", _rouge, description="ROUGE-L F (pycocoevalcap)", depends_on=_backend)
 
 
 def _reo(name):
@@ -167,9 +250,14 @@ def _reo_availability(options):
     return reo_availability(options)
 
 
+def _reo_depends(options):
+    from .reo import depends_on
+    return depends_on(options)
+
+
 for _name, _what in (("R", "relevance"), ("E", "extraness (higher: less extra content)"),
                      ("O", "omission (higher: less missing content)")):
     for _truth in ("image", "refs"):
         register(f"REO_{_name}_{_truth}", _reo(f"REO_{_name}_{_truth}"), _reo_availability,
                  f"REO {_what} against the {'image' if _truth == 'image' else 'references'} (needs a matching model)",
-                 needs_images=True)
+                 needs_images=True, depends_on=_reo_depends)

@@ -20,12 +20,23 @@ MEASURES = {"REO_R_image": "R_image", "REO_E_image": "E_image", "REO_O_image": "
             "REO_R_refs": "R_refs", "REO_E_refs": "E_refs", "REO_O_refs": "O_refs"}
 
 
+SCORER_FILES = ("matcher.msgpack", "covariance.npz", "covariance.json")
+"""The files of a REO scorer folder (``reo.save_scorer`` writes them)."""
+
+
+def depends_on(options: PostgenOptions) -> dict:
+    """What changes REO's scores besides captions, references and images: the scorer's files."""
+    from .registry import file_hash
+    folder = Path(options.reo_model)
+    return {"scorer": [file_hash(str(folder / name)) for name in SCORER_FILES]}
+
+
 def availability(options: PostgenOptions) -> tuple[bool, str]:
     if not options.reo_model:
         return False, ("no REO matching model: train one with experiments/reo_shapes/run.py and set "
                        "[postgen] reo_model = OUT/reo_scorer")
     folder = Path(options.reo_model)
-    missing = [name for name in ("matcher.msgpack", "covariance.npz", "covariance.json") if not (folder / name).is_file()]
+    missing = [name for name in SCORER_FILES if not (folder / name).is_file()]
     if missing:
         return False, f"{folder}: not a REO scorer folder (no {', '.join(missing)})"
     return True, f"matching model in {folder}"
@@ -40,8 +51,6 @@ def _scorer(folder: str):
 class REO(PostgenMetric):
     """One of REO's six scores; higher is better for each (the paper's E and O are distances
     to the residual, so a larger value means less extra or less missing content)."""
-
-    needs_images = True
 
     def __init__(self, name: str, folder: str):
         if name not in MEASURES:

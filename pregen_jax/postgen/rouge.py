@@ -1,18 +1,129 @@
-"""ROUGE-L from pycocoevalcap."""
+"""ROUGE-L as pycocoevalcap computes it, over all images at once.
+
+pycocoevalcap's quirks, reproduced: strings are split on a single space (``split(" ")``: an
+empty string is one empty token, two spaces make an empty token between them); precision and
+recall are the longest common subsequence over the candidate's and the reference's lengths, and
+the *best precision* and the *best recall* are taken over the references separately (possibly
+from different references); F = (1 + 1.2^2) P R / (R + 1.2^2 P), 0 when either is 0. Corpus
+score: the mean over images.
+
+The longest common subsequences of all (candidate, reference) pairs come from a bit-parallel
+recurrence (Crochemore et al. 2001) on 64-bit words, one step per reference position for all
+pairs at once; candidates longer than 63 tokens go through pycocoevalcap's own dynamic program.
+"""
 from __future__ import annotations
 
 import numpy as np
-from pycocoevalcap.rouge.rouge import Rouge
 
 from .base import PostgenMetric, check_inputs
+from .corpus import Corpus
+
+BETA = 1.2
+_BITS = 63
+_DENSE = 1 << 23  # entries of the dense (candidate, word) mask table (64 MiB)
+
+
+def lcs_lengths(corpus: Corpus) -> np.ndarray:
+    """i64[P]: the longest common subsequence of each (candidate, reference) pair (``corpus.pair_*``)."""
+    encoded, R = corpus.encoded_rouge, corpus.R  # noqa: N806
+    lengths, starts, ids = encoded.lengths, encoded.starts, encoded.ids
+    pair_cand, pair_ref = corpus.pair_cand, corpus.pair_ref
+    cand_len = lengths[R:]
+    long = cand_len > _BITS
+    # tokens numbered among the candidates' own words (a reference word no candidate holds never matches)
+    cand_tokens = ids[starts[R]:] if len(corpus.cands) else ids[:0]
+    token_cand = encoded.string[starts[R]:] - R if len(corpus.cands) else np.zeros(0, np.int64)
+    token_pos = encoded.position[starts[R]:] if len(corpus.cands) else np.zeros(0, np.int64)
+    vocab = np.unique(cand_tokens)
+    size = max(len(vocab), 1)
+    fits = ~long[token_cand]
+    key = token_cand[fits] * size + np.searchsorted(vocab, cand_tokens[fits])
+    bits = np.left_shift(np.uint64(1), token_pos[fits].astype(np.uint64))
+    ref_tokens = ids[:starts[R]] if R and len(corpus.cands) else ids[:0]
+    at = np.searchsorted(vocab, ref_tokens).clip(max=size - 1)
+    ref_local = np.where(vocab[at] == ref_tokens, at, -1) if vocab.size else np.full(len(ref_tokens), -1)
+    # each pair's reference as the candidate's masks of its tokens, one row per reference position;
+    # only reference tokens some candidate holds are expanded to pairs
+    ref_len = lengths[pair_ref]
+    width = int(ref_len.max()) if ref_len.size else 0
+    held_token = np.flatnonzero(ref_local >= 0)
+    held_ref = encoded.string[held_token]
+    held_count = np.bincount(held_ref, minlength=R) if R else np.zeros(0, np.int64)
+    held_start = np.zeros(R, np.int64)
+    np.cumsum(held_count[:-1], out=held_start[1:])
+    per_pair = held_count[pair_ref]
+    pair = np.repeat(np.arange(len(pair_ref)), per_pair)
+    offset = np.zeros(len(per_pair), np.int64)
+    np.cumsum(per_pair[:-1], out=offset[1:])
+    token = held_token[np.arange(len(pair)) - np.repeat(offset - held_start[pair_ref], per_pair)]
+    column = encoded.position[token]
+    wanted = pair_cand[pair] * size + ref_local[token]
+    if len(corpus.cands) * size <= _DENSE:   # a dense (candidate, word) table of masks
+        table = np.zeros(len(corpus.cands) * size, np.uint64)
+        np.bitwise_or.at(table, key, bits)
+        found = table[wanted]
+    else:                                     # too many words: sorted keys and a search
+        order = np.argsort(key, kind="stable")
+        key, bits = key[order], bits[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        mask_keys, masks = key[first], np.bitwise_or.reduceat(bits, first)
+        at = np.searchsorted(mask_keys, wanted).clip(max=len(mask_keys) - 1)
+        found = np.where(mask_keys[at] == wanted, masks[at], np.uint64(0))
+    matches = np.zeros((width, len(ref_len)), np.uint64)
+    matches[column, pair] = found
+    v = np.full(len(pair_cand), np.iinfo(np.uint64).max, np.uint64)
+    u, t = np.empty_like(v), np.empty_like(v)
+    for row in matches:  # V' = (V + U) | (V - U), U = V & M
+        np.bitwise_and(v, row, out=u)
+        np.add(v, u, out=t)
+        np.subtract(v, u, out=u)
+        np.bitwise_or(t, u, out=v)
+    low = np.left_shift(np.uint64(1), np.minimum(cand_len[pair_cand], _BITS).astype(np.uint64)) - np.uint64(1)
+    lcs = np.minimum(cand_len[pair_cand], _BITS) - np.bitwise_count(v & low).astype(np.int64)  # zeros: matched
+    for p in np.flatnonzero(long[pair_cand]):  # rare: pycocoevalcap's own dynamic program
+        from pycocoevalcap.rouge.rouge import my_lcs
+        c, r = pair_cand[p], pair_ref[p]
+        lcs[p] = my_lcs(list(ids[starts[r]:starts[r] + lengths[r]]), list(ids[starts[R + c]:starts[R + c] + cand_len[c]]))
+    return lcs.astype(np.int64)
+
+
+def rouge_l(corpus: Corpus, beta: float = BETA) -> np.ndarray:
+    """f64[C]: ROUGE-L F of each candidate against the references of its image."""
+    C, R = len(corpus.cands), corpus.R  # noqa: N806
+    lengths = corpus.encoded_rouge.lengths
+    lcs = lcs_lengths(corpus).astype(np.float64)
+    precision = lcs / lengths[R:][corpus.pair_cand]
+    recall = lcs / lengths[corpus.pair_ref]
+    if C == 0:
+        return np.zeros(0)
+    first = np.zeros(C, np.int64)  # pairs are grouped by candidate, each candidate has references
+    np.cumsum(corpus.ref_count[corpus.cand_image][:-1], out=first[1:])
+    best_p = np.maximum.reduceat(precision, first)
+    best_r = np.maximum.reduceat(recall, first)
+    ok = (best_p != 0) & (best_r != 0)
+    denominator = np.where(ok, best_r + beta ** 2 * best_p, 1.0)
+    return np.where(ok, ((1 + beta ** 2) * best_p * best_r) / denominator, 0.0)
 
 
 class ROUGE_L(PostgenMetric):  # noqa: N801 (pycocoevalcap's name)
-    """ROUGE-L F-measure (beta 1.2), the mean over images."""
+    """ROUGE-L F-measure (beta 1.2), the mean over images.
+
+    ``backend``: ``"array"`` (default, all images at once) or ``"coco"`` (pycocoevalcap itself).
+    """
 
     name = "ROUGE_L"
 
+    def __init__(self, backend: str = "array"):
+        if backend not in ("array", "coco"):
+            raise ValueError(f"ROUGE_L backend must be 'array' or 'coco', got {backend!r}")
+        self.backend = backend
+
     def compute_score(self, gts, res):
         check_inputs(gts, res)
-        score, per_image = Rouge().compute_score(gts, res)
-        return float(score), [float(s) for s in np.asarray(per_image)]
+        if self.backend == "coco":
+            from pycocoevalcap.rouge.rouge import Rouge
+            score, per_image = Rouge().compute_score(gts, res)
+            return float(score), [float(s) for s in np.asarray(per_image)]
+        from .cider import corpus_of
+        per_image = rouge_l(corpus_of(gts, res))
+        return float(np.mean(per_image)), per_image.tolist()

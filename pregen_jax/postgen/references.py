@@ -1,0 +1,121 @@
+"""The reference side of a corpus, worked out once and kept: many candidate sets (models) are
+scored against the same references, one call each.
+
+A ``References`` holds the references' token ids, their vocabulary and their n-gram counts,
+with n-gram keys in a fixed base (``gram = ((t0 * B + t1) * B + t2) * B + t3``) that leaves room
+for the candidates' own new words, so that candidates encoded later share the key space. The
+last few are kept by content (the tuple of reference strings). Only canonical references
+(tokens joined by single spaces, none empty) are kept; anything else takes the general path.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from itertools import count, repeat
+
+import numpy as np
+
+from .text import Encoded, _arrays, is_canonical
+
+_KEPT = 4
+_RECENT: dict = {}
+_LOCK = threading.Lock()
+
+
+@dataclasses.dataclass
+class References:
+    """Reference strings as ids (``encoded``), their ``vocab`` and n-gram ``base``; ``grams(n)`` their counts."""
+
+    encoded: Encoded
+    vocab: dict
+    base: int
+    _grams: dict = dataclasses.field(default_factory=dict)
+    _sides: dict = dataclasses.field(default_factory=dict)
+
+    def side(self, key, compute):
+        """The references' half of a join, kept per ``key`` (order, grouping into images)."""
+        if key not in self._sides:
+            self._sides[key] = compute()
+        return self._sides[key]
+
+    def grams(self, n: int):
+        """The references' n-grams of order ``n``, sorted by (gram, reference), counted."""
+        if n not in self._grams:
+            self._grams[n] = count_grams(self.encoded, n, self.base)
+        return self._grams[n]
+
+    def encode_candidates(self, cands: list[str]) -> Encoded | None:
+        """The candidates' ids in this vocabulary (new words appended); None where they are not
+        canonical, hold an empty string or bring more new words than the base leaves room for."""
+        text = "\n".join(cands)
+        if not cands or not is_canonical(text, len(cands)):
+            return None
+        lengths = np.fromiter(map(str.count, cands, repeat(" ")), np.int64, len(cands)) + 1
+        tokens = text.split()
+        if len(tokens) != lengths.sum():
+            return None  # an empty candidate
+        new = [w for w in dict.fromkeys(tokens) if w not in self.vocab]
+        if len(self.vocab) + len(new) >= self.base:
+            return None
+        index = {**self.vocab, **dict(zip(new, count(len(self.vocab))))} if new else self.vocab
+        encoded = _arrays(tokens, lengths, True, index)
+        return encoded
+
+
+def references_of(refs: list[str]) -> References | None:
+    """The kept ``References`` of these strings (built on first use); None for non-canonical ones."""
+    key = tuple(refs)
+    with _LOCK:
+        if key in _RECENT:
+            return _RECENT[key]
+    found = _build(refs)
+    with _LOCK:
+        _RECENT[key] = found
+        while len(_RECENT) > _KEPT:
+            del _RECENT[next(iter(_RECENT))]
+    return found
+
+
+def _build(refs: list[str]) -> References | None:
+    text = "\n".join(refs)
+    if not refs or not is_canonical(text, len(refs)):
+        return None
+    lengths = np.fromiter(map(str.count, refs, repeat(" ")), np.int64, len(refs)) + 1
+    tokens = text.split()
+    if len(tokens) != lengths.sum():
+        return None  # an empty reference
+    vocab = dict(zip(dict.fromkeys(tokens), count()))
+    base = 1 << max(15, (2 * len(vocab) + 1024).bit_length())
+    if base ** 4 >= 2 ** 62:
+        return None
+    return References(_arrays(tokens, lengths, True, vocab), vocab, base)
+
+
+def count_grams(encoded: Encoded, n: int, base: int):
+    """``Grams`` of order ``n`` of ``encoded``'s strings, keys in ``base``, sorted by (gram, string)."""
+    from .corpus import Grams, _shifted
+    keys = encoded.ids.copy()
+    for k in range(1, n):
+        keys = keys * base + _shifted(encoded.ids, k)
+    valid = encoded.position + n <= encoded.lengths[encoded.string]
+    gram, string = keys[valid], encoded.string[valid]
+    strings = max(len(encoded.lengths), 1)
+    if base ** n < 2 ** 62 // strings:  # one int64 key per (gram, string): a plain sort
+        combined, counts = np.unique(gram * strings + string, return_counts=True)
+        return Grams(combined // strings, combined % strings, counts)
+    order = np.lexsort((string, gram))
+    gram, string = gram[order], string[order]
+    first = np.flatnonzero(np.r_[True, (gram[1:] != gram[:-1]) | (string[1:] != string[:-1])]) if gram.size \
+        else np.zeros(0, np.int64)
+    counts = np.diff(np.r_[first, len(gram)])
+    return Grams(gram[first], string[first], counts)
+
+
+def concatenate(refs: Encoded, cands: Encoded) -> Encoded:
+    """One ``Encoded`` of references then candidates (the candidates' ids already in the references' vocabulary)."""
+    return Encoded(np.concatenate([refs.ids, cands.ids]),
+                   np.concatenate([refs.string, cands.string + len(refs.lengths)]),
+                   np.concatenate([refs.position, cands.position]),
+                   np.concatenate([refs.lengths, cands.lengths]),
+                   np.concatenate([refs.starts, cands.starts + len(refs.ids)]),
+                   max(refs.vocab_size, cands.vocab_size), refs.canonical and cands.canonical)
