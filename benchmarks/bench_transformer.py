@@ -1,6 +1,6 @@
 """A transformer at today's scale: pre-gen against greedy / beam-3 generation + post-gen scoring.
 
-    python benchmarks/bench_transformer.py                 # CPU default: 400 images (about 10 min on 2 cores)
+    python benchmarks/bench_transformer.py                 # CPU default: 400 images (6-9 min on 2 shared cores; 800: 9 min)
     python benchmarks/bench_transformer.py --images 5000   # the full split (default on a GPU)
     python benchmarks/bench_transformer.py --quick         # 24 images, under 3 minutes
 
