@@ -23,7 +23,9 @@ Stages (each program compiled ahead, compile times reported apart, then timed on
 (b) generation with the key/value cache: greedy and beam 3 (min length 5, max length 50);
 (c) post-gen on the beam-3 captions: CIDEr-D, BLEU-1..4 and METEOR with pycocoevalcap, and with
     the package's array scorers (``pregen_jax.postgen.score_systems``; METEOR in its warm JVM)
-    where this checkout has them.
+    where this checkout has them;
+(d) what parallel positions buy: one teacher-forcing batch (256 rows of 16 positions; 32 with
+    --quick) timed in one parallel pass and step by step through the key/value cache.
 Below 5,000 images the per-image costs are printed, with the full size estimated from them
 (teacher forcing from its time per computed position and the full split's padded layout,
 decoding from its time per row-step); the sweep and post-gen, which need no model, are also
@@ -164,6 +166,38 @@ def with_end_bias(params, bias: float):
     return {**params, "params": {**params["params"], "out": {**out, "bias": out["bias"].at[decode.EDGE_ID].add(bias)}}}
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def stepwise_token_probs(model, params, features, inputs, targets):
+    """``decode.true_token_probs`` with the positions read one at a time through the key/value
+    cache (``start_decoding`` + ``step``, as decoding reads them) instead of in one parallel pass."""
+    def body(state, tokens):
+        return decode.step(model, params, state, tokens)
+    _, logits = jax.lax.scan(body, decode.start(model, params, features, inputs.shape[1]), inputs.T)
+    logits = logits.swapaxes(0, 1).astype(jnp.float32)
+    true_logit = jnp.take_along_axis(logits, targets[..., None], -1)
+    log_probs = true_logit[..., 0] - jax.nn.logsumexp(logits, -1)
+    return jnp.exp(log_probs), jnp.sum(logits > true_logit, -1).astype(jnp.int32)
+
+
+def parallel_vs_stepwise(model, params, features, rows: int, width: int = 16) -> dict:
+    """Seconds of the same teacher-forced batch (``rows`` x ``width`` positions), in one parallel
+    pass and step by step through the cache (each compiled by a first call), and their largest
+    probability difference."""
+    rng = np.random.default_rng(2)
+    ids = rng.integers(2, model.vocab_size, (rows, width + 1)).astype(np.int32)
+    ids[:, 0] = decode.EDGE_ID
+    args = (params, features[np.arange(rows) % len(features)], ids[:, :width], ids[:, 1:])
+    out = {}
+    for name, fn in (("parallel", decode.true_token_probs), ("stepwise", stepwise_token_probs)):
+        jax.block_until_ready(fn(model, *args))
+        start = time.perf_counter()
+        out[name + "_probs"] = np.asarray(jax.block_until_ready(fn(model, *args))[0])
+        out[name] = time.perf_counter() - start
+    out["max_diff"] = float(np.abs(out["parallel_probs"] - out["stepwise_probs"]).max())
+    out["positions"] = rows * width
+    return out
+
+
 # ----------------------------------------------------------------------------- layouts and compilation
 def tf_widths(piece_counts: np.ndarray, batch_size: int) -> list[int]:
     """The padded width of each teacher-forcing batch, as ``reference_probs`` forms them
@@ -294,6 +328,10 @@ def main(argv=None) -> int:
     with stages("(b) beam 3"):
         beam3 = generate_captions(model, params, features, vocab, BEAM, MAX_LEN, MIN_LEN, dec_batch, progress=False)
 
+    # what parallel positions buy: one batch of teacher forcing, parallel against step by step
+    with stages("(d) one batch, parallel vs step by step"):
+        parallel = parallel_vs_stepwise(model, params, features, min(tf_batch, 32 if args.quick else 256))
+
     # (c) post-gen on the beam-3 captions
     gts, res = word_dicts(refs, beam3)
     with stages("(c) post-gen, pycocoevalcap"):
@@ -315,12 +353,12 @@ def main(argv=None) -> int:
         full["arrays"] = array_postgen(gts_full, res_full)
     ref_words = np.mean([len(r) for rs in refs for r in rs])
     report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_full, tf_batch, dec_batch, widths,
-           predicted, greedy, beam3, vocab, coco, arrays, full, bias, args.quick, time.perf_counter() - wall)
+           predicted, parallel, greedy, beam3, vocab, coco, arrays, full, bias, args.quick, time.perf_counter() - wall)
     return 0
 
 
 def report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_full, tf_batch, dec_batch, widths,
-           predicted, greedy, beam3, vocab, coco, arrays, full, bias, quick, wall_s) -> None:
+           predicted, parallel, greedy, beam3, vocab, coco, arrays, full, bias, quick, wall_s) -> None:
     print(f"\n{'stage':40s} {'seconds':>9} {'s / image':>10} {'CPU s':>8} {'peak RSS MB':>12} {'device MB':>10}")
     for name, row in stages.rows.items():
         device = f"{row['device_mb']:.0f}" if row["device_mb"] is not None else "-"
@@ -357,6 +395,10 @@ def report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_ful
     print(f"in CPU seconds: {tf_cpu / tf_positions * 1e6:.0f} us per teacher-forced position, "
           f"{beam_cpu / beam_steps * 1e6:.0f} us per beam-3 row-step: beam-3 / teacher forcing = "
           f"{beam_cpu / tf_cpu:.2f}x = {work:.2f}x x {(beam_cpu / beam_steps) / (tf_cpu / tf_positions):.2f}x")
+    print(f"the same teacher-forced batch ({parallel['positions']:,} positions, 16 a row): one parallel pass "
+          f"{parallel['parallel']:.2f} s, step by step through the key/value cache {parallel['stepwise']:.2f} s: "
+          f"parallel positions are {parallel['stepwise'] / parallel['parallel']:.2f}x faster "
+          f"(probabilities differ by {parallel['max_diff']:.1e} at most)")
     stop = int(np.percentile(pieces_full + 1, 99))
     print(f"decoding runs all {MAX_LEN} steps for every row ({(predicted == MAX_LEN).mean():.0%} of this random "
           f"model's greedy captions never end). A decoder that stopped at {stop} steps (99% of the references end "
