@@ -60,6 +60,7 @@ def test_interrupted_run_resumes_and_finished_run_is_cached(tmp_path, crash_on):
     np.testing.assert_allclose(again.table[numbers].to_numpy(float), first[numbers].to_numpy(float), rtol=1e-9)
 
 
+@pytest.mark.slow  # minutes on 2 cores: kept out of .ci/run (python3 -m pytest -m slow)
 def test_demo_quick_end_to_end_then_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "demo"

@@ -43,6 +43,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # minutes on 2 cores: kept out of .ci/run (python3 -m pytest -m slow)
 def test_two_processes_write_one_process_table(tmp_path):
     write_training_corpus(tmp_path)
     config = write_config(tmp_path / "search.toml", training_config(models={"architectures": ["par", "merge"]}))
