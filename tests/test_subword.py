@@ -80,10 +80,10 @@ def test_reference_word_starts_follow_the_encoded_pieces(bpe):
 
 
 def bpe_search(units: str) -> dict:
-    """A tiny search on the built-in shapes data: one merge model over a BPE of 100 pieces."""
+    """A tiny search on the built-in shapes data: a transformer and a merge model over a BPE of 100 pieces."""
     return {"name": "bpe-tiny",
             "data": {"train": 400, "val": 20, "test": 20, "encoder_epochs": 1, "tokenizer": "bpe", "vocab_size": 100},
-            "models": {"architectures": ["merge"], "runs": 1,
+            "models": {"architectures": ["transformer", "merge"], "runs": 1,
                        "captioner": {"embed_size": 32, "hidden_size": 32, "image_size": 32, "dropout": 0.0}},
             "training": {"epochs": 4, "batch_size": 32, "learning_rate": 0.01, "snapshot_epochs": []},
             "generation": {"beam_width": 2, "max_len": 12, "min_len": 2},
@@ -107,12 +107,13 @@ def test_search_with_a_bpe_vocabulary_in_both_units(tmp_path):
     (trained,) = (out / "cache" / "tokenizer").iterdir()  # trained once, reused by the second search
     assert trained.read_text() == (out / "tokenizer.json").read_text() and vocab.name == "bpe-100"
     for units, table in tables.items():
-        assert len(table) == 15 and set(table["vocabulary"]) == {"bpe-100"} and set(table["units"]) == {units}
+        assert len(table) == 2 * 15 and set(table["architecture"]) == {"transformer", "merge"}
+        assert set(table["vocabulary"]) == {"bpe-100"} and set(table["units"]) == {units}
         assert set(table["tokenizer"]) == {"alnum-lower"}
     pregen = [c for c in tables["word"].columns if c.startswith("mean_mean_prob")]
     assert not np.allclose(tables["word"][pregen], tables["token"][pregen])  # pieces vs words
     report = (out / "report.md").read_text()
-    assert "train 0 computed / 1 reused" in report and "pregen 1 computed" in report
+    assert "train 0 computed / 2 reused" in report and "pregen 2 computed" in report
     (captions,) = (out / "cache" / "captions").glob("merge-1-*/captions.txt")
     assert all(line.split() == tokenize(line) for line in captions.read_text().splitlines())  # words
 
