@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from pregen_jax import RefProbs, cli, postgen
-from pregen_jax.captioning import checkpoints, load_trained
+from pregen_jax.captioning import load_trained
 from pregen_jax.datasets import Vocabulary, tokenize
 from pregen_jax.datasets.generated import read_generated_captions
 from pregen_jax.pipeline import SearchConfig
 from pregen_jax.pipeline.sources import load_data, precomputed_candidates
+from pregen_jax.training import checkpoints
 from tests.builders import write_precomputed
 from tests.conftest import ROOT
 

@@ -6,12 +6,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pregen_jax.captioning import checkpoints, decode, evaluate, registry
+from pregen_jax.captioning import decode, evaluate, registry
 from pregen_jax.captioning import train as training
 from pregen_jax.captioning.models import CaptionerConfig
 from pregen_jax.captioning.transformer import TransformerCaptioner
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.pipeline.config import SearchConfig
+from pregen_jax.training import checkpoints
 
 TINY = dict(embed_size=16, hidden_size=24, image_size=8, dropout=0.3, layers=2, heads=4)
 FEATURES = 10

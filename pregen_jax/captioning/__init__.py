@@ -1,7 +1,7 @@
 """Caption generators, split as the flax examples are: ``models`` (the four RNN architectures),
 ``transformer`` (the transformer), ``registry`` (architectures by name), ``input_pipeline``
 (padded, length-bucketed batches), ``decode`` (teacher forcing, greedy, beam search),
-``train`` (training with checkpoints and resume), ``checkpoints``, and ``evaluate`` (a model
+``train`` (training with checkpoints and resume, through ``training``), and ``evaluate`` (a model
 on a whole split: reference probabilities and captions)."""
 from . import registry, transformer  # noqa: F401  (transformer registers "transformer")
 from .evaluate import generate_captions, perplexity, reference_probs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..pipeline.unit_test_results import markdown_table  # noqa: F401  (one table writer; meta modules import it from here)
+
 # Display order of the registered post-gen metrics (any other registered name follows).
 METRIC_ORDER = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE", "WMD")
 
@@ -55,14 +57,3 @@ def score_candidates(metric_set, references: list[list[str]], candidates: list[s
             memo.update({keys[i]: float(s) for i, s in zip(todo, per)})
         scores[metric.name] = np.array([memo[k] for k in keys], float)
     return scores
-
-
-def markdown_table(header: list[str], rows: list[list]) -> str:
-    """A GitHub-flavoured Markdown table; floats with one decimal, NaN as a dash."""
-    def cell(value) -> str:
-        if isinstance(value, float):
-            return "-" if value != value else f"{value:.1f}"
-        return str(value)
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)

@@ -289,12 +289,13 @@ def run_unit_tests(search_folder, out, seed: int = 0, progress: Callable[[str], 
     are added to it (the search's report then shows the pass rates); otherwise ``out`` gets
     ``pregen_unit_tests.tsv`` and ``report.md``. Bad input is a ValueError before any model runs.
     """
-    from ..captioning import checkpoints, load_trained
+    from ..captioning import load_trained
     from ..pipeline import sources
     from ..pipeline.cache import Stage, StageCache
     from ..pipeline.space import space_key as find_space_key
     from ..pipeline.space import tier_space
     from ..settings import as_dict
+    from ..training import checkpoints
     from .model_tests_report import write_unit_test_outputs
     start = time.perf_counter()
     out = io.check_out_folder(out)

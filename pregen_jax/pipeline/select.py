@@ -195,8 +195,8 @@ def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints
     candidates, ids, notes = search_candidates(run, data, split, checkpoints)
     if not candidates:
         raise ValueError(f"{run.folder}: no model of the search can be decoded on the {split} split")
-    options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v} \
-        if metric not in ("CIDEr", "ROUGE_L") else {}
+    # the run's stop words, jars...; never its backend: whole-split frequencies need the array CIDEr
+    options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v and k != "backend"}
     selection = select(candidates, data.dataset[split].captions, metric, settings, options)
     race = selection.race.table.drop(columns=["candidate"])
     table = pd.concat([pd.DataFrame(ids), race], axis=1)
