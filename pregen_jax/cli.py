@@ -41,7 +41,8 @@ def _search_in_cluster(config, args) -> int:
     from .pipeline.distributed import initialize
     start = time.perf_counter()
     cluster = initialize(args.coordinator, args.num_processes, args.process_id, detect=args.distributed)
-    result = run_search(config, args.out, progress=not args.no_progress, cluster=cluster, workers=args.workers)
+    result = run_search(config, args.out, progress=not args.no_progress, cluster=cluster, workers=args.workers,
+                        trainers=args.trainers)
     if result is None:  # not process 0: its models are in the shared cache, process 0 writes the run folder
         print(f"process {cluster.index} of {cluster.count}: done; process 0 writes {args.out}")
         return 0
@@ -286,6 +287,12 @@ def _workers(text: str) -> int:
     return int(text)
 
 
+def _trainers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a number of trainers (1, 2, ...): {text!r}")
+    return int(text)
+
+
 def _scale_arguments(parser: argparse.ArgumentParser) -> None:
     """Several processes or hosts (JAX's distributed runtime) and the post-gen worker pool."""
     group = parser.add_argument_group("several processes or hosts (README: Running on several devices, "
@@ -301,6 +308,9 @@ def _scale_arguments(parser: argparse.ArgumentParser) -> None:
                         help="post-gen worker processes scoring one model while the next trains "
                              "(default: one per core beyond the first, at most 8, of this process's share of "
                              "the machine; 0: none)")
+    parser.add_argument("--trainers", type=_trainers, default=None, metavar="N",
+                        help="models trained at once, in threads (default on a CPU: one per core of this "
+                             "process's share, at most 4; 1 on an accelerator)")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,4 +1,5 @@
 """`pregen-search run` and `demo`: outputs, caching, resuming, and bad input."""
+import dataclasses
 import json
 
 import numpy as np
@@ -38,6 +39,44 @@ def test_run_with_precomputed_models(tmp_path):
     gts = {im["filename"]: [" ".join(s["raw"].split()) for s in im["sentences"]] for im in doc["images"][:12]}
     res = {f"{n}.jpg": [line] for n, line in enumerate((tmp_path / "model0.txt").read_text().splitlines())}
     assert whole == pytest.approx(postgen.CIDEr().compute_score(gts, res)[0], rel=1e-6)
+
+
+def test_degenerate_models_stay_in_the_table_and_out_of_the_findings(tmp_path):
+    from pregen_jax.pipeline.finished import FinishedSearch
+    config_path = write_precomputed(tmp_path, models=4)
+    (tmp_path / "model3.txt").write_text("ball ball ball ball\n" * 12)  # a word three times in a row: degenerate
+    out = tmp_path / "out"
+    assert run(config_path, out) == 0
+    table = pd.read_csv(out / "table.tsv", sep="\t")
+    assert len(table) == 4 * 15  # every model's rows
+    models = pd.read_csv(out / "models.tsv", sep="\t", keep_default_na=False)
+    flagged = models["flag"] != ""
+    assert flagged.iloc[3] and (~flagged).sum() >= 2  # init-2, and maybe a random one (its 4 random words)
+    assert models["in_findings"].tolist() == (~flagged).tolist()
+    finished = FinishedSearch.open(out)
+    labels = [m.label for m in finished.models]
+    left_out = [label for label, flag in zip(labels, flagged) if flag]
+    assert list(finished.left_out) == left_out and "degenerate" in finished.left_out["init-2"]
+    assert len(finished.model_rows) == len(labels) - len(left_out)  # what `score` calibrates on
+    # The ranking is that of the other models' rows alone.
+    kept_ids = {(m.architecture, str(m.run)) for m in finished.models if m.label not in left_out}
+    kept = table[[(a, str(r)) in kept_ids for a, r in zip(table["architecture"], table["run"])]]
+    from pregen_jax import ranking
+    alone = ranking.rank(kept.reset_index(drop=True), ["CIDEr", "WMD", "ROUGE_L"], list(tiers.DEFAULT_SPACE.names))
+    expected = alone.correlations["CIDEr"]
+    found = pd.read_csv(out / "correlations_CIDEr.tsv", sep="\t")
+    assert found["pregen"].tolist() == expected["pregen"].tolist()
+    np.testing.assert_allclose(found["all_R^2"], expected["all_R^2"], atol=1e-9)  # the TSV keeps 10 digits
+    report = (out / "report.md").read_text()
+    assert f"rest on the other {len(kept_ids)} models" in report and "`init-2`" in report
+    if len(kept_ids) >= 3:
+        significance = pd.read_csv(out / "significance_CIDEr.tsv", sep="\t")
+        assert not set(left_out) & (set(significance["model_a"]) | set(significance["model_b"]))
+    # With degenerate = "include" the findings rest on all four.
+    config = SearchConfig.load(config_path)
+    config = dataclasses.replace(config, pregen=dataclasses.replace(config.pregen, degenerate="include"))
+    included = run_search(config, tmp_path / "included", progress=False)
+    assert included.left_out == {} and len(included.findings_models) == 4
 
 
 def test_interrupted_run_resumes_and_finished_run_is_cached(tmp_path, crash_on):

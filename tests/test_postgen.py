@@ -65,9 +65,43 @@ def test_meteor_exact_match_and_strata_use_block_statistics():
         by_block = metric.score_blocks(GTS, RES, blocks)[0]
         for block, value in zip(blocks, by_block):
             alone = metric.compute_score({i: GTS[i] for i in block}, {i: RES[i] for i in block})[0]
-            assert value == pytest.approx(alone)
+            assert value == alone  # image a is a perfect match: EVAL adds no chunk for it
     finally:
         metric.close()
+
+
+@needs_java
+def test_meteor_equals_pycocoevalcap_with_shared_alignments_and_summed_block_statistics():
+    """Real captions (two where-image2 models, or the built-in dataset where ../shared is absent):
+    per image and corpus equal to pycocoevalcap's own Meteor; a second model re-aligns only the
+    captions it does not share with the first; each block's score equals EVAL of the block."""
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    from tests.test_postgen_arrays import _where_image2
+    try:
+        (gts, first), (_, second) = _where_image2("init_1"), _where_image2("merge_1")
+    except FileNotFoundError:
+        pytest.skip("../shared/data/where-image2-captions absent")
+    ids = list(gts)[:150]
+    gts = {i: gts[i] for i in ids}
+    first, second = {i: first[i] for i in ids}, {i: second[i] for i in ids}
+    second = {i: (first[i] if k % 2 else second[i]) for k, i in enumerate(ids)}  # half the captions shared
+    coco = Meteor()
+    metric = postgen.METEOR()
+    try:
+        for res, aligned in ((first, len(ids)), (second, len(ids) + len({i for i in ids if second[i] != first[i]}))):
+            expected, expected_per_image = coco.compute_score(gts, res)
+            score, per_image = metric.compute_score(gts, res)
+            assert score == expected and list(per_image) == [float(x) for x in expected_per_image]
+            assert metric.aligned == aligned
+        blocks = [ids[:50], ids[50:60], ids[60:], ids[::7]]
+        by_block, per_image = metric.score_blocks(gts, second, blocks)
+        assert list(per_image) == metric.compute_score(gts, second)[1]
+        for block, value in zip(blocks, by_block):
+            assert value == metric.compute_score({i: gts[i] for i in block}, {i: second[i] for i in block})[0]
+    finally:
+        metric.close()
+        coco.meteor_p.kill()  # pycocoevalcap's JVM, ended here rather than at garbage collection
 
 
 def test_missing_java_is_reported_and_the_rest_runs(monkeypatch):

@@ -133,14 +133,15 @@ CHECKED_META = ("arch", "model_config", "train_config", "seed", "vocab_fingerpri
 
 def train_captioner(arch: str, model_config: CaptionerConfig, train_config: TrainConfig, seed: int,
                     vocab: Vocabulary, train_features, train_captions, val_features, val_captions, workdir,
-                    progress: bool = True, description: str = "") -> TrainedModel:
+                    progress: bool = True, description: str = "", stop=None) -> TrainedModel:
     """Train (or resume, or load when finished) a caption generator in ``workdir``.
 
     train_features: f32[N, D]; train_captions[n][r]: token lists (likewise for validation).
     Writes ``workdir/checkpoint.msgpack`` after every epoch, ``workdir/model.msgpack`` (the
     best parameters by ``train_config.select_by``, validation perplexity by default) at the
     end, and ``snapshot-epochN.msgpack`` for the chosen epochs. A matching checkpoint
-    resumes; a mismatched one is an error. Each epoch's history entry holds the validation
+    resumes; a mismatched one is an error. ``stop`` (a ``threading.Event``): when another thread
+    sets it, training ends at the next step with ``training.loop.Stopped``. Each epoch's history entry holds the validation
     perplexity, every pre-gen metric asked for (by name) and ``eval_seconds``, the cost of
     that evaluation.
     """
@@ -158,7 +159,7 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
                           val_captions, description)
     schedule = loop.Schedule(train_config.epochs, final.name, train_config.patience,
                              tuple(train_config.snapshot_epochs), loss_every=20, batch_size=train_config.batch_size,
-                             rate_name="captions_per_s", description=description)
+                             rate_name="captions_per_s", description=description, stop=stop)
     fitted = loop.fit(task, schedule, params, optax.adam(train_config.learning_rate), workdir, meta, CHECKED_META,
                       progress)
     return TrainedModel(model, fitted.params, fitted.history, fitted.path)

@@ -18,11 +18,14 @@ import hashlib
 import json
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import io
+
+_COUNT_LOCK = threading.Lock()
 
 T = TypeVar("T")
 
@@ -102,7 +105,8 @@ class StageCache:
 
     def count(self, stage: Stage, reused: bool) -> None:
         """Record one entry of ``stage`` as reused or computed (``cached`` does it for its own)."""
-        self.log[stage.name]["reused" if reused else "computed"] += 1
+        with _COUNT_LOCK:  # trainer threads count too
+            self.log[stage.name]["reused" if reused else "computed"] += 1
 
     def merge(self, counts: dict[str, dict[str, int]]) -> None:
         """Add the counts of another view of this cache (a post-gen worker's)."""

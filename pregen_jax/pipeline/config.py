@@ -125,6 +125,7 @@ class PregenConfig:
     compat_2018: bool = False             # the 2018 code's filter0 (positions NOT the top choice)
     units: Literal["word", "token"] = "word"  # positions: reference words (pieces combined, see pieces) or tokens
     group_by: str = ""                    # table column to group correlations by ("" = all rows only)
+    degenerate: Literal["exclude", "include"] = "exclude"  # degenerate models in the findings? (their rows stay in table.tsv)
     modules: list[str] = dataclasses.field(default_factory=list)  # your tier functions: module names or .py files
     filters: list[str] = dataclasses.field(default_factory=list)  # tier names added to the 504-metric space
     caption_scores: list[str] = dataclasses.field(default_factory=list)

@@ -176,9 +176,17 @@ class FinishedSearch:
         return ranking.read_table(self.file("table.tsv"))
 
     @property
+    def left_out(self) -> dict[str, str]:
+        """label -> why the findings leave the model out (degenerate captions); its rows stay in table.tsv."""
+        return dict(self.manifest.get("left_out", {}))
+
+    @property
     def model_rows(self) -> pd.DataFrame:
-        """The whole-test-set rows (one per model), in table order, indexed 0..M-1."""
-        return decisions.model_rows(self.table).reset_index(drop=True)
+        """The whole-test-set rows (one per model) of the models the findings rest on (every model but
+        those ``left_out``), in table order, indexed 0..M-1."""
+        rows = decisions.model_rows(self.table).reset_index(drop=True)
+        kept = [m.label not in self.left_out for m in self.models]
+        return rows if all(kept) else rows[kept].reset_index(drop=True)
 
     @functools.cached_property
     def models_table(self) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import threading
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -68,6 +69,7 @@ class Context:
     settings: FlowSettings
     cache: StageCache
     timer: Callable[[str], contextlib.AbstractContextManager] = lambda label: contextlib.nullcontext()
+    stop: threading.Event | None = None  # set: trainings in other threads end at their next step
 
 
 @dataclasses.dataclass
@@ -128,7 +130,7 @@ def _train(ctx: Context, unit: TrainingJob | Candidate) -> tuple[list[Candidate]
     if isinstance(ctx.cache, NoCache):
         raise ValueError(f"{unit.label}: training needs a stage cache to keep its checkpoints in")
     ctx.cache.count(TRAIN, reused=unit.entry.done)
-    return unit.train(config, data, ctx.settings.progress), unit.entry.key
+    return unit.train(config, data, ctx.settings.progress, ctx.stop), unit.entry.key
 
 
 def _ref_probs(ctx: Context, model: ModelScores) -> tuple[RefProbs, str]:

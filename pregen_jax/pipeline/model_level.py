@@ -29,13 +29,14 @@ class ModelLevel:
 
 def significance(result: SearchResult, post: str, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
     """(one row per model pair, bool[M, M] significant pairs) from a paired bootstrap over test images."""
-    scores = np.stack([model.per_image[post] for model in result.models])
+    models = result.findings_models
+    scores = np.stack([model.per_image[post] for model in models])
     boot = decisions.paired_bootstrap(scores, BOOTSTRAP_RESAMPLES, seed)
     significant = boot.significant()
     rows = []
-    for a in range(len(result.models)):
-        for b in range(a + 1, len(result.models)):
-            rows.append({"model_a": result.models[a].label, "model_b": result.models[b].label,
+    for a in range(len(models)):
+        for b in range(a + 1, len(models)):
+            rows.append({"model_a": models[a].label, "model_b": models[b].label,
                          "difference": boot.difference[a, b], "p": boot.p[a, b], "significant": bool(significant[a, b])})
     return pd.DataFrame(rows), significant
 
@@ -60,7 +61,8 @@ def _fmt(value) -> str:
 
 
 def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelLevel:
-    models = decisions.model_rows(result.table).reset_index(drop=True)
+    table = result.findings_table
+    models = decisions.model_rows(table).reset_index(drop=True)
     if len(models) < 3:
         note = f"Only {len(models)} model(s): no model-level validation (it needs at least 3)."
         return ModelLevel({}, "## Does the metric pick the better model?\n\n" + note + "\n")
@@ -69,7 +71,7 @@ def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelL
     # it then says why in the report, and the table and every other output are still written.
     # The rank command's tables and text, then what only a search can add: per-image significance.
     try:
-        files = render.decision_outputs(result.table, correlations, group_by)
+        files = render.decision_outputs(table, correlations, group_by)
         body = files["decisions.md"]
     except ValueError as err:
         files, body = {}, ("# Does the metric pick the better model?\n\n"

@@ -88,11 +88,11 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
         plots = {}
         for post, df in result.ranking.correlations.items():
             best = df.iloc[0]
-            plot(result.table, best["pregen"], post, best["all_R^2"], staging / f"plot_best_{post}.png")
+            plot(result.findings_table, best["pregen"], post, best["all_R^2"], staging / f"plot_best_{post}.png")
             plots[post] = [f"plot_best_{post}.png"]
             baseline = df[df["pregen"] == ranking.PERPLEXITY_BASELINE]
             if len(baseline):
-                plot(result.table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
+                plot(result.findings_table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
                      staging / f"plot_baseline_{post}.png")
                 plots[post].append(f"plot_baseline_{post}.png")
         manifest = manifest_data(result, config, staging, entries, history, plots)
@@ -158,6 +158,7 @@ def manifest_data(result: SearchResult, config: SearchConfig, staging: Path, ent
             "stopwords": _stopwords(config), "facts": {k: v if isinstance(v, (int, float)) else str(v)
                                                        for k, v in result.facts.items()},
             "timings": history, "stages": result.stages, "plots": plots, "models": entries,
+            "left_out": dict(result.left_out),
             "files": {name: io.file_digest(staging / name) for name in files}}
 
 
@@ -194,7 +195,8 @@ def models_frame(result: SearchResult, entries: list[dict]) -> pd.DataFrame:
                      **{name: scores[name] for name in result.postgen_names},
                      "distinct_captions": model.quality["distinct_captions"],
                      "repeating_captions": model.quality["repeating_captions"],
-                     "flag": "; ".join(model.quality["problems"]), "decoding": entry["decoding"],
+                     "flag": "; ".join(model.quality["problems"]), "in_findings": model.label not in result.left_out,
+                     "decoding": entry["decoding"],
                      "vocabulary": entry["vocabulary"],
                      **({"units": scores["units"]} if "units" in scores else {}), "tokenizer": scores["tokenizer"]})
     return pd.DataFrame(rows)
@@ -256,9 +258,18 @@ def render_report(run: FinishedSearch) -> str:
     flags = run.models_table.fillna({"flag": ""})
     flagged = [(m.label, flag) for m, flag in zip(models, flags["flag"]) if flag]
     if flagged:
-        lines += ["## Degenerate models", "",
-                  "These models' captions look degenerate; their rows are ranked like the others, but read their "
-                  "scores with care:", ""]
+        left_out = run.left_out
+        lines += ["## Degenerate models", ""]
+        if left_out:
+            lines += [f"These models' captions look degenerate. The findings (ranking, decisions, calibration, plots) "
+                      f"rest on the other {len(models) - len(left_out)} models; their rows stay in `table.tsv` and "
+                      "`models.tsv` (`in_findings` false). `[pregen] degenerate = \"include\"` keeps them in:", ""]
+        elif config.pregen.degenerate == "exclude":
+            lines += ["These models' captions look degenerate, but fewer than two models would remain without "
+                      "them, so the findings rest on every model; read their scores with care:", ""]
+        else:
+            lines += ["These models' captions look degenerate; with `[pregen] degenerate = \"include\"` the "
+                      "findings rest on them too, so read their scores with care:", ""]
         lines += [f"- `{label}`: {flag}" for label, flag in flagged] + [""]
     runs = manifest.get("timings", [])[-4:]  # the latest invocations, oldest first; cached stages take ~0 s
     lines += ["## Time per stage (seconds)", "", "| stage | " + " | ".join(r["when"] for r in runs) + " |",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from .distributed import Cluster, compiled_programs_kept_in
 from .postgen_metrics import LazyMetrics
 from .quality import caption_quality
 from .space import space_key, tier_space
+from .trainers import default_trainers, started_in_order
 from .workers import PostgenPool, default_workers
 
 WAITING = "waiting for post-gen workers"
@@ -57,6 +59,7 @@ class StageTimer:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()  # trainer threads time their training
 
     @contextlib.contextmanager
     def __call__(self, stage: str):
@@ -67,7 +70,8 @@ class StageTimer:
             self.add(stage, time.perf_counter() - start)
 
     def add(self, stage: str, seconds: float) -> None:
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+        with self._lock:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
 
 
 @dataclasses.dataclass
@@ -97,6 +101,33 @@ class SearchResult:
     vocab: object = None
     reference_lengths: np.ndarray | None = None  # i32[I, R]: positions (tokens + 1) of each test reference
     references: object = None          # refprobs.References: the test references' fingerprint
+    left_out: dict[str, str] = dataclasses.field(default_factory=dict)  # label -> why the findings leave it out
+
+    @property
+    def findings_models(self) -> list[ModelResult]:
+        """The models the findings (ranking, decisions, calibration, plots) rest on, in table order."""
+        return [model for model in self.models if model.label not in self.left_out]
+
+    @property
+    def findings_table(self) -> pd.DataFrame:
+        """The table's rows of ``findings_models``."""
+        return findings_rows(self.table, [(m.architecture, m.run, m.epoch) for m in self.findings_models])
+
+
+def findings_rows(table: pd.DataFrame, kept: list[tuple[str, str, str]]) -> pd.DataFrame:
+    """The rows of ``table`` whose (architecture, run, epoch) is in ``kept`` (all of it when every model is kept)."""
+    ids = list(zip(table["architecture"].astype(str), table["run"].astype(str), table["epoch"].astype(str)))
+    keep = np.array([i in set(kept) for i in ids])
+    return table if keep.all() else table[keep].reset_index(drop=True)
+
+
+def left_out_models(models: list[ModelResult], degenerate: str) -> dict[str, str]:
+    """label -> reason, for the models the findings leave out: degenerate ones (``[pregen] degenerate =
+    "exclude"``), unless fewer than two models would remain (then every model stays, and the report says so)."""
+    if degenerate != "exclude":
+        return {}
+    flagged = {m.label: "degenerate: " + "; ".join(m.quality["problems"]) for m in models if m.quality["problems"]}
+    return flagged if len(models) - len(flagged) >= 2 else {}
 
 
 @dataclasses.dataclass
@@ -145,11 +176,12 @@ class Search:
 
 
 def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluster | None = None,
-               workers: int | None = None) -> SearchResult | None:
+               workers: int | None = None, trainers: int | None = None) -> SearchResult | None:
     """Run (or resume) the search into ``out``'s cache; process 0 returns the result, others None.
 
     ``cluster``: this process among the search's processes (default: the only one);
-    ``workers``: post-gen worker processes (default: one per spare core, see ``workers``).
+    ``workers``: post-gen worker processes (default: one per spare core, see ``workers``);
+    ``trainers``: models trained at once, in threads (default: one per core on a CPU, see ``trainers``).
     """
     cluster = cluster or Cluster()
     out = io.check_out_folder(out)
@@ -158,7 +190,7 @@ def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluste
     # every process: the cache (and XLA's programs) go in from here on; a rejected input leaves no folder
     with io.claimed_out_folder(out) if cluster.count == 1 else _claimed(out):
         with compiled_programs_kept_in(out / "cache"):
-            return _run(config, out, progress, cluster, workers)
+            return _run(config, out, progress, cluster, workers, trainers)
 
 
 @contextlib.contextmanager
@@ -177,7 +209,8 @@ def _load_data(config: SearchConfig, progress: bool, cluster: Cluster, out: Path
     return data
 
 
-def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, workers: int | None):
+def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, workers: int | None,
+         trainers: int | None):
     timer = StageTimer()
     wall = time.perf_counter()
     with timer("data and image features"):
@@ -200,10 +233,13 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     mine = cluster.mine(range(len(units)))
     if workers is None:
         workers = default_workers(cluster.on_this_host) if len(mine) > 1 else 0  # pays when models can overlap
+    if trainers is None:
+        trainers = default_trainers(cluster.on_this_host)
+    trainers = min(trainers, len(mine)) or 1
     evaluated: dict[int, list[Evaluated]] = {}
     try:
         with PostgenPool(workers, data, config.postgen, cache.root) as pool:
-            evaluated = _evaluate_mine(search, units, mine, cache, pool, timer)
+            evaluated = _evaluate_mine(search, units, mine, cache, pool, timer, trainers)
     finally:
         metrics.close()
     cluster.barrier("models evaluated")
@@ -220,8 +256,11 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     table = pd.concat([r.rows for r in results], ignore_index=True)
     table["tokenizer"] = TOKENIZER_NAME
     postgen_names = metrics.names
+    models = [r.model for r in results]
+    left_out = left_out_models(models, config.pregen.degenerate)
     start = time.perf_counter()
-    result = ranking.rank(table, postgen_names, space.names, group_by=config.pregen.group_by or None)
+    findings = findings_rows(table, [(m.architecture, m.run, m.epoch) for m in models if m.label not in left_out])
+    result = ranking.rank(findings, postgen_names, space.names, group_by=config.pregen.group_by or None)
     timings["ranking"] = time.perf_counter() - start
     assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
     facts = dict(data.facts, tokenizer=TOKENIZER, units=config.pregen.units, space=len(space))
@@ -230,14 +269,15 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     for i, refs in enumerate(data.test.captions):
         lengths[i, :len(refs)] = [len(ref) + 1 for ref in refs]
     return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts,
-                        [r.model for r in results], counts, data.vocab, lengths,
-                        dataclasses.replace(data.references, units=config.pregen.units))
+                        models, counts, data.vocab, lengths,
+                        dataclasses.replace(data.references, units=config.pregen.units), left_out)
 
 
 def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,
-                   timer: StageTimer) -> dict[int, list[Evaluated]]:
+                   timer: StageTimer, trainers: int = 1) -> dict[int, list[Evaluated]]:
     """Run the flow on this process's units in order: its main parts here (train, decode; then the
     pre-gen sweep), its worker part in the pool, so that each model is scored while the next trains.
+    Up to ``trainers`` units train at once, ahead, in threads (``trainers``).
 
     Finished post-gen jobs are taken up (their last part, their rows) in model order between
     units, and all of them at the end.
@@ -262,11 +302,15 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
                 flow.advance(model, ctx)
             evaluated[position].append(search.rows(model))
 
-    for position in tqdm(mine, desc="models", unit="unit", disable=not search.settings.progress):
-        for model in flow.start(units[position], ctx):
-            flow.advance(model, ctx)  # reference probabilities and captions, on this process's devices
-            pending.append((position, model, pool.submit(model)))
-            take_up(block=False)
+    ctx = dataclasses.replace(ctx, stop=threading.Event())
+    with started_in_order([units[position] for position in mine], lambda unit: flow.start(unit, ctx), trainers,
+                          ctx.stop) as started:
+        for index, models in tqdm(started, total=len(mine), desc="models", unit="unit",
+                                  disable=not search.settings.progress):
+            for model in models:
+                flow.advance(model, ctx)  # reference probabilities and captions, on this process's devices
+                pending.append((mine[index], model, pool.submit(model)))
+                take_up(block=False)
     take_up(block=True)
     return evaluated
 

@@ -201,12 +201,13 @@ class TrainingJob:
     def label(self) -> str:
         return f"{self.architecture}-{self.run}"
 
-    def train(self, config: SearchConfig, data: Data, progress: bool) -> list[Candidate]:
-        """Train the model (or finish or reuse its training) and return its candidates with parameters."""
+    def train(self, config: SearchConfig, data: Data, progress: bool, stop=None) -> list[Candidate]:
+        """Train the model (or finish or reuse its training) and return its candidates with parameters
+        (``stop``: an event that ends the training early, see ``train_captioner``)."""
         train, val = data.dataset["train"], data.dataset["val"]
         trained = train_captioner(self.architecture, config.models.captioner, config.training, self.settings["seed"],
                                   data.vocab, train.features, train.captions, val.features, val.captions,
-                                  self.entry.folder, progress=progress, description=self.label)
+                                  self.entry.folder, progress=progress, description=self.label, stop=stop)
         if not self.entry.done:
             self.entry.mark_done()
         return self.candidates(config, data, trained)

@@ -9,6 +9,8 @@ import numpy as np
 from .base import PostgenMetric, check_inputs
 from .jvm import JavaProcess
 
+MEMO_LIMIT = 500_000  # segments whose statistics are kept (about 150 MB); past it the memo starts afresh
+
 
 def jar_path() -> Path:
     """pycocoevalcap's METEOR 1.5 jar."""
@@ -16,13 +18,36 @@ def jar_path() -> Path:
     return Path(meteor_module.__file__).parent / meteor_module.METEOR_JAR
 
 
+def summed_stats(lines: list[str]) -> str:
+    """One METEOR statistics line whose score is the corpus score of ``lines`` (as EVAL gives it).
+
+    A line is: test and reference lengths, their function words, per matching stage (exact,
+    stem, synonym, paraphrase) the test and reference content and function words matched, then
+    chunks and the test and reference words matched. EVAL adds segments field by field
+    (``MeteorStats.addStats``), except that a perfect match (every word matched, one chunk)
+    adds no chunk, and scores the sum; so does this, and the sum is exact in float64 (the fields
+    are counts). ``repr`` writes back a value Java parses to the same double.
+    """
+    stats = np.array([line.split() for line in lines], np.float64)
+    stages = slice(4, stats.shape[1] - 3)
+    test_matched = stats[:, stages][:, 0::4].sum(1) + stats[:, stages][:, 2::4].sum(1)
+    reference_matched = stats[:, stages][:, 1::4].sum(1) + stats[:, stages][:, 3::4].sum(1)
+    chunks = stats.shape[1] - 3
+    perfect = (test_matched == stats[:, 0]) & (reference_matched == stats[:, 1]) & (stats[:, chunks] == 1)
+    stats[perfect, chunks] = 0.0
+    return " ".join(repr(float(value)) for value in stats.sum(0))
+
+
 class METEOR(PostgenMetric):
     """METEOR 1.5 (pycocoevalcap's jar, ``-l en -norm``). One Java process, started once and
     reused for every model of a run; ``close()`` ends it.
 
     The statistics of all images go to the JVM in one batch (pycocoevalcap waits for each
-    image's reply before sending the next); the corpus score of a block comes from METEOR's own
-    EVAL over the block's per-image statistics, so alignment (the slow part) runs once per image.
+    image's reply before sending the next). A segment's statistics depend on its references and
+    candidate alone, so they are kept for the run: models that write the same caption for an
+    image share one alignment (the slow part). Corpus scores come from METEOR's own EVAL, of the
+    per-image statistics or, for a block of images, of the block's summed statistics
+    (``summed_stats``): one EVAL scores every block.
     """
 
     name = "METEOR"
@@ -34,17 +59,25 @@ class METEOR(PostgenMetric):
         jar = jar_path()
         self._java = JavaProcess(["java", "-jar", "-Xmx2G", jar.name, "-", "-", "-stdio", "-l", "en", "-norm"],
                                  cwd=str(jar.parent))
+        self._memo: dict[str, str] = {}  # SCORE line -> its statistics
+        self.aligned = 0  # segments sent to the JVM for alignment (the rest came from the memo)
 
     def _stats(self, gts, res) -> dict:
         """METEOR's sufficient statistics of each image (exactly pycocoevalcap's SCORE lines)."""
-        ids = list(gts)
-        lines = []
-        for i in ids:
+        lines = {}
+        for i in gts:
             hypothesis = res[i][0].replace("|||", "").replace("  ", " ")
-            lines.append(" ||| ".join(("SCORE", " ||| ".join(gts[i]), hypothesis)))
-        return dict(zip(ids, self._java.ask(lines)))
+            lines[i] = " ||| ".join(("SCORE", " ||| ".join(gts[i]), hypothesis))
+        new = list(dict.fromkeys(line for line in lines.values() if line not in self._memo))
+        if len(self._memo) + len(new) > MEMO_LIMIT:
+            self._memo.clear()
+            new = list(dict.fromkeys(lines.values()))
+        self._memo.update(zip(new, self._java.ask(new)))
+        self.aligned += len(new)
+        return {i: self._memo[line] for i, line in lines.items()}
 
     def _eval(self, stats: list[str]) -> tuple[float, list[float]]:
+        """(METEOR's corpus score of ``stats``, the score of each line)."""
         replies = self._java.ask(["EVAL ||| " + " ||| ".join(stats)], replies_per_line=len(stats), extra_replies=1)
         return float(replies[-1]), [float(r) for r in replies[:-1]]
 
@@ -56,8 +89,9 @@ class METEOR(PostgenMetric):
     def score_blocks(self, gts, res, blocks):
         check_inputs(gts, res)
         stats = self._stats(gts, res)
-        _, per_image = self._eval([stats[i] for i in gts])
-        return np.array([self._eval([stats[i] for i in block])[0] for block in blocks]), np.asarray(per_image)
+        summed = [summed_stats([stats[i] for i in block]) for block in blocks]
+        _, scores = self._eval([stats[i] for i in gts] + summed)
+        return np.array(scores[len(gts):]), np.asarray(scores[:len(gts)])
 
     def close(self):
         java = getattr(self, "_java", None)

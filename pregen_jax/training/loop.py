@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,6 +59,11 @@ class Schedule:
     batch_size: int | None = None            # items per batch, for the bar's rate
     rate_name: str = "items_per_s"
     description: str = ""                    # names the run in the bar and the lines
+    stop: threading.Event | None = None      # set by another thread: end at the next step (the last checkpoint stays)
+
+
+class Stopped(Exception):
+    """Training ended early because ``Schedule.stop`` was set (its last checkpoint resumes it)."""
 
 
 @dataclasses.dataclass
@@ -132,6 +138,8 @@ def _train_epoch(task: Task, schedule: Schedule, params, opt_state, epoch: int, 
                disable=not progress, leave=False)
     start, losses = time.perf_counter(), []
     for index, batch in enumerate(bar):
+        if schedule.stop is not None and schedule.stop.is_set():
+            raise Stopped(f"{schedule.description or 'training'}: stopped in epoch {epoch}")
         params, opt_state, loss = task.step(params, opt_state, batch, epoch, index)
         if index % schedule.loss_every == 0:
             losses.append(float(loss))
