@@ -17,6 +17,8 @@ Sections (each prints a markdown table):
              scores captions (CIDEr, METEOR, WMD) beside it: what the post-gen pool costs training.
   ensemble   one training step of 3 runs vmapped against 3 separate steps (and how far apart
              the parameters are after a few steps).
+  trainers   two runs' training steps one after the other, and at once in two threads of one process (as
+             a search trains them: pipeline/trainers.py): steps per second of both.
   compile    the training step's first call in a fresh process, compiled and loaded from the
              persistent compilation cache that a search keeps in its run folder.
   processes  `pregen-search run` of one config with 1 process and with 2 processes on this machine.
@@ -26,7 +28,7 @@ Sections (each prints a markdown table):
              GRU architectures, pycocoevalcap post-gen, cold JVMs), from `git archive` in a
              temporary folder, timed the same way: the demo's speed against it, in one run.
 The last line printed is machine-readable:
-    demo_s=<seconds> sweep_steady_s_5000=<seconds> two_process_speedup=<ratio>
+    demo_s=<seconds> baseline_demo_s=<seconds> demo_vs_baseline=<ratio> postgen_share=<share> sweep_steady_s_5000=<seconds> two_process_speedup=<ratio>
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 from _inputs import random_ref_probs, spec_strata  # noqa: E402
 
-SECTIONS = ("grid", "devices", "workers", "ensemble", "compile", "processes", "demo", "baseline")
+SECTIONS = ("grid", "devices", "workers", "ensemble", "trainers", "compile", "processes", "demo", "baseline")
 BASELINE = "6fbc621"  # the demo of 2026-11-22 (213 s on one idle machine, 467 s on another)
 WORDS = ("a an the red green blue yellow purple small big large tiny ball box ring triangle square circle star "
          "above below beside left right of next to on under and with near").split()
@@ -302,6 +304,42 @@ def workers(quick: bool) -> dict:
     return {"workers": results}
 
 
+def trainers(quick: bool) -> dict:
+    """Two runs trained one after the other against both at once in two threads (the search's trainers)."""
+    import jax
+    import optax
+
+    from pregen_jax.captioning import train as training
+    model, _, _ = demo_model()
+    optimizer = optax.adam(1e-3)
+    step = training.make_train_step(model, optimizer)
+    states = [[p, optimizer.init(p)] for p in (training.init_params(model, 128, seed) for seed in (1, 2))]
+    batch = training_batch(np.random.default_rng(0), 16)
+    key = jax.random.PRNGKey(0)
+    steps = 30 if quick else 150
+
+    def train(k: int) -> None:
+        for _ in range(steps):
+            states[k][0], states[k][1], loss = step(*states[k], key, *batch)
+        loss.block_until_ready()
+    train(0), train(1)  # compiled
+
+    def one_after_the_other():
+        train(0), train(1)
+
+    def at_once():
+        threads = [threading.Thread(target=train, args=(k,)) for k in (0, 1)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+    pairs = [(median_time(one_after_the_other, 1), median_time(at_once, 1)) for _ in range(3)]
+    sequential_s, threads_s = np.median(pairs, axis=0)
+    print(f"\n### 2 runs x {steps} training steps: one after the other vs at once in two threads\n")
+    print("| training | seconds | steps per second | relative |\n|---|---|---|---|")
+    print(f"| one after the other | {sequential_s:.2f} | {2 * steps / sequential_s:.1f} | 1.00 |")
+    print(f"| two threads | {threads_s:.2f} | {2 * steps / threads_s:.1f} | {sequential_s / threads_s:.2f}x |")
+    return {"trainers_speedup": sequential_s / threads_s}
+
+
 def ensemble(quick: bool) -> dict:
     """3 runs' training steps vmapped into one, against 3 separate steps of the same batches."""
     import jax
@@ -437,7 +475,10 @@ def demo(quick: bool, keep: str | None = None) -> dict:
     for stage, seconds in timings.items():
         if stage != "when":
             print(f"| {stage} | {seconds:.1f} |")
-    return {"demo_s": timings["total"], "demo": timings}
+    share = timings.get("post-gen metrics", 0.0) / timings["total"]
+    print(f"\nPost-gen: {timings.get('post-gen metrics', 0.0):.1f} s of worker time, {share:.1%} of the total "
+          f"(target: under 10%, {'met' if share < 0.1 else 'missed'})")
+    return {"demo_s": timings["total"], "demo": timings, "postgen_share": share}
 
 
 def baseline(quick: bool) -> dict:
@@ -461,6 +502,8 @@ def baseline(quick: bool) -> dict:
     for stage, seconds in timings.items():
         if stage != "when":
             print(f"| {stage} | {seconds:.1f} |")
+    print(f"\nPost-gen: {timings.get('post-gen metrics', 0.0):.1f} s of worker time, "
+          f"{timings.get('post-gen metrics', 0.0) / timings['total']:.1%} of the total")
     return {"baseline_demo_s": timings["total"]}
 
 
@@ -473,7 +516,7 @@ def main(argv=None) -> int:
     import jax
     print(f"jax {jax.__version__}; devices: {', '.join(str(d) for d in jax.devices())}; "
           f"{os.cpu_count()} CPU cores; {'quick' if args.quick else 'full'} run", flush=True)
-    sections = {"grid": grid, "devices": devices, "workers": workers, "ensemble": ensemble,
+    sections = {"grid": grid, "devices": devices, "workers": workers, "ensemble": ensemble, "trainers": trainers,
                 "compile": compile_cache, "processes": processes,
                 "demo": lambda quick: demo(quick, args.demo_out), "baseline": baseline}
     found: dict = {}
@@ -487,7 +530,7 @@ def main(argv=None) -> int:
         print(f"demo {found['demo_s']:.0f} s against the baseline's {found['baseline_demo_s']:.0f} s: {ratio:.2f}x "
               f"(target: no slower, {'met' if ratio <= 1 else 'missed'})")
     line = " ".join(f"{key}={found[key]:.4g}" if isinstance(found.get(key), float) else f"{key}=nan"
-                    for key in ("demo_s", "baseline_demo_s", "demo_vs_baseline", "sweep_steady_s_5000",
+                    for key in ("demo_s", "baseline_demo_s", "demo_vs_baseline", "postgen_share", "sweep_steady_s_5000",
                                 "two_process_speedup"))
     print(line)
     return 0
