@@ -101,6 +101,27 @@ def test_pre_learns_to_use_the_image(tmp_path):
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
+def test_teacher_forcing_in_one_scan_equals_the_step_loop(arch, cell):
+    """``teacher_forced`` (embedding and output layer over all positions, only the cell scanned)
+    gives the logits of ``step`` at each position; in training it drops out and is differentiable."""
+    config = CaptionerConfig(cell=cell, **TINY)
+    model = Captioner(arch, config, len(VOCAB))
+    params = training.init_params(model, FEATURES, 2)
+    features = jax.random.normal(jax.random.PRNGKey(3), (5, FEATURES))
+    inputs = jax.random.randint(jax.random.PRNGKey(4), (5, 9), 0, len(VOCAB))
+    together = model.apply(params, features, inputs, method="teacher_forced")
+    state, steps = model.apply(params, features, method="start"), []
+    for t in range(inputs.shape[1]):
+        state, logits = model.apply(params, state, inputs[:, t], method="step")
+        steps.append(logits)
+    np.testing.assert_allclose(together, jnp.stack(steps, 1), atol=1e-5)
+    dropped = model.apply(params, features, inputs, True, method="teacher_forced",
+                          rngs={"dropout": jax.random.PRNGKey(5)})
+    assert dropped.shape == together.shape and not np.allclose(dropped, together)
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_ref_probs_equal_step_by_step_decoding(arch):
     config = CaptionerConfig(cell="lstm", **TINY)
     model = Captioner(arch, config, len(VOCAB))

