@@ -13,12 +13,17 @@ calls in one process, for
   - array, batched: one ``score_systems`` call for all 5 models (the references split and
     counted once);
   - array, batched, references kept: the same call again, the references' side kept from an
-    earlier call (not counted in the last line's ratios).
+    earlier call (``warm_batched`` in the last line: "warm, best of 2 calls in one process" as
+    the issue times it);
+  - array, per model, references kept (``warm_per_model``);
+  - ``postgen.score(name, gts, res)`` once per metric and model, references kept (``warm_api``:
+    BLEU-1..4, ROUGE-L and CIDEr-D each a call, as a user of the functional API calls them).
 Before each timed per-model round and each batched call, the kept references are dropped, so
 those timings include splitting and counting the references.
 The array scores are checked against pycocoevalcap's (largest absolute difference printed).
 The machine may be shared: the load average is printed. The last line is machine-readable:
     postgen_speedup_per_model=<wall ratio> postgen_speedup_batched=<wall ratio> cpu_per_model=... cpu_batched=...
+    warm_batched=... warm_per_model=... warm_api=...
 """
 from __future__ import annotations
 
@@ -93,6 +98,24 @@ def batched_kept(gts, systems) -> dict:
     return postgen.score_systems(NAMES, gts, systems, tokenize=False)
 
 
+def per_model_kept(gts, systems) -> dict:
+    """One call per model, the references' side kept from earlier calls (a warm process, as the issue times it)."""
+    from pregen_jax import postgen
+    return {m: postgen.score_systems(NAMES, gts, {m: res}, tokenize=False)[m] for m, res in systems.items()}
+
+
+def per_metric_api(gts, systems) -> dict:
+    """``postgen.score(name, gts, res)`` for each metric of each model, as a user calls the functional API."""
+    from pregen_jax import postgen
+    out = {}
+    for m, res in systems.items():
+        out[m] = {}
+        for name in NAMES:
+            corpus, per_image = postgen.score(name, gts, res)
+            out[m][name] = (corpus, np.asarray(per_image))
+    return out
+
+
 def interleaved(functions: dict, args, repeats: int = 2) -> tuple[dict, dict, dict]:
     """({name: best wall seconds}, {name: best CPU seconds of this process}, {name: last value}), the
     functions called in turn ``repeats`` times, so that a change of the machine's load hits all alike."""
@@ -123,18 +146,21 @@ def main() -> None:
     gts, systems = where_image2()
     print(f"{len(systems)} models x {len(gts)} images = {len(systems) * len(gts)} candidates, "
           f"{sum(map(len, gts.values()))} references; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    wall, cpu, values = interleaved({"coco": coco, "model": per_model, "batch": batched, "kept": batched_kept},
-                                    (gts, systems))
+    wall, cpu, values = interleaved({"coco": coco, "model": per_model, "batch": batched, "kept": batched_kept,
+                                     "model_kept": per_model_kept, "api": per_metric_api}, (gts, systems))
     labels = {"coco": "pycocoevalcap (Bleu 1-4 + ROUGE_L + CIDEr, per model)",
               "model": "array, one call per model", "batch": "array, one call for all models",
-              "kept": "array, one call for all, references kept"}
+              "kept": "array, one call for all, references kept",
+              "model_kept": "array, one call per model, references kept",
+              "api": "postgen.score per metric and model, references kept"}
     for name, label in labels.items():
         ratio = "" if name == "coco" else (f"  x{wall['coco'] / wall[name]:.1f} wall, x{cpu['coco'] / cpu[name]:.1f} CPU"
                                            f"  (largest |difference| {largest_difference(values[name], values['coco']):.1e})")
         print(f"{label:<55} {wall[name] * 1000:8.1f} ms wall {cpu[name] * 1000:8.1f} ms CPU{ratio}")
     print(f"postgen_speedup_per_model={wall['coco'] / wall['model']:.1f} postgen_speedup_batched="
           f"{wall['coco'] / wall['batch']:.1f} cpu_per_model={cpu['coco'] / cpu['model']:.1f} "
-          f"cpu_batched={cpu['coco'] / cpu['batch']:.1f}")
+          f"cpu_batched={cpu['coco'] / cpu['batch']:.1f} warm_batched={wall['coco'] / wall['kept']:.1f} "
+          f"warm_per_model={wall['coco'] / wall['model_kept']:.1f} warm_api={wall['coco'] / wall['api']:.1f}")
 
 
 if __name__ == "__main__":

@@ -50,11 +50,20 @@ def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dic
     check_inputs(gts, res)
     if idf_from is not None and name != "CIDEr":
         raise ValueError(f"idf_from applies to CIDEr only, not {name}")
+    if name in ARRAY_METRICS and backend == "array":
+        # Kept by content: score() of BLEU, ROUGE-L and CIDEr-D in turn on the same captions encodes
+        # them once. A corpus kept for exactly these strings was built from tokenized strings, so
+        # these are tokenized already.
+        from .cider import corpus_of, recent_corpus
+        corpus = recent_corpus(gts, res, idf_from)
+        if corpus is None:
+            if tokenize:
+                gts, res, idf_from = _tokenized(gts, res, idf_from)
+            corpus = corpus_of(gts, res, idf_from)
+        corpus, per_image = _array_score(name, corpus)
+        return corpus, per_image.tolist()
     if tokenize:
         gts, res, idf_from = _tokenized(gts, res, idf_from)
-    if name in ARRAY_METRICS and backend == "array":
-        corpus, per_image = score_systems([name], gts, {None: res}, idf_from=idf_from, tokenize=False)[None][name]
-        return corpus, per_image.tolist()
     from .registry import check_names, make_metrics
     check_names([name])
     if name in ARRAY_METRICS:
@@ -105,7 +114,24 @@ def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
     return results
 
 
+def _array_score(name: str, corpus: Corpus) -> tuple[float, np.ndarray]:
+    """(corpus score, f64[I] per-image scores) of one array metric on ``corpus`` (one candidate per image)."""
+    if name.startswith("Bleu_"):
+        if "bleu" not in corpus.__dict__:  # BLEU-1..4 come from the same counts: scored in turn, counted once
+            corpus.__dict__["bleu"] = bleu_scores(*bleu_counts(corpus))
+        whole, per_image = corpus.__dict__["bleu"]
+        n = int(name[-1])
+        return float(whole[n - 1]), per_image[:, n - 1]
+    per_image = rouge_l(corpus) if name == "ROUGE_L" else cider_d(corpus)
+    return float(np.mean(per_image)), per_image
+
+
 def _tokenized(gts: dict, res: dict, idf_from: dict | None) -> tuple[dict, dict, dict | None]:
+    refs = [r for image_refs in gts.values() for r in image_refs]
+    cands = [c[0] if c else "" for c in res.values()]
+    if all(not strings or is_tokenized("\n".join(strings), len(strings)) for strings in (refs, cands)) and (
+            idf_from is None or idf_from is gts):  # already tokenized: the inputs as they are, not copied
+        return gts, res, idf_from
     keys = list(gts)
     refs = tokenized([r for i in keys for r in gts[i]])
     out, at = {}, 0

@@ -105,8 +105,7 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
     The last few are kept (by content), so that CIDEr-D, BLEU and ROUGE-L scoring the same
     captions one after another (as a search does, metric by metric) split and count them once.
     """
-    key = (tuple(gts), tuple(map(tuple, gts.values())), tuple(res[i][0] for i in gts),
-           None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
+    key = _key(gts, res, idf_from)
     with _LOCK:
         corpus = _RECENT.get(key)
     if corpus is None:
@@ -116,6 +115,17 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
             while len(_RECENT) > 2:
                 del _RECENT[next(iter(_RECENT))]
     return corpus
+
+
+def recent_corpus(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus | None:
+    """The kept ``Corpus`` of exactly these strings, or None (nothing is built)."""
+    with _LOCK:
+        return _RECENT.get(_key(gts, res, idf_from))
+
+
+def _key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
+    return (tuple(gts), tuple(map(tuple, gts.values())), tuple(res[i][0] for i in gts),
+            None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
 
 
 _RECENT: dict = {}

@@ -51,8 +51,11 @@ def is_canonical(text: str, strings: int) -> bool:
 
 
 def is_tokenized(text: str, strings: int) -> bool:
-    """Whether ``text`` is already what the package tokenizer writes (lower-case alphanumeric tokens)."""
-    return is_canonical(text, strings) and _NOT_TOKENIZED.search(text) is None
+    """Whether ``text`` is already what the package tokenizer writes (lower-case alphanumeric tokens).
+
+    Only [a-z0-9 \n] passing the search, no other whitespace or non-ASCII is left to look for."""
+    return (_NOT_TOKENIZED.search(text) is None and text.count("\n") == strings - 1 and "  " not in text
+            and " \n" not in text and "\n " not in text and not text.startswith(" ") and not text.endswith(" "))
 
 
 def _arrays(tokens: list[str], lengths: np.ndarray, canonical: bool = False, index: dict | None = None) -> Encoded:
