@@ -87,6 +87,32 @@ def test_where_image2_captions_equal_pycocoevalcap():
     assert_equal_to_coco(gts, res)
 
 
+@pytest.mark.parametrize("source", ["random", "where-image2"])
+def test_blocks_scored_alone_in_one_pass_equal_pycocoevalcap_on_each_block(source):
+    """The 2018 strata: each block's CIDEr-D and BLEU as pycocoevalcap gives on the block alone
+    (its own document frequencies, its summed counts). The array backends score all blocks in a
+    pass per layer of disjoint blocks; overlapping, repeated and whole-set blocks included."""
+    if source == "random":
+        gts, res = _random_corpus(5, 90)
+        res["i0"] = [""]
+    else:
+        try:
+            gts, res = _where_image2("par_2")
+        except FileNotFoundError:
+            pytest.skip("../shared/data/where-image2-captions absent")
+        gts, res = {i: gts[i] for i in list(gts)[:400]}, {i: res[i] for i in list(gts)[:400]}
+    order = list(np.random.default_rng(1).permutation(list(gts)))
+    blocks = [list(b) for k in (1, 2, 3, 5) for b in np.array_split(order, k)]
+    blocks += [order[:7], order[3:40], order[::2], order[:7], [order[5]]]
+    for name in ("CIDEr", "Bleu_4", "Bleu_2"):
+        metric = postgen.make_metrics([name]).metrics[0]
+        by_block, per_image = metric.score_blocks(gts, res, blocks)
+        np.testing.assert_allclose(per_image, metric.compute_score(gts, res)[1], atol=TOL, rtol=TOL)
+        for block, value in zip(blocks, by_block):
+            expected = coco({i: gts[i] for i in block}, {i: res[i] for i in block})[name][0]
+            assert value == pytest.approx(expected, abs=TOL, rel=TOL), (name, len(block))
+
+
 def test_built_in_dataset_equals_pycocoevalcap():
     from pregen_jax.datasets.shapes import ShapesConfig, generate
     test = generate(ShapesConfig(train=1, val=1, test=150, refs_per_image=6))["test"]

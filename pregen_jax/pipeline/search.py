@@ -303,6 +303,8 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
             evaluated[position].append(search.rows(model))
 
     ctx = dataclasses.replace(ctx, stop=threading.Event())
+    if any(isinstance(units[position], sources.TrainingJob) and not units[position].entry.done for position in mine):
+        pool.warm()  # a model will train, so post-gen will run: its JVMs start while it trains
     with started_in_order([units[position] for position in mine], lambda unit: flow.start(unit, ctx), trainers,
                           ctx.stop) as started:
         for index, models in tqdm(started, total=len(mine), desc="models", unit="unit",

@@ -9,7 +9,10 @@ the stage cache as the search itself would have.
 
 Workers are processes: CIDEr, BLEU, ROUGE-L and most of WMD are Python, and in threads
 would hold the interpreter lock the training loop needs (``benchmarks/bench_scale.py``
-measures both). Each worker starts its own METEOR JVM once, on its first job. A post-gen
+measures both). Each worker starts its own METEOR JVM once: on its first job, or, when the
+search knows a model will train (``warm``), while that model trains, so that the JVM's start
+(about 10 s: Java and METEOR's paraphrase table) overlaps training instead of delaying the
+first model's scores. A post-gen
 metric registered at run time (``postgen.register`` from the user's code) is unknown to a
 fresh worker process, so with such a metric the workers are threads. With ``workers=0`` every
 job runs at once in this process, in the order a search without a pool would run it.
@@ -72,6 +75,13 @@ def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str) -> Non
         multiprocessing.util.Finalize(metrics, metrics.close, exitpriority=10)
     else:
         _THREAD_METRICS.append(metrics)
+
+
+def _warm() -> None:
+    """Start every configured metric in this worker (a JVM boots in its own process meanwhile)."""
+    metrics = _STATE.args[2]
+    for name in metrics.names:
+        metrics[name]
 
 
 def _score(model: ModelScores, setup=None) -> Scored:
@@ -138,6 +148,18 @@ class PostgenPool:
             return concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start,
                                                           initargs=self._setup)
         return concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="postgen")
+
+    def warm(self) -> None:
+        """Start the worker processes and their metrics now, ahead of the first job (call it when a
+        job is sure to come: a model is about to train). Threads and inline jobs start theirs on
+        their first job."""
+        if self.kind != "process" or self._executor is not None:
+            return
+        self._executor = self._start_executor()
+        from .. import processes
+        with processes.children_ignore_interrupts():
+            for _ in range(self.workers):  # one call per worker: each submit to a busy pool starts one more
+                self._executor.submit(_warm)
 
     def submit(self, model: ModelScores) -> concurrent.futures.Future:
         """Run the flow's next part (the worker stages) on ``model``: a future of ``Scored``."""

@@ -24,7 +24,9 @@ class PostgenOptions:
     stopwords: str = ""     # WMD stop-word file ("" = the 2018 NLTK list in ../shared/data/wmd when present)
     corenlp_dir: str = ""   # SPICE: folder with the Stanford CoreNLP 3.6.0 jars ("" = $PREGEN_JAX_CORENLP)
     reo_model: str = ""     # REO: a scorer folder (matching model + covariance) from experiments/reo_shapes
-    backend: Literal["array", "coco"] = "array"  # CIDEr, BLEU, ROUGE-L: "array" (all images at once) or "coco" (pycocoevalcap)
+    # CIDEr, BLEU, ROUGE-L: "array" (all images at once) or "coco" (pycocoevalcap); WMD: "array" (POT's
+    # solver called per pair) or "coco" (gensim's wmdistance); the same numbers either way
+    backend: Literal["array", "coco"] = "array"
 
 
 class PostgenMetric:

@@ -86,3 +86,19 @@ class BLEU(PostgenMetric):
         from .cider import corpus_of
         corpus, per_image = bleu_scores(*bleu_counts(corpus_of(gts, res)))
         return float(corpus[self.n - 1]), per_image[:, self.n - 1].tolist()
+
+    def score_blocks(self, gts, res, blocks):
+        """Each block's corpus BLEU from its images' summed counts (as pycocoevalcap on the block
+        alone: a candidate's counts and closest reference length depend on its image only)."""
+        if self.backend == "coco":
+            return super().score_blocks(gts, res, blocks)
+        check_inputs(gts, res)
+        from .cider import corpus_of
+        correct, guess, testlen, reflen = bleu_counts(corpus_of(gts, res))
+        position = {image_id: k for k, image_id in enumerate(gts)}
+        by_block = []
+        for block in blocks:
+            at = [position[i] for i in block]
+            by_block.append(bleu_scores(correct[at], guess[at], testlen[at], reflen[at])[0][self.n - 1])
+        per_image = bleu_scores(correct, guess, testlen, reflen)[1][:, self.n - 1]
+        return np.array(by_block), per_image

@@ -30,45 +30,83 @@ SIGMA = 6.0
 
 def cider_d(corpus: Corpus, sigma: float = SIGMA) -> np.ndarray:
     """f64[C]: CIDEr-D of each candidate, document frequencies over all ``corpus.images`` images."""
+    return cider_d_layers(corpus, np.zeros((1, corpus.images), np.int64), sigma)[0]
+
+
+def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> np.ndarray:
+    """f64[L, C]: CIDEr-D of each candidate within its block of each layer, as if pycocoevalcap
+    scored that block alone (document frequencies from the block's references, the idf's
+    numerator the log of the block's size); NaN for a candidate in no block of the layer.
+
+    ``layers``: i64[L, images], the block of each image in layer l (-1: none). A layer's blocks
+    are disjoint, so one pass over the n-grams scores all of them: each entry takes the
+    frequencies of its own image's block. Strata are layers (k = 1..5 blocks of one sort).
+    """
     R, C = corpus.R, len(corpus.cands)  # noqa: N806
+    layers = np.asarray(layers, np.int64)
     if C == 0:
-        return np.zeros(0)
-    ref_len = np.log(float(corpus.images))
+        return np.zeros((len(layers), 0))
     width = int(corpus.ref_count.max())
-    numerator = np.zeros((MAX_ORDER, C, width))
-    cand_norm = np.zeros((MAX_ORDER, C))
-    ref_norm = np.zeros((MAX_ORDER, R))
     cand_start = corpus.ref_start[corpus.cand_image]
     cand_count = corpus.ref_count[corpus.cand_image]
-    for n in range(1, MAX_ORDER + 1):
-        j = corpus.joined(n)
-        r_ref, c_cand = j.r_ref, j.c_cand
-        r_weight = j.r_tf * (ref_len - np.log(np.maximum(1.0, j.df[j.group])))
-        c_weight = j.c_tf * (ref_len - np.log(np.maximum(1.0, j.c_df)))
-        ref_norm[n - 1] = np.sqrt(np.bincount(r_ref, r_weight ** 2, R))
-        cand_norm[n - 1] = np.sqrt(np.bincount(c_cand, c_weight ** 2, C))
-        # shared n-grams of each candidate and each reference of its image: the run of its (gram, image)
-        found = j.c_run >= 0
-        lo = np.where(found, j.run_start[j.c_run], 0)
-        runs = np.where(found, j.run_end[j.c_run] - lo, 0)
-        entry = np.repeat(np.arange(len(c_cand)), runs)
-        match = np.arange(runs.sum()) + np.repeat(lo - np.cumsum(runs) + runs, runs)
-        w_c, w_r = c_weight[entry], r_weight[match]
-        cand = c_cand[entry]
-        slot = r_ref[match] - cand_start[cand]
-        numerator[n - 1] += np.bincount(cand * width + slot, np.minimum(w_c, w_r) * w_r,
-                                        C * width).reshape(C, width)
     slots = np.arange(width)
     real = slots[None, :] < cand_count[:, None]                                  # b[C, width]
     ref_of_slot = np.where(real, cand_start[:, None] + slots[None, :], 0)
-    both = (cand_norm[:, :, None] != 0) & (ref_norm[:, ref_of_slot] != 0)
-    similarity = np.where(both, numerator / np.where(both, cand_norm[:, :, None] * ref_norm[:, ref_of_slot], 1.0),
-                          numerator)
     bigrams = np.maximum(corpus.encoded.lengths - 1, 0)                         # pycocoevalcap's "length"
     delta = (bigrams[R:][:, None] - bigrams[ref_of_slot]).astype(np.float64)
-    similarity = similarity * np.exp(-(delta ** 2) / (2 * sigma ** 2))
-    summed = np.where(real[None], similarity, 0.0).sum(axis=2)                   # f[4, C] over references
-    return summed.mean(axis=0) / cand_count * 10.0
+    penalty = np.exp(-(delta ** 2) / (2 * sigma ** 2))
+    orders = [_matches(corpus, n, width) for n in range(1, MAX_ORDER + 1)]
+    scores = np.full((len(layers), C), np.nan)
+    for layer, image_block in enumerate(layers):
+        blocks = int(image_block.max()) + 1
+        if blocks == 0:
+            continue
+        log_size = np.log(np.maximum(np.bincount(image_block[image_block >= 0], minlength=blocks), 1).astype(np.float64))
+        summed = np.zeros((MAX_ORDER, C))
+        for n, (j, c_group, entry, match, target) in enumerate(orders):
+            r_block = image_block[corpus.ref_image[j.r_ref]]
+            c_block = image_block[corpus.cand_image[j.c_cand]]
+            if blocks == 1 and (image_block == 0).all():  # the whole set: its frequencies as joined
+                df, c_df = j.df[j.group], j.c_df
+            else:
+                run_block = r_block[j.run_start]
+                df_block = np.bincount((run_block * len(j.df) + j.group[j.run_start])[run_block >= 0],
+                                       minlength=blocks * len(j.df))
+                df = df_block[np.maximum(r_block, 0) * len(j.df) + j.group]
+                c_df = np.where(c_group >= 0, df_block[np.maximum(c_block, 0) * len(j.df) + c_group], 0)
+            r_weight = j.r_tf * (log_size[np.maximum(r_block, 0)] - np.log(np.maximum(1.0, df)))
+            c_weight = j.c_tf * (log_size[np.maximum(c_block, 0)] - np.log(np.maximum(1.0, c_df)))
+            ref_norm = np.sqrt(np.bincount(j.r_ref, r_weight ** 2, R))
+            cand_norm = np.sqrt(np.bincount(j.c_cand, c_weight ** 2, C))
+            w_c, w_r = c_weight[entry], r_weight[match]
+            numerator = np.bincount(target, np.minimum(w_c, w_r) * w_r, C * width).reshape(C, width)
+            norms = cand_norm[:, None] * ref_norm[ref_of_slot]
+            both = (cand_norm[:, None] != 0) & (ref_norm[ref_of_slot] != 0)
+            similarity = np.where(both, numerator / np.where(both, norms, 1.0), numerator) * penalty
+            summed[n] = np.where(real, similarity, 0.0).sum(axis=1)                  # over references
+        in_layer = image_block[corpus.cand_image] >= 0
+        scores[layer, in_layer] = (summed.mean(axis=0) / cand_count * 10.0)[in_layer]
+    return scores
+
+
+def _matches(corpus: Corpus, n: int, width: int) -> tuple:
+    """The join of order ``n``, each candidate entry's gram group (-1: in no reference), and each
+    (candidate entry, reference entry of its image with the same gram) match: the entry, the
+    reference entry, and the flat (candidate, reference slot) it adds to."""
+    j = corpus.joined(n)
+    c_group = np.full(len(j.c_gram), -1, np.int64)
+    if j.df.size and j.c_gram.size:
+        first = j.run_start[np.r_[True, j.group[j.run_start][1:] != j.group[j.run_start][:-1]]]
+        at = np.searchsorted(j.r_gram[first], j.c_gram).clip(max=len(j.df) - 1)
+        c_group = np.where(j.c_df > 0, at, -1)
+    found = j.c_run >= 0  # shared n-grams of a candidate and its image's references: the run of (gram, image)
+    lo = np.where(found, j.run_start[j.c_run], 0)
+    runs = np.where(found, j.run_end[j.c_run] - lo, 0)
+    entry = np.repeat(np.arange(len(j.c_cand)), runs)
+    match = np.arange(runs.sum()) + np.repeat(lo - np.cumsum(runs) + runs, runs)
+    cand = j.c_cand[entry]
+    target = cand * width + (j.r_ref[match] - corpus.ref_start[corpus.cand_image][cand])
+    return j, c_group, entry, match, target
 
 
 class CIDEr(PostgenMetric):
@@ -97,6 +135,36 @@ class CIDEr(PostgenMetric):
             return float(score), [float(s) for s in per_image]
         per_image = cider_d(corpus_of(gts, res, self.idf_from))
         return float(np.mean(per_image)), per_image.tolist()
+
+    def score_blocks(self, gts, res, blocks):
+        """Each block scored alone (its own document frequencies, as the 2018 strata), all blocks in
+        one pass over the whole set's n-grams (``cider_d_blocks``); per image: the whole set."""
+        if self.backend == "coco" or self.idf_from is not None:
+            return super().score_blocks(gts, res, blocks)
+        check_inputs(gts, res)
+        layers, where = _layers(list(gts), blocks)
+        scores = cider_d_layers(corpus_of(gts, res), layers)
+        return np.array([scores[layer][at].mean() for layer, at in where]), scores[0]
+
+
+def _layers(image_ids: list, blocks: list[list]) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
+    """Blocks of images packed into layers of disjoint blocks (the whole set first):
+    (i64[L, images] each image's block in each layer or -1, per block its layer and image positions)."""
+    position = {image_id: k for k, image_id in enumerate(image_ids)}
+    layers = [np.zeros(len(image_ids), np.int64)]
+    where = []
+    for block in blocks:
+        at = np.array([position[i] for i in block], np.int64)
+        if len(np.unique(at)) == len(image_ids):  # the whole set: scored in layer 0 already
+            where.append((0, at))
+            continue
+        free = [k for k in range(1, len(layers)) if (layers[k][at] < 0).all()]
+        layer = free[0] if free else len(layers)
+        if not free:
+            layers.append(np.full(len(image_ids), -1, np.int64))
+        layers[layer][at] = layers[layer].max() + 1
+        where.append((layer, at))
+    return np.stack(layers), where
 
 
 def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:

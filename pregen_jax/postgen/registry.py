@@ -169,7 +169,7 @@ def _rouge(options):
 
 def _wmd(options):
     from .wmd import WMD, resolve_stopwords
-    return WMD(resolve_stopwords(options)[0])
+    return WMD(resolve_stopwords(options)[0], options.backend)
 
 
 def _wmd_availability(options):
@@ -179,7 +179,7 @@ def _wmd_availability(options):
 
 def _wmd_depends(options):
     from .wmd import depends_on
-    return depends_on(options)
+    return {**depends_on(options), **_backend(options)}
 
 
 def _spice(options):

