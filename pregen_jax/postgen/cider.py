@@ -63,12 +63,14 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
             continue
         log_size = np.log(np.maximum(np.bincount(image_block[image_block >= 0], minlength=blocks), 1).astype(np.float64))
         summed = np.zeros((MAX_ORDER, C))
-        for n, (j, c_group, entry, match, target) in enumerate(orders):
+        whole_set = blocks == 1 and bool((image_block == 0).all())
+        for n, (j, entry, match, target) in enumerate(orders):
             r_block = image_block[corpus.ref_image[j.r_ref]]
             c_block = image_block[corpus.cand_image[j.c_cand]]
-            if blocks == 1 and (image_block == 0).all():  # the whole set: its frequencies as joined
+            if whole_set:  # its frequencies as joined
                 df, c_df = j.df[j.group], j.c_df
             else:
+                c_group = _candidate_groups(j)
                 run_block = r_block[j.run_start]
                 df_block = np.bincount((run_block * len(j.df) + j.group[j.run_start])[run_block >= 0],
                                        minlength=blocks * len(j.df))
@@ -90,15 +92,9 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
 
 
 def _matches(corpus: Corpus, n: int, width: int) -> tuple:
-    """The join of order ``n``, each candidate entry's gram group (-1: in no reference), and each
-    (candidate entry, reference entry of its image with the same gram) match: the entry, the
-    reference entry, and the flat (candidate, reference slot) it adds to."""
+    """The join of order ``n`` and each (candidate entry, reference entry of its image with the same
+    gram) match: the entry, the reference entry, and the flat (candidate, reference slot) it adds to."""
     j = corpus.joined(n)
-    c_group = np.full(len(j.c_gram), -1, np.int64)
-    if j.df.size and j.c_gram.size:
-        first = j.run_start[np.r_[True, j.group[j.run_start][1:] != j.group[j.run_start][:-1]]]
-        at = np.searchsorted(j.r_gram[first], j.c_gram).clip(max=len(j.df) - 1)
-        c_group = np.where(j.c_df > 0, at, -1)
     found = j.c_run >= 0  # shared n-grams of a candidate and its image's references: the run of (gram, image)
     lo = np.where(found, j.run_start[j.c_run], 0)
     runs = np.where(found, j.run_end[j.c_run] - lo, 0)
@@ -106,7 +102,17 @@ def _matches(corpus: Corpus, n: int, width: int) -> tuple:
     match = np.arange(runs.sum()) + np.repeat(lo - np.cumsum(runs) + runs, runs)
     cand = j.c_cand[entry]
     target = cand * width + (j.r_ref[match] - corpus.ref_start[corpus.cand_image][cand])
-    return j, c_group, entry, match, target
+    return j, entry, match, target
+
+
+def _candidate_groups(j) -> np.ndarray:
+    """i64[Ec]: each candidate entry's distinct reference gram (-1: in no reference)."""
+    c_group = np.full(len(j.c_gram), -1, np.int64)
+    if j.df.size and j.c_gram.size:
+        first = j.run_start[np.r_[True, j.group[j.run_start][1:] != j.group[j.run_start][:-1]]]
+        at = np.searchsorted(j.r_gram[first], j.c_gram).clip(max=len(j.df) - 1)
+        c_group = np.where(j.c_df > 0, at, -1)
+    return c_group
 
 
 class CIDEr(PostgenMetric):
