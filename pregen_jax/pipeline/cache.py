@@ -110,8 +110,9 @@ class StageCache:
 
     def merge(self, counts: dict[str, dict[str, int]]) -> None:
         """Add the counts of another view of this cache (a post-gen worker's)."""
-        for name, counted in counts.items():
-            self.log[name].update(counted)
+        with _COUNT_LOCK:  # trainer threads may be counting meanwhile
+            for name, counted in counts.items():
+                self.log[name].update(counted)
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Stage name -> {"computed": n, "reused": m}."""

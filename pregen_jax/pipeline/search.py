@@ -117,7 +117,8 @@ class SearchResult:
 def findings_rows(table: pd.DataFrame, kept: list[tuple[str, str, str]]) -> pd.DataFrame:
     """The rows of ``table`` whose (architecture, run, epoch) is in ``kept`` (all of it when every model is kept)."""
     ids = list(zip(table["architecture"].astype(str), table["run"].astype(str), table["epoch"].astype(str)))
-    keep = np.array([i in set(kept) for i in ids])
+    kept = set(kept)
+    keep = np.array([i in kept for i in ids])
     return table if keep.all() else table[keep].reset_index(drop=True)
 
 

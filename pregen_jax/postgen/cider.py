@@ -55,8 +55,9 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
     bigrams = np.maximum(corpus.encoded.lengths - 1, 0)                         # pycocoevalcap's "length"
     delta = (bigrams[R:][:, None] - bigrams[ref_of_slot]).astype(np.float64)
     penalty = np.exp(-(delta ** 2) / (2 * sigma ** 2))
-    orders = [_matches(corpus, n, width) for n in range(1, MAX_ORDER + 1)]
+    orders = [_matches(corpus, n, width, cand_start) for n in range(1, MAX_ORDER + 1)]
     scores = np.full((len(layers), C), np.nan)
+    c_groups: dict[int, np.ndarray] = {}
     for layer, image_block in enumerate(layers):
         blocks = int(image_block.max()) + 1
         if blocks == 0:
@@ -64,13 +65,14 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
         log_size = np.log(np.maximum(np.bincount(image_block[image_block >= 0], minlength=blocks), 1).astype(np.float64))
         summed = np.zeros((MAX_ORDER, C))
         whole_set = blocks == 1 and bool((image_block == 0).all())
-        for n, (j, entry, match, target) in enumerate(orders):
-            r_block = image_block[corpus.ref_image[j.r_ref]]
-            c_block = image_block[corpus.cand_image[j.c_cand]]
+        for n, (j, entry, match, target, r_image, c_image) in enumerate(orders):
+            r_block, c_block = image_block[r_image], image_block[c_image]
             if whole_set:  # its frequencies as joined
                 df, c_df = j.df[j.group], j.c_df
             else:
-                c_group = _candidate_groups(j)
+                if n not in c_groups:  # the same for every layer: worked out on the first that needs it
+                    c_groups[n] = _candidate_groups(j)
+                c_group = c_groups[n]
                 run_block = r_block[j.run_start]
                 df_block = np.bincount((run_block * len(j.df) + j.group[j.run_start])[run_block >= 0],
                                        minlength=blocks * len(j.df))
@@ -91,9 +93,10 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
     return scores
 
 
-def _matches(corpus: Corpus, n: int, width: int) -> tuple:
-    """The join of order ``n`` and each (candidate entry, reference entry of its image with the same
-    gram) match: the entry, the reference entry, and the flat (candidate, reference slot) it adds to."""
+def _matches(corpus: Corpus, n: int, width: int, cand_start: np.ndarray) -> tuple:
+    """The join of order ``n``; each (candidate entry, reference entry of its image with the same
+    gram) match: the entry, the reference entry, and the flat (candidate, reference slot) it adds
+    to; and the image of each reference entry and of each candidate entry."""
     j = corpus.joined(n)
     found = j.c_run >= 0  # shared n-grams of a candidate and its image's references: the run of (gram, image)
     lo = np.where(found, j.run_start[j.c_run], 0)
@@ -101,8 +104,8 @@ def _matches(corpus: Corpus, n: int, width: int) -> tuple:
     entry = np.repeat(np.arange(len(j.c_cand)), runs)
     match = np.arange(runs.sum()) + np.repeat(lo - np.cumsum(runs) + runs, runs)
     cand = j.c_cand[entry]
-    target = cand * width + (j.r_ref[match] - corpus.ref_start[corpus.cand_image][cand])
-    return j, entry, match, target
+    target = cand * width + (j.r_ref[match] - cand_start[cand])
+    return j, entry, match, target, corpus.ref_image[j.r_ref], corpus.cand_image[j.c_cand]
 
 
 def _candidate_groups(j) -> np.ndarray:
@@ -144,7 +147,7 @@ class CIDEr(PostgenMetric):
 
     def score_blocks(self, gts, res, blocks):
         """Each block scored alone (its own document frequencies, as the 2018 strata), all blocks in
-        one pass over the whole set's n-grams (``cider_d_blocks``); per image: the whole set."""
+        one pass over the whole set's n-grams (``cider_d_layers``); per image: the whole set."""
         if self.backend == "coco" or self.idf_from is not None:
             return super().score_blocks(gts, res, blocks)
         check_inputs(gts, res)

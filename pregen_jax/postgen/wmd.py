@@ -16,8 +16,10 @@ the two agree to the last bit on real captions.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -118,7 +120,7 @@ def wmdistance(glove: GloveVectors, document1: list[str], document2: list[str]) 
     document2 = [w for w in document2 if unit(w) is not None]
     if not document1 or not document2:
         return math.inf
-    counts1, counts2 = _counts(document1), _counts(document2)
+    counts1, counts2 = Counter(document1), Counter(document2)
     rows = sorted(counts1)                                   # the first document's words: ids 0..
     new = sorted(w for w in counts2 if w not in counts1)     # then the second's new words
     size = len(rows) + len(new)
@@ -132,21 +134,15 @@ def wmdistance(glove: GloveVectors, document1: list[str], document2: list[str]) 
     weights1, weights2 = np.zeros(size), np.zeros(size)
     length1, length2 = float(len(document1)), float(len(document2))
     weights1[:len(rows)] = [counts1[w] / length1 for w in rows]
-    weights2[[index[w] for w in columns]] = [counts2[w] / length2 for w in columns]
+    column_ids = [index[w] for w in columns]
+    weights2[column_ids] = [counts2[w] / length2 for w in columns]
     weights2 = weights2 * weights1.sum(0) / weights2.sum(0, keepdims=True)
     a = weights1[:len(rows)]
-    b = weights2[[index[w] for w in columns]]
-    _, cost, _, _, result = _EMD_C[0](a, b, costs, 100000, 1, None, None)
+    b = weights2[column_ids]
+    _, cost, _, _, result = _emd_c()(a, b, costs, 100000, 1, None, None)
     if result != 1:  # not optimal (iteration limit, unbounded): let gensim and POT say so their way
         return float(glove.keyed_vectors(document1 + document2).wmdistance(document1, document2))
     return float(cost)
-
-
-def _counts(words: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for w in words:
-        counts[w] = counts.get(w, 0) + 1
-    return counts
 
 
 def _cdist(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -154,13 +150,11 @@ def _cdist(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return cdist(u, v)
 
 
+@functools.cache
 def _emd_c():
-    """POT's network simplex (the solver its ``emd2`` calls)."""
+    """POT's network simplex (the solver its ``emd2`` calls), imported once (POT imports slowly)."""
     from ot.lp.emd_wrap import emd_c
     return emd_c
-
-
-_EMD_C: list = []  # filled on the first WMD: importing POT is slow
 
 
 class WMD(PostgenMetric):
@@ -183,8 +177,6 @@ class WMD(PostgenMetric):
         self.backend = backend
         self._glove = GloveVectors()
         self._cache: dict[tuple[str, str], float] = {}
-        if not _EMD_C:
-            _EMD_C.append(_emd_c())
 
     def _similarity(self, kv, candidate: list[str], reference: list[str]) -> float:
         key = (" ".join(candidate), " ".join(reference))
@@ -200,5 +192,8 @@ class WMD(PostgenMetric):
         kv = None
         if self.backend == "coco":
             kv = self._glove.keyed_vectors({w for i in gts for text in [*gts[i], res[i][0]] for w in content(text)})
-        per_image = [max(self._similarity(kv, content(res[i][0]), content(ref)) for ref in gts[i]) for i in gts]
+        per_image = []
+        for i in gts:
+            candidate = content(res[i][0])
+            per_image.append(max(self._similarity(kv, candidate, content(ref)) for ref in gts[i]))
         return float(np.mean(per_image)), per_image
