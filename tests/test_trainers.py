@@ -93,3 +93,75 @@ def test_two_trainers_train_the_same_models_and_ctrl_c_ends_them(tmp_path, crash
     one, two = (pd.read_csv(tmp_path / name / "table.tsv", sep="\t") for name in ("one", "two"))
     assert len(one) == 8 * 15
     pd.testing.assert_frame_equal(one, two)
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_postgen_waits_for_the_trainers_where_they_fill_the_cores(monkeypatch, hold):
+    """Held: no model goes to the post-gen pool until a trainer has no unit left (with one trainer:
+    the last unit has trained), then all go, in order; not held: each goes as soon as it is
+    decoded. Either way every model is taken up in order."""
+    import concurrent.futures
+    import dataclasses
+
+    from pregen_jax.pipeline import search as search_module
+    from pregen_jax.pipeline.workers import Scored
+
+    events = []
+
+    @dataclasses.dataclass
+    class Model:
+        name: str
+        finished: bool = False
+
+    @dataclasses.dataclass
+    class Context:
+        stop: threading.Event | None = None
+
+    class Pool:
+        def warm(self):
+            pass
+
+        def submit(self, model):
+            events.append(("submit", model.name))
+            future = concurrent.futures.Future()
+            future.set_result(Scored(model, {}, {}))
+            return future
+
+    class Search:
+        settings = dataclasses.make_dataclass("Settings", [("progress", bool)])(False)
+
+        def context(self, cache, timer):
+            return Context()
+
+        def rows(self, model):
+            return model.name
+
+    def start(unit, ctx):
+        events.append(("trained", unit))
+        return [Model(f"{unit}-snapshot"), Model(f"{unit}-final")]
+
+    def finish(model, scored):
+        model.finished = True
+    monkeypatch.setattr(search_module.flow, "start", start)
+    monkeypatch.setattr(search_module.flow, "advance", lambda model, ctx: None)
+    monkeypatch.setattr(search_module.flow, "merge", finish)
+    cache = type("Cache", (), {"merge": lambda self, counts: None})()
+    units = ["a", "b", "c"]
+    evaluated = search_module._evaluate_mine(Search(), units, [0, 1, 2], cache, Pool(), search_module.StageTimer(),
+                                             trainers=1, hold_postgen=hold)
+    assert evaluated == {k: [f"{u}-snapshot", f"{u}-final"] for k, u in enumerate(units)}
+    submits = [name for kind, name in events if kind == "submit"]
+    assert submits == [f"{u}-{m}" for u in units for m in ("snapshot", "final")]
+    first_submit = next(k for k, (kind, _) in enumerate(events) if kind == "submit")
+    if hold:
+        assert [kind for kind, _ in events[:first_submit]] == ["trained"] * 3
+    else:
+        assert events[:first_submit] == [("trained", "a")]
+
+
+def test_trainers_fill_the_cores_only_when_there_are_as_many_as_cores(monkeypatch):
+    monkeypatch.setattr(trainers.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert trainers.cores_here() == 2 and trainers.cores_here(processes_here=2) == 1
+    assert trainers.trainers_fill_cores(2) and trainers.trainers_fill_cores(4)
+    assert not trainers.trainers_fill_cores(1)  # one trainer leaves a core to post-gen
+    assert not trainers.trainers_fill_cores(1, processes_here=2)  # one trainer, one core: the plain sequential search

@@ -35,7 +35,7 @@ from .distributed import Cluster, compiled_programs_kept_in
 from .postgen_metrics import LazyMetrics
 from .quality import caption_quality
 from .space import space_key, tier_space
-from .trainers import default_trainers, started_in_order
+from .trainers import default_trainers, started_in_order, trainers_fill_cores
 from .workers import PostgenPool, default_workers
 
 WAITING = "waiting for post-gen workers"
@@ -240,7 +240,8 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     evaluated: dict[int, list[Evaluated]] = {}
     try:
         with PostgenPool(workers, data, config.postgen, cache.root) as pool:
-            evaluated = _evaluate_mine(search, units, mine, cache, pool, timer, trainers)
+            evaluated = _evaluate_mine(search, units, mine, cache, pool, timer, trainers,
+                                       hold_postgen=trainers_fill_cores(trainers, cluster.on_this_host))
     finally:
         metrics.close()
     cluster.barrier("models evaluated")
@@ -275,16 +276,23 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
 
 
 def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,
-                   timer: StageTimer, trainers: int = 1) -> dict[int, list[Evaluated]]:
+                   timer: StageTimer, trainers: int = 1, hold_postgen: bool = False) -> dict[int, list[Evaluated]]:
     """Run the flow on this process's units in order: its main parts here (train, decode; then the
     pre-gen sweep), its worker part in the pool, so that each model is scored while the next trains.
     Up to ``trainers`` units train at once, ahead, in threads (``trainers``).
+
+    ``hold_postgen``: the trainers fill every core (``trainers_fill_cores``), so post-gen jobs are
+    held until a trainer has no unit left to train (a core is free), then handed to the pool in
+    order: beside busy trainers a job would take the cores they use and 2-3x its own time; from
+    then on it has a core to itself while the last units train and decode. (The workers' JVMs
+    still start at once.)
 
     Finished post-gen jobs are taken up (their last part, their rows) in model order between
     units, and all of them at the end.
     """
     evaluated: dict[int, list[Evaluated]] = {position: [] for position in mine}
     pending: collections.deque = collections.deque()
+    held: collections.deque = collections.deque()
     ctx = search.context(cache, timer)
 
     def take_up(block: bool) -> None:
@@ -310,9 +318,16 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
                           ctx.stop) as started:
         for index, models in tqdm(started, total=len(mine), desc="models", unit="unit",
                                   disable=not search.settings.progress):
+            trained = not hold_postgen or index >= len(mine) - trainers  # a trainer has no unit left: a core is free
+            while trained and held:  # the workers start on these while this thread decodes
+                position, model = held.popleft()
+                pending.append((position, model, pool.submit(model)))
             for model in models:
                 flow.advance(model, ctx)  # reference probabilities and captions, on this process's devices
-                pending.append((mine[index], model, pool.submit(model)))
+                if trained:
+                    pending.append((mine[index], model, pool.submit(model)))
+                else:
+                    held.append((mine[index], model))
                 take_up(block=False)
     take_up(block=True)
     return evaluated

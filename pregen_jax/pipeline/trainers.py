@@ -25,14 +25,27 @@ from typing import Any
 MAX_TRAINERS = 4  # each holds a model, its optimiser state and its batches; more rarely pays on one machine
 
 
+def cores_here(processes_here: int = 1) -> int:
+    """The CPU cores this process may use, shared with ``processes_here - 1`` others on its machine (at least 1)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, processes_here))
+
+
 def default_trainers(processes_here: int = 1) -> int:
     """Trainer threads for one of ``processes_here`` search processes on this machine: one per core of
     its share (at most 4) on a CPU; one where JAX runs on an accelerator (the steps share the device)."""
     import jax
     if jax.default_backend() != "cpu":
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores // max(1, processes_here), MAX_TRAINERS))
+    return min(cores_here(processes_here), MAX_TRAINERS)
+
+
+def trainers_fill_cores(trainers: int, processes_here: int = 1) -> bool:
+    """Whether ``trainers`` threads training on the CPU keep every core of this process's share busy.
+    Work put beside them then only slows them down and takes 2-3x its own time (the demo's post-gen
+    on 2 cores: 28 s alone, 57-64 s beside two trainers), so it is better done once they are done."""
+    import jax
+    return trainers > 1 and jax.default_backend() == "cpu" and trainers >= cores_here(processes_here)
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ from .cache import StageCache
 from .config import PostgenConfig
 from .flow import ModelScores
 from .sources import Data
+from .trainers import cores_here
 
 MAX_WORKERS = 8  # each holds a JVM (up to 2 GB) and GloVe: more rarely pays
 
@@ -42,8 +43,7 @@ def default_workers(processes_here: int = 1) -> int:
     """Workers for one of ``processes_here`` search processes on this machine: one per core of its
     share beyond the one it trains on (at most 8); none with a single core, where a pool would
     only add overhead."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, min(cores // max(1, processes_here) - 1, MAX_WORKERS))
+    return max(0, min(cores_here(processes_here) - 1, MAX_WORKERS))
 
 
 @dataclasses.dataclass
