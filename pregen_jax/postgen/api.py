@@ -47,21 +47,22 @@ def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dic
     """
     if backend not in ("array", "coco"):
         raise ValueError(f"backend must be 'array' or 'coco', got {backend!r}")
-    check_inputs(gts, res)
     if idf_from is not None and name != "CIDEr":
         raise ValueError(f"idf_from applies to CIDEr only, not {name}")
     if name in ARRAY_METRICS and backend == "array":
         # Kept by content: score() of BLEU, ROUGE-L and CIDEr-D in turn on the same captions encodes
-        # them once. A corpus kept for exactly these strings was built from tokenized strings, so
-        # these are tokenized already.
+        # them once. A corpus kept for exactly these strings was built from checked, tokenized
+        # strings, so these are both already.
         from .cider import corpus_of, recent_corpus
         corpus = recent_corpus(gts, res, idf_from)
         if corpus is None:
+            check_inputs(gts, res)
             if tokenize:
                 gts, res, idf_from = _tokenized(gts, res, idf_from)
             corpus = corpus_of(gts, res, idf_from)
         corpus, per_image = _array_score(name, corpus)
         return corpus, per_image.tolist()
+    check_inputs(gts, res)
     if tokenize:
         gts, res, idf_from = _tokenized(gts, res, idf_from)
     from .registry import check_names, make_metrics

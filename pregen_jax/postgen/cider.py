@@ -67,8 +67,9 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
         whole_set = blocks == 1 and bool((image_block == 0).all())
         for n, (j, entry, match, target, r_image, c_image) in enumerate(orders):
             r_block, c_block = image_block[r_image], image_block[c_image]
-            if whole_set:  # its frequencies as joined
-                df, c_df = j.df[j.group], j.c_df
+            if whole_set:  # its frequencies as joined; the references' weights kept with kept references
+                c_df = j.c_df
+                r_weight, ref_norm = corpus.reference_side(("cider", n), lambda: _whole_set_weights(corpus, j, log_size[0]))  # noqa: B023 (called here)
             else:
                 if n not in c_groups:  # the same for every layer: worked out on the first that needs it
                     c_groups[n] = _candidate_groups(j)
@@ -78,9 +79,9 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
                                        minlength=blocks * len(j.df))
                 df = df_block[np.maximum(r_block, 0) * len(j.df) + j.group]
                 c_df = np.where(c_group >= 0, df_block[np.maximum(c_block, 0) * len(j.df) + c_group], 0)
-            r_weight = j.r_tf * (log_size[np.maximum(r_block, 0)] - np.log(np.maximum(1.0, df)))
+                r_weight = j.r_tf * (log_size[np.maximum(r_block, 0)] - np.log(np.maximum(1.0, df)))
+                ref_norm = np.sqrt(np.bincount(j.r_ref, r_weight ** 2, R))
             c_weight = j.c_tf * (log_size[np.maximum(c_block, 0)] - np.log(np.maximum(1.0, c_df)))
-            ref_norm = np.sqrt(np.bincount(j.r_ref, r_weight ** 2, R))
             cand_norm = np.sqrt(np.bincount(j.c_cand, c_weight ** 2, C))
             w_c, w_r = c_weight[entry], r_weight[match]
             numerator = np.bincount(target, np.minimum(w_c, w_r) * w_r, C * width).reshape(C, width)
@@ -91,6 +92,12 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
         in_layer = image_block[corpus.cand_image] >= 0
         scores[layer, in_layer] = (summed.mean(axis=0) / cand_count * 10.0)[in_layer]
     return scores
+
+
+def _whole_set_weights(corpus: Corpus, j, log_images: float) -> tuple[np.ndarray, np.ndarray]:
+    """(f64[Er] each reference entry's weight, f64[R] each reference's norm), frequencies over all images."""
+    r_weight = j.r_tf * (log_images - np.log(np.maximum(1.0, j.df[j.group])))
+    return r_weight, np.sqrt(np.bincount(j.r_ref, r_weight ** 2, corpus.R))
 
 
 def _matches(corpus: Corpus, n: int, width: int, cand_start: np.ndarray) -> tuple:
@@ -195,13 +202,16 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
 
 
 def recent_corpus(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus | None:
-    """The kept ``Corpus`` of exactly these strings, or None (nothing is built)."""
+    """The kept ``Corpus`` of exactly these strings, or None (nothing is built, nothing checked: a
+    kept corpus was built from inputs that passed ``check_inputs``, and so do these)."""
     with _LOCK:
         return _RECENT.get(_key(gts, res, idf_from))
 
 
 def _key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
-    return (tuple(gts), tuple(map(tuple, gts.values())), tuple(res[i][0] for i in gts),
+    # Everything ``check_inputs`` reads is in the key: inputs with the key of a corpus built (after
+    # that check) pass it too.
+    return (tuple(gts), tuple(map(tuple, gts.values())), len(res), tuple(tuple(res.get(i, ())) for i in gts),
             None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
 
 

@@ -130,6 +130,13 @@ class Corpus:
             self._grams[n] = self._count_grams(n)
         return self._grams[n]
 
+    def reference_side(self, key, compute):
+        """``compute()``, a function of the references and their grouping into images alone: kept with
+        the kept references under ``key`` (with this grouping), so later corpora on them reuse it."""
+        if self._kept is None:
+            return compute()
+        return self._kept[0].side((key, self.ref_count.tobytes()), compute)
+
     def joined(self, n: int) -> Joined:
         """The n-grams of order ``n`` joined between candidates and references (worked out once per order)."""
         if -n not in self._grams:
@@ -159,11 +166,7 @@ def _join(corpus: Corpus, grams: Grams, n: int) -> Joined:
     R = corpus.R  # noqa: N806
     is_ref = grams.string < R
     c_gram, c_cand, c_tf = grams.gram[~is_ref], grams.string[~is_ref] - R, grams.count[~is_ref]
-    if corpus._kept is not None:  # the references' half is kept with them (per grouping into images)
-        key = (n, corpus.ref_count.tobytes())
-        side = corpus._kept[0].side(key, lambda: _ref_side(corpus, grams, is_ref))
-    else:
-        side = _ref_side(corpus, grams, is_ref)
+    side = corpus.reference_side(n, lambda: _ref_side(corpus, grams, is_ref))  # kept with kept references
     r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key = side
     c_df = np.zeros(len(c_gram), np.int64)
     c_run = np.full(len(c_gram), -1, np.int64)

@@ -36,12 +36,13 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
     token_pos = encoded.position[starts[R]:] if len(corpus.cands) else np.zeros(0, np.int64)
     vocab = np.unique(cand_tokens)
     size = max(len(vocab), 1)
+    local = np.full(max(encoded.vocab_size, int(ids.max(initial=-1)) + 1), -1, np.int64)  # id -> its number among
+    local[vocab] = np.arange(len(vocab))                                                  # the candidates' words
     fits = ~long[token_cand]
-    key = token_cand[fits] * size + np.searchsorted(vocab, cand_tokens[fits])
+    key = token_cand[fits] * size + local[cand_tokens[fits]]
     bits = np.left_shift(np.uint64(1), token_pos[fits].astype(np.uint64))
     ref_tokens = ids[:starts[R]] if R and len(corpus.cands) else ids[:0]
-    at = np.searchsorted(vocab, ref_tokens).clip(max=size - 1)
-    ref_local = np.where(vocab[at] == ref_tokens, at, -1) if vocab.size else np.full(len(ref_tokens), -1)
+    ref_local = local[ref_tokens]
     # each pair's reference as the candidate's masks of its tokens, one row per reference position;
     # only reference tokens some candidate holds are expanded to pairs
     ref_len = lengths[pair_ref]

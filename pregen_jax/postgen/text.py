@@ -10,14 +10,12 @@ pycocoevalcap does.
 from __future__ import annotations
 
 import dataclasses
-import re
 from itertools import repeat
 
 import numpy as np
 
 # str.split() treats these as whitespace too; their presence (or any non-ASCII) leaves the fast path.
 _OTHER_SPACE = ("\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x85")
-_NOT_TOKENIZED = re.compile("[^a-z0-9 \n]")
 EMPTY = "\x00"  # the token ROUGE-L's split(" ") makes of an empty string ("" itself is never a split() token)
 
 
@@ -50,12 +48,21 @@ def is_canonical(text: str, strings: int) -> bool:
             and not any(c in text for c in _OTHER_SPACE))
 
 
-def is_tokenized(text: str, strings: int) -> bool:
-    """Whether ``text`` is already what the package tokenizer writes (lower-case alphanumeric tokens).
+_TOKEN_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789 \n"
+_NEWLINE_TO_SPACE = bytes.maketrans(b"\n", b" ")
 
-    Only [a-z0-9 \n] passing the search, no other whitespace or non-ASCII is left to look for."""
-    return (_NOT_TOKENIZED.search(text) is None and text.count("\n") == strings - 1 and "  " not in text
-            and " \n" not in text and "\n " not in text and not text.startswith(" ") and not text.endswith(" "))
+
+def is_tokenized(text: str, strings: int) -> bool:
+    """Whether ``text`` (``strings`` strings joined by newlines) is already what the package tokenizer
+    writes: lower-case alphanumeric tokens joined by single spaces, no string empty.
+
+    Byte-level scans in C (a regular expression takes 3x as long on the 5,000 Flickr8k references
+    of 1,000 images): only [a-z0-9 \n], and no two separators side by side or at either end."""
+    if not text.isascii() or text.count("\n") != strings - 1:
+        return False
+    data = text.encode("ascii")
+    return (not data.translate(None, _TOKEN_BYTES) and b"  " not in data.translate(_NEWLINE_TO_SPACE)
+            and data[:1] not in b" \n" and data[-1:] not in b" \n")
 
 
 def _arrays(tokens: list[str], lengths: np.ndarray, canonical: bool = False, index: dict | None = None) -> Encoded:
