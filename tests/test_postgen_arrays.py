@@ -215,6 +215,22 @@ def test_score_tokenizes_like_the_package_and_matches_coco_backend():
         postgen.score("CIDEr", clean_gts, {**clean_res, 2: ["a", "b"]})
 
 
+def test_inputs_are_checked_even_right_after_a_kept_corpus_of_nearly_the_same():
+    """score() skips the input check when it finds the corpus of exactly these inputs kept: a
+    change the check would refuse must not find it."""
+    gts, res = {1: ["a dog runs"], 2: ["two cats sleep"]}, {1: ["a dog"], 2: ["cats"]}
+    for name in postgen.ARRAY_METRICS:
+        postgen.score(name, gts, res)
+        with pytest.raises(ValueError, match="exactly one candidate"):
+            postgen.score(name, gts, {1: ["a dog"], 2: ["cats", "more"]})
+        with pytest.raises(ValueError, match="different images"):
+            postgen.score(name, gts, {**res, 3: ["extra"]})
+        with pytest.raises(ValueError, match="different images"):
+            postgen.score(name, gts, {1: ["a dog"]})
+        with pytest.raises(ValueError, match="only empty references"):
+            postgen.score(name, {1: ["a dog runs"], 2: ["  "]}, res)
+
+
 def test_cider_idf_from_the_whole_set_gives_each_image_its_whole_set_score():
     gts, res = _random_corpus(2, 80)
     whole, per_image = postgen.score("CIDEr", gts, res)
