@@ -115,20 +115,38 @@ def wmdistance(glove: GloveVectors, document1: list[str], document2: list[str]) 
     rows and columns with weight, and solves. Done here in that order, so the solver gets the
     same arrays and returns the same double.
     """
+    return wmdistances(glove, document1, [document2])[0]
+
+
+def wmdistances(glove: GloveVectors, document1: list[str], documents2: list[list[str]]) -> list[float]:
+    """``wmdistance(glove, document1, d)`` for each ``d`` of ``documents2`` (a candidate and the
+    references of its image), with one ``cdist`` of the first document's words against all the
+    others' words: each of its entries is one pair's distance, whatever else it holds, so every
+    problem gets the costs a ``cdist`` of its own would give."""
     unit = glove.unit
     document1 = [w for w in document1 if unit(w) is not None]
-    document2 = [w for w in document2 if unit(w) is not None]
+    documents2 = [[w for w in d if unit(w) is not None] for d in documents2]
+    counts1 = Counter(document1)
+    rows = sorted(counts1)                                   # the first document's words: ids 0..
+    words2 = sorted({w for d in documents2 for w in d})
+    at = {w: k for k, w in enumerate(words2)}
+    all_costs = _cdist(np.array([unit(w) for w in rows]), np.array([unit(w) for w in words2])) \
+        if rows and words2 else None
+    return [_distance(glove, document1, counts1, rows, d, all_costs, at) for d in documents2]
+
+
+def _distance(glove, document1, counts1, rows, document2, all_costs, at) -> float:
+    """One pair's problem (see ``wmdistance``), its costs taken from ``all_costs`` (columns ``at``)."""
     if not document1 or not document2:
         return math.inf
-    counts1, counts2 = Counter(document1), Counter(document2)
-    rows = sorted(counts1)                                   # the first document's words: ids 0..
+    counts2 = Counter(document2)
     new = sorted(w for w in counts2 if w not in counts1)     # then the second's new words
     size = len(rows) + len(new)
     if size == 1:
         return 0.0
     index = {w: k for k, w in enumerate(rows + new)}
     columns = sorted(counts2, key=index.__getitem__)
-    costs = _cdist(np.array([unit(w) for w in rows]), np.array([unit(w) for w in columns]))
+    costs = np.ascontiguousarray(all_costs[:, [at[w] for w in columns]])
     if abs(costs.sum()) < 1e-8:  # gensim: emd gets stuck on an all-zero cost matrix
         return math.inf
     weights1, weights2 = np.zeros(size), np.zeros(size)
@@ -178,13 +196,19 @@ class WMD(PostgenMetric):
         self._glove = GloveVectors()
         self._cache: dict[tuple[str, str], float] = {}
 
-    def _similarity(self, kv, candidate: list[str], reference: list[str]) -> float:
-        key = (" ".join(candidate), " ".join(reference))
-        if key not in self._cache:
-            distance = (kv.wmdistance(candidate, reference) if kv is not None
-                        else wmdistance(self._glove, candidate, reference))
-            self._cache[key] = 0.0 if not math.isfinite(distance) else math.exp(-distance)
-        return self._cache[key]
+    def _similarities(self, kv, candidate: list[str], references: list[list[str]]) -> list[float]:
+        """exp(-WMD) of ``candidate`` to each reference (0 where infinite), kept for the run."""
+        text = " ".join(candidate)
+        keys = [(text, " ".join(reference)) for reference in references]
+        todo = [k for k, key in enumerate(keys) if key not in self._cache]
+        if todo:
+            if kv is not None:
+                distances = [kv.wmdistance(candidate, references[k]) for k in todo]
+            else:
+                distances = wmdistances(self._glove, candidate, [references[k] for k in todo])
+            for k, distance in zip(todo, distances):
+                self._cache[keys[k]] = 0.0 if not math.isfinite(distance) else math.exp(-distance)
+        return [self._cache[key] for key in keys]
 
     def compute_score(self, gts, res):
         check_inputs(gts, res)
@@ -195,5 +219,5 @@ class WMD(PostgenMetric):
         per_image = []
         for i in gts:
             candidate = content(res[i][0])
-            per_image.append(max(self._similarity(kv, candidate, content(ref)) for ref in gts[i]))
+            per_image.append(max(self._similarities(kv, candidate, [content(ref) for ref in gts[i]])))
         return float(np.mean(per_image)), per_image
