@@ -229,6 +229,18 @@ def test_inputs_are_checked_even_right_after_a_kept_corpus_of_nearly_the_same():
             postgen.score(name, gts, {1: ["a dog"]})
         with pytest.raises(ValueError, match="only empty references"):
             postgen.score(name, {1: ["a dog runs"], 2: ["  "]}, res)
+        # references that tokenize to nothing are scored (as before), but their tokenized form
+        # given as input is still refused
+        postgen.score(name, {1: ["a dog runs"], 2: ["!!!"]}, res)
+        with pytest.raises(ValueError, match="only empty references"):
+            postgen.score(name, {1: ["a dog runs"], 2: [""]}, res)
+
+
+def test_a_corpus_kept_untokenized_is_not_served_to_a_call_that_tokenizes():
+    gts, res = {1: ["A Dog runs."], 2: ["Two cats sleep"]}, {1: ["a dog runs"], 2: ["two cats"]}
+    raw = postgen.score("CIDEr", gts, res, tokenize=False)
+    assert postgen.score("CIDEr", gts, res) != raw
+    assert postgen.score("CIDEr", gts, res) == postgen.score("CIDEr", {1: ["a dog runs"], 2: ["two cats sleep"]}, res)
 
 
 def test_cider_idf_from_the_whole_set_gives_each_image_its_whole_set_score():

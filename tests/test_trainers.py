@@ -95,11 +95,12 @@ def test_two_trainers_train_the_same_models_and_ctrl_c_ends_them(tmp_path, crash
     pd.testing.assert_frame_equal(one, two)
 
 
-@pytest.mark.parametrize("hold", [False, True])
-def test_postgen_waits_for_the_trainers_where_they_fill_the_cores(monkeypatch, hold):
+@pytest.mark.parametrize("hold, train", [(False, True), (True, True), (True, False)])
+def test_postgen_waits_for_the_trainers_where_they_fill_the_cores(monkeypatch, hold, train):
     """Held: no model goes to the post-gen pool until a trainer has no unit left (with one trainer:
-    the last unit has trained), then all go, in order; not held: each goes as soon as it is
-    decoded. Either way every model is taken up in order."""
+    the last unit has trained), then all go, in order; not held, or held where no unit trains
+    (ready-made models, trainings in the cache): each goes as soon as it is decoded. Either way
+    every model is taken up in order."""
     import concurrent.futures
     import dataclasses
 
@@ -143,6 +144,7 @@ def test_postgen_waits_for_the_trainers_where_they_fill_the_cores(monkeypatch, h
     def finish(model, scored):
         model.finished = True
     monkeypatch.setattr(search_module.flow, "start", start)
+    monkeypatch.setattr(search_module, "_will_train", lambda unit: train)
     monkeypatch.setattr(search_module.flow, "advance", lambda model, ctx: None)
     monkeypatch.setattr(search_module.flow, "merge", finish)
     cache = type("Cache", (), {"merge": lambda self, counts: None})()
@@ -153,15 +155,19 @@ def test_postgen_waits_for_the_trainers_where_they_fill_the_cores(monkeypatch, h
     submits = [name for kind, name in events if kind == "submit"]
     assert submits == [f"{u}-{m}" for u in units for m in ("snapshot", "final")]
     first_submit = next(k for k, (kind, _) in enumerate(events) if kind == "submit")
-    if hold:
+    if hold and train:
         assert [kind for kind, _ in events[:first_submit]] == ["trained"] * 3
     else:
         assert events[:first_submit] == [("trained", "a")]
 
 
 def test_trainers_fill_the_cores_only_when_there_are_as_many_as_cores(monkeypatch):
+    import jax
     monkeypatch.setattr(trainers.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
     assert trainers.cores_here() == 2 and trainers.cores_here(processes_here=2) == 1
     assert trainers.trainers_fill_cores(2) and trainers.trainers_fill_cores(4)
     assert not trainers.trainers_fill_cores(1)  # one trainer leaves a core to post-gen
     assert not trainers.trainers_fill_cores(1, processes_here=2)  # one trainer, one core: the plain sequential search
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not trainers.trainers_fill_cores(2)  # the steps share the device: the cores are free

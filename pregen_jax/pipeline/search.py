@@ -282,10 +282,11 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
     Up to ``trainers`` units train at once, ahead, in threads (``trainers``).
 
     ``hold_postgen``: the trainers fill every core (``trainers_fill_cores``), so post-gen jobs are
-    held until a trainer has no unit left to train (a core is free), then handed to the pool in
-    order: beside busy trainers a job would take the cores they use and 2-3x its own time; from
-    then on it has a core to itself while the last units train and decode. (The workers' JVMs
-    still start at once.)
+    held until fewer units are left to train than there are trainers (a core is free), then
+    handed to the pool in order: beside busy trainers a job would take the cores they use and
+    2-3x its own time; from then on it has a core to itself while the last units train and
+    decode. Units that do not train (ready-made models, trainings finished in the cache) hold
+    nothing. (The workers' JVMs still start at once.)
 
     Finished post-gen jobs are taken up (their last part, their rows) in model order between
     units, and all of them at the end.
@@ -312,13 +313,15 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
             evaluated[position].append(search.rows(model))
 
     ctx = dataclasses.replace(ctx, stop=threading.Event())
-    if any(isinstance(units[position], sources.TrainingJob) and not units[position].entry.done for position in mine):
+    trains = [_will_train(units[position]) for position in mine]
+    if any(trains):
         pool.warm()  # a model will train, so post-gen will run: its JVMs start while it trains
+    trained_after = np.cumsum(trains[::-1])[::-1].tolist()[1:] + [0]  # units that train after each
     with started_in_order([units[position] for position in mine], lambda unit: flow.start(unit, ctx), trainers,
                           ctx.stop) as started:
         for index, models in tqdm(started, total=len(mine), desc="models", unit="unit",
                                   disable=not search.settings.progress):
-            trained = not hold_postgen or index >= len(mine) - trainers  # a trainer has no unit left: a core is free
+            trained = not hold_postgen or trained_after[index] < trainers  # a trainer has no unit left: a core is free
             while trained and held:  # the workers start on these while this thread decodes
                 position, model = held.popleft()
                 pending.append((position, model, pool.submit(model)))
@@ -329,8 +332,16 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
                 else:
                     held.append((mine[index], model))
                 take_up(block=False)
+    while held:  # only where no trainer ran
+        position, model = held.popleft()
+        pending.append((position, model, pool.submit(model)))
     take_up(block=True)
     return evaluated
+
+
+def _will_train(unit) -> bool:
+    """Whether a unit trains in this run (a training job not finished in the cache)."""
+    return isinstance(unit, sources.TrainingJob) and not unit.entry.done
 
 
 def _gathered_timings(timer: StageTimer, names: list[str], cluster: Cluster) -> dict[str, float]:

@@ -17,6 +17,8 @@ from a random subset).
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .base import PostgenOptions, check_inputs
@@ -27,6 +29,11 @@ from .rouge import rouge_l
 from .text import is_tokenized
 
 ARRAY_METRICS = ("CIDEr", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L")
+
+# The last corpora score() built, by (the inputs as given, tokenize): inputs that find one are the
+# inputs it was built from, which passed ``check_inputs``; its strings are what they became.
+_SCORED: dict = {}
+_LOCK = threading.Lock()
 
 
 def tokenized(strings: list[str]) -> list[str]:
@@ -50,16 +57,21 @@ def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dic
     if idf_from is not None and name != "CIDEr":
         raise ValueError(f"idf_from applies to CIDEr only, not {name}")
     if name in ARRAY_METRICS and backend == "array":
-        # Kept by content: score() of BLEU, ROUGE-L and CIDEr-D in turn on the same captions encodes
-        # them once. A corpus kept for exactly these strings was built from checked, tokenized
-        # strings, so these are both already.
-        from .cider import corpus_of, recent_corpus
-        corpus = recent_corpus(gts, res, idf_from)
+        # Kept by the inputs as given (and whether they are to be tokenized): score() of BLEU,
+        # ROUGE-L and CIDEr-D in turn on the same captions checks, tokenizes and encodes them once.
+        from .cider import corpus_of, inputs_key
+        key = (inputs_key(gts, res, idf_from), tokenize)
+        with _LOCK:
+            corpus = _SCORED.get(key)
         if corpus is None:
             check_inputs(gts, res)
             if tokenize:
                 gts, res, idf_from = _tokenized(gts, res, idf_from)
             corpus = corpus_of(gts, res, idf_from)
+            with _LOCK:
+                _SCORED[key] = corpus
+                while len(_SCORED) > 2:
+                    del _SCORED[next(iter(_SCORED))]
         corpus, per_image = _array_score(name, corpus)
         return corpus, per_image.tolist()
     check_inputs(gts, res)

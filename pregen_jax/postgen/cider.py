@@ -189,7 +189,7 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
     The last few are kept (by content), so that CIDEr-D, BLEU and ROUGE-L scoring the same
     captions one after another (as a search does, metric by metric) split and count them once.
     """
-    key = _key(gts, res, idf_from)
+    key = inputs_key(gts, res, idf_from)
     with _LOCK:
         corpus = _RECENT.get(key)
     if corpus is None:
@@ -201,16 +201,8 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
     return corpus
 
 
-def recent_corpus(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus | None:
-    """The kept ``Corpus`` of exactly these strings, or None (nothing is built, nothing checked: a
-    kept corpus was built from inputs that passed ``check_inputs``, and so do these)."""
-    with _LOCK:
-        return _RECENT.get(_key(gts, res, idf_from))
-
-
-def _key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
-    # Everything ``check_inputs`` reads is in the key: inputs with the key of a corpus built (after
-    # that check) pass it too.
+def inputs_key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
+    """The content of (gts, res, idf_from), all of it: everything ``check_inputs`` reads and every string."""
     return (tuple(gts), tuple(map(tuple, gts.values())), len(res), tuple(tuple(res.get(i, ())) for i in gts),
             None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
 
