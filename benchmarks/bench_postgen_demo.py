@@ -28,11 +28,10 @@ def main() -> None:
     args = parser.parse_args()
     import dataclasses
 
-    from pregen_jax import postgen
+    from pregen_jax.pipeline import flow
     from pregen_jax.pipeline.config import SearchConfig
     from pregen_jax.pipeline.postgen_metrics import LazyMetrics, gts_res
     from pregen_jax.pipeline.sources import load_data
-    from pregen_jax.strata import spec_strata
 
     folders = sorted((args.run / "cache" / "captions").glob("*/captions.txt"))
     if not folders:
@@ -49,9 +48,10 @@ def main() -> None:
             metrics["METEOR"].compute_score({"x": ["a dog runs"]}, {"x": ["a dog"]})
             jvm = time.perf_counter() - start
         for path in folders:
-            gts, res = gts_res(data, [line.split() for line in path.read_text(encoding="utf-8").splitlines()])
+            captions = [line.split() for line in path.read_text(encoding="utf-8").splitlines()]
+            gts, res = gts_res(data, captions)
             start = time.perf_counter()
-            blocks = spec_strata(postgen.CIDEr(args.backend).compute_score(gts, res)[1]).blocks(data.test.image_ids)
+            blocks = flow.strata_of(data, captions, args.backend).blocks(data.test.image_ids)
             seconds["strata"] += time.perf_counter() - start
             for name in metrics.names:
                 start = time.perf_counter()

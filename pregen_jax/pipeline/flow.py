@@ -185,13 +185,19 @@ def _captions(ctx: Context, model: ModelScores) -> tuple[list[list[str]], str]:
     return value, entry.key
 
 
+def strata_of(data: Data, captions, backend: str = "array") -> Strata:
+    """The spec's strata of one model's test captions: the images sorted by their own CIDEr-D, cut
+    into 1..5 blocks (``backend``: CIDEr-D's, the same numbers either way)."""
+    _, per_image_cider = postgen.CIDEr(backend).compute_score(*gts_res(data, captions))
+    return spec_strata(per_image_cider)
+
+
 def _strata(ctx: Context, model: ModelScores) -> tuple[Strata, str]:
-    """The spec's strata: test images sorted by their own CIDEr, cut into 1..5 blocks."""
+    """The spec's strata (``strata_of``), through the stage cache."""
     data, captions = ctx.data, model.values["captions"]
 
     def compute():
-        _, per_image_cider = postgen.CIDEr().compute_score(*gts_res(data, captions))
-        return spec_strata(per_image_cider)
+        return strata_of(data, captions)
 
     def save(strata, folder):
         np.savez(folder / "strata.npz", mask=strata.mask, num_strata=strata.num_strata, stratum=strata.stratum)

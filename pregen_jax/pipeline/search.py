@@ -312,6 +312,12 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
                 flow.advance(model, ctx)
             evaluated[position].append(search.rows(model))
 
+    def hand_over() -> None:
+        """The held post-gen jobs to the pool, in order."""
+        while held:
+            position, model = held.popleft()
+            pending.append((position, model, pool.submit(model)))
+
     ctx = dataclasses.replace(ctx, stop=threading.Event())
     trains = [_will_train(units[position]) for position in mine]
     if any(trains):
@@ -321,20 +327,16 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
                           ctx.stop) as started:
         for index, models in tqdm(started, total=len(mine), desc="models", unit="unit",
                                   disable=not search.settings.progress):
-            trained = not hold_postgen or trained_after[index] < trainers  # a trainer has no unit left: a core is free
-            while trained and held:  # the workers start on these while this thread decodes
-                position, model = held.popleft()
-                pending.append((position, model, pool.submit(model)))
+            core_free = not hold_postgen or trained_after[index] < trainers  # a trainer has no unit left
+            if core_free:
+                hand_over()  # the workers start on these while this thread decodes
             for model in models:
                 flow.advance(model, ctx)  # reference probabilities and captions, on this process's devices
-                if trained:
-                    pending.append((mine[index], model, pool.submit(model)))
-                else:
-                    held.append((mine[index], model))
+                held.append((mine[index], model))
+                if core_free:
+                    hand_over()
                 take_up(block=False)
-    while held:  # only where no trainer ran
-        position, model = held.popleft()
-        pending.append((position, model, pool.submit(model)))
+    hand_over()
     take_up(block=True)
     return evaluated
 

@@ -69,7 +69,8 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
             r_block, c_block = image_block[r_image], image_block[c_image]
             if whole_set:  # its frequencies as joined; the references' weights kept with kept references
                 c_df = j.c_df
-                r_weight, ref_norm = corpus.reference_side(("cider", n), lambda: _whole_set_weights(corpus, j, log_size[0]))  # noqa: B023 (called here)
+                r_weight, ref_norm = corpus.reference_side(
+                    ("cider", n), lambda j=j, log=log_size[0]: _reference_weights(j, log, j.df[j.group], R))
             else:
                 if n not in c_groups:  # the same for every layer: worked out on the first that needs it
                     c_groups[n] = _candidate_groups(j)
@@ -79,9 +80,8 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
                                        minlength=blocks * len(j.df))
                 df = df_block[np.maximum(r_block, 0) * len(j.df) + j.group]
                 c_df = np.where(c_group >= 0, df_block[np.maximum(c_block, 0) * len(j.df) + c_group], 0)
-                r_weight = j.r_tf * (log_size[np.maximum(r_block, 0)] - np.log(np.maximum(1.0, df)))
-                ref_norm = np.sqrt(np.bincount(j.r_ref, r_weight ** 2, R))
-            c_weight = j.c_tf * (log_size[np.maximum(c_block, 0)] - np.log(np.maximum(1.0, c_df)))
+                r_weight, ref_norm = _reference_weights(j, log_size[np.maximum(r_block, 0)], df, R)
+            c_weight = _tf_idf(j.c_tf, log_size[np.maximum(c_block, 0)], c_df)
             cand_norm = np.sqrt(np.bincount(j.c_cand, c_weight ** 2, C))
             w_c, w_r = c_weight[entry], r_weight[match]
             numerator = np.bincount(target, np.minimum(w_c, w_r) * w_r, C * width).reshape(C, width)
@@ -94,10 +94,15 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
     return scores
 
 
-def _whole_set_weights(corpus: Corpus, j, log_images: float) -> tuple[np.ndarray, np.ndarray]:
-    """(f64[Er] each reference entry's weight, f64[R] each reference's norm), frequencies over all images."""
-    r_weight = j.r_tf * (log_images - np.log(np.maximum(1.0, j.df[j.group])))
-    return r_weight, np.sqrt(np.bincount(j.r_ref, r_weight ** 2, corpus.R))
+def _tf_idf(tf: np.ndarray, log_size, df: np.ndarray) -> np.ndarray:
+    """f64[E]: each entry's weight, tf * (log(images of its block) - log(max(1, df)))."""
+    return tf * (log_size - np.log(np.maximum(1.0, df)))
+
+
+def _reference_weights(j, log_size, df: np.ndarray, refs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(f64[Er] each reference entry's weight, f64[refs] each reference's norm)."""
+    r_weight = _tf_idf(j.r_tf, log_size, df)
+    return r_weight, np.sqrt(np.bincount(j.r_ref, r_weight ** 2, refs))
 
 
 def _matches(corpus: Corpus, n: int, width: int, cand_start: np.ndarray) -> tuple:
