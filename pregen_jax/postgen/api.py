@@ -129,10 +129,8 @@ def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
 
 def _array_score(name: str, corpus: Corpus) -> tuple[float, np.ndarray]:
     """(corpus score, f64[I] per-image scores) of one array metric on ``corpus`` (one candidate per image)."""
-    if name.startswith("Bleu_"):
-        if "bleu" not in corpus.__dict__:  # BLEU-1..4 come from the same counts: scored in turn, counted once
-            corpus.__dict__["bleu"] = bleu_scores(*bleu_counts(corpus))
-        whole, per_image = corpus.__dict__["bleu"]
+    if name.startswith("Bleu_"):  # BLEU-1..4 come from the same counts: scored in turn, counted and scored once
+        whole, per_image = corpus.once("bleu", lambda: bleu_scores(*bleu_counts(corpus)))
         n = int(name[-1])
         return float(whole[n - 1]), per_image[:, n - 1]
     per_image = rouge_l(corpus) if name == "ROUGE_L" else cider_d(corpus)

@@ -19,7 +19,14 @@ TINY, SMALL = 1e-15, 1e-9
 
 
 def bleu_counts(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(correct: i64[C, 4], guess: i64[C, 4], testlen: i64[C], reflen: i64[C] the closest reference length)."""
+    """(correct: i64[C, 4], guess: i64[C, 4], testlen: i64[C], reflen: i64[C] the closest reference length).
+
+    Worked out once per corpus: BLEU-1..4, scored in turn on the same captions, count them once.
+    """
+    return corpus.once("bleu counts", lambda: _counts(corpus))
+
+
+def _counts(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     R, C = corpus.R, len(corpus.cands)  # noqa: N806
     lengths = corpus.encoded.lengths
     testlen = lengths[R:]

@@ -57,7 +57,6 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
     penalty = np.exp(-(delta ** 2) / (2 * sigma ** 2))
     orders = [_matches(corpus, n, width, cand_start) for n in range(1, MAX_ORDER + 1)]
     scores = np.full((len(layers), C), np.nan)
-    c_groups: dict[int, np.ndarray] = {}
     for layer, image_block in enumerate(layers):
         blocks = int(image_block.max()) + 1
         if blocks == 0:
@@ -72,14 +71,11 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
                 r_weight, ref_norm = corpus.reference_side(
                     ("cider", n), lambda j=j, log=log_size[0]: _reference_weights(j, log, j.df[j.group], R))
             else:
-                if n not in c_groups:  # the same for every layer: worked out on the first that needs it
-                    c_groups[n] = _candidate_groups(j)
-                c_group = c_groups[n]
                 run_block = r_block[j.run_start]
                 df_block = np.bincount((run_block * len(j.df) + j.group[j.run_start])[run_block >= 0],
                                        minlength=blocks * len(j.df))
                 df = df_block[np.maximum(r_block, 0) * len(j.df) + j.group]
-                c_df = np.where(c_group >= 0, df_block[np.maximum(c_block, 0) * len(j.df) + c_group], 0)
+                c_df = np.where(j.c_group >= 0, df_block[np.maximum(c_block, 0) * len(j.df) + j.c_group], 0)
                 r_weight, ref_norm = _reference_weights(j, log_size[np.maximum(r_block, 0)], df, R)
             c_weight = _tf_idf(j.c_tf, log_size[np.maximum(c_block, 0)], c_df)
             cand_norm = np.sqrt(np.bincount(j.c_cand, c_weight ** 2, C))
@@ -118,16 +114,6 @@ def _matches(corpus: Corpus, n: int, width: int, cand_start: np.ndarray) -> tupl
     cand = j.c_cand[entry]
     target = cand * width + (j.r_ref[match] - cand_start[cand])
     return j, entry, match, target, corpus.ref_image[j.r_ref], corpus.cand_image[j.c_cand]
-
-
-def _candidate_groups(j) -> np.ndarray:
-    """i64[Ec]: each candidate entry's distinct reference gram (-1: in no reference)."""
-    c_group = np.full(len(j.c_gram), -1, np.int64)
-    if j.df.size and j.c_gram.size:
-        first = j.run_start[np.r_[True, j.group[j.run_start][1:] != j.group[j.run_start][:-1]]]
-        at = np.searchsorted(j.r_gram[first], j.c_gram).clip(max=len(j.df) - 1)
-        c_group = np.where(j.c_df > 0, at, -1)
-    return c_group
 
 
 class CIDEr(PostgenMetric):

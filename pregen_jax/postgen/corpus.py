@@ -30,7 +30,8 @@ class Joined:
       df: i64[G] the number of images whose references hold each distinct gram.
       run_start, run_end: i64[U] the entries of each distinct (gram, image), a contiguous run.
       c_df: i64[Ec] the df of each candidate entry's gram (0: in no reference);
-      c_run: i64[Ec] the run of the candidate's (gram, image), -1 where its image's references lack it.
+      c_run: i64[Ec] the run of the candidate's (gram, image), -1 where its image's references lack it;
+      c_group: i64[Ec] the distinct reference gram of each candidate entry (-1: in no reference).
     """
 
     r_gram: np.ndarray
@@ -45,6 +46,7 @@ class Joined:
     run_end: np.ndarray
     c_df: np.ndarray
     c_run: np.ndarray
+    c_group: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,14 +123,19 @@ class Corpus:
         return np.arange(counts.sum()) - np.repeat(first - self.ref_start[self.cand_image], counts)
 
     @functools.cached_property
-    def _grams(self) -> dict[int, Grams]:
+    def _memo(self) -> dict:
         return {}
+
+    def once(self, key, compute):
+        """``compute()``, worked out once for this corpus under ``key``: what several metrics, or
+        several calls, read (n-gram counts and joins, BLEU's counts)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def grams(self, n: int) -> Grams:
         """The n-grams (order ``n``) of every string, counted per string (worked out once per order)."""
-        if n not in self._grams:
-            self._grams[n] = self._count_grams(n)
-        return self._grams[n]
+        return self.once(("grams", n), lambda: self._count_grams(n))
 
     def reference_side(self, key, compute):
         """``compute()``, a function of the references and their grouping into images alone: kept with
@@ -139,9 +146,7 @@ class Corpus:
 
     def joined(self, n: int) -> Joined:
         """The n-grams of order ``n`` joined between candidates and references (worked out once per order)."""
-        if -n not in self._grams:
-            self._grams[-n] = _join(self, self.grams(n), n)
-        return self._grams[-n]
+        return self.once(("joined", n), lambda: _join(self, self.grams(n), n))
 
     def _count_grams(self, n: int) -> Grams:
         if self._kept is not None:  # the references' counts are kept; each part sorted by (gram, string)
@@ -170,14 +175,16 @@ def _join(corpus: Corpus, grams: Grams, n: int) -> Joined:
     r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key = side
     c_df = np.zeros(len(c_gram), np.int64)
     c_run = np.full(len(c_gram), -1, np.int64)
+    c_group = np.full(len(c_gram), -1, np.int64)
     if distinct.size and c_gram.size:
         at = np.searchsorted(distinct, c_gram).clip(max=len(distinct) - 1)   # sorted needles: fast
         known = distinct[at] == c_gram
+        c_group = np.where(known, at, -1)
         c_df = np.where(known, df[at], 0)
         wanted = at * corpus.images + corpus.cand_image[c_cand]
         run = np.searchsorted(run_key, wanted).clip(max=len(run_key) - 1)
         c_run = np.where(known & (run_key[run] == wanted), run, -1)
-    return Joined(r_gram, r_ref, r_tf, c_gram, c_cand, c_tf, group, df, run_start, run_end, c_df, c_run)
+    return Joined(r_gram, r_ref, r_tf, c_gram, c_cand, c_tf, group, df, run_start, run_end, c_df, c_run, c_group)
 
 
 def _ref_side(corpus: Corpus, grams: Grams, is_ref: np.ndarray) -> tuple:
