@@ -9,12 +9,13 @@ the stage cache as the search itself would have.
 
 Workers are processes: CIDEr, BLEU, ROUGE-L and most of WMD are Python, and in threads
 would hold the interpreter lock the training loop needs (``benchmarks/bench_scale.py``
-measures both); each sits in a session of its own, so that the scheduler shares the cores
-between it and the search rather than among the search's threads (``own_session``). Each worker starts its own METEOR JVM once: on its first job, or, when the
-search knows a model will train (``warm``), while that model trains, so that the JVM's start
-(about 10 s: Java and METEOR's paraphrase table) overlaps training instead of delaying the
-first model's scores. A post-gen
-metric registered at run time (``postgen.register`` from the user's code) is unknown to a
+measures both). Where Linux groups tasks by session (autogroup), each worker sits in a
+session of its own, so that the scheduler shares the cores between it and the search rather
+than among the search's threads (``own_session``). Each worker starts its own METEOR JVM
+once: on its first job, or, when the search knows a model will train (``warm``), while that
+model trains, so that the JVM's start (about 10 s: Java and METEOR's paraphrase table)
+overlaps training instead of delaying the first model's scores. A post-gen metric registered
+at run time (``postgen.register`` from the user's code) is unknown to a
 fresh worker process, so with such a metric the workers are threads. With ``workers=0`` every
 job runs at once in this process, in the order a search without a pool would run it.
 """
@@ -26,7 +27,6 @@ import dataclasses
 import multiprocessing
 import multiprocessing.util
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -81,19 +81,25 @@ def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str) -> Non
 
 
 def own_session() -> None:
-    """Put this worker process (and the JVMs it starts) in a session of its own.
+    """Put this worker process (and the JVMs it starts) in a session of its own, where Linux's
+    scheduler groups tasks by session (``/proc/sys/kernel/sched_autogroup_enabled``).
 
-    Linux's scheduler shares the cores between sessions first where it groups by session
-    (autogroup, on by default in most distributions): apart, the worker and its JVM get the
-    cores' fair share against the search process, not one thread's share among the search's
+    The scheduler then shares the cores between sessions first: apart, the worker and its JVM
+    get their fair share against the search process, not one thread's share among the search's
     many (XLA's pool, one thread per core, for each trainer and for decoding). On the demo (2
-    cores, one run each, same table): post-gen 35.9 s of worker time instead of 49.3 s, and
-    479.9 s in all instead of 494.6 s. The terminal's Ctrl-C no longer reaches the worker, so
-    the search forwards it (``PostgenPool.close``); ``watch_parent`` ends it after a ``kill -9``.
-    Without autogroup, or without ``setsid``, nothing changes.
+    cores): post-gen 34-36 s of worker time in two runs, against 49.3 s in the search's session
+    (one run right before, the same table). The terminal's signals no longer reach the worker:
+    the search ends it on Ctrl-C (``PostgenPool.close``), ``watch_parent`` after ``kill -9``;
+    Ctrl-Z stops the search while the worker finishes its job. Without autogroup (other systems,
+    or turned off) the worker stays in the search's session, as there it would gain nothing.
     """
-    with contextlib.suppress(AttributeError, OSError):  # no os.setsid (Windows), or already a leader
-        os.setsid()
+    try:
+        grouped = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    except OSError:
+        grouped = False
+    if grouped:
+        with contextlib.suppress(OSError):  # already a session leader
+            os.setsid()
 
 
 def _warm() -> None:
@@ -198,18 +204,24 @@ class PostgenPool:
             return self._executor.submit(_score, slim, setup)
 
     def worker_pids(self) -> list[int]:
-        """The worker processes' ids (none before they start, or for thread and inline workers)."""
+        """The live worker processes' ids (none before they start, or for thread and inline workers)."""
+        return [process.pid for process in self._live_workers()]
+
+    def _live_workers(self) -> list:
         if self.kind != "process" or self._executor is None:
             return []
-        return list(getattr(self._executor, "_processes", None) or {})  # the executor's own record of them
+        processes = getattr(self._executor, "_processes", None) or {}  # the executor's own record of them
+        return [process for process in list(processes.values()) if process.exitcode is None]  # not reaped
 
     def close(self, cancel: bool = False) -> None:
-        """Stop the workers: after their jobs, or, with ``cancel`` (Ctrl-C, an error), at once: they
-        sit in sessions of their own (``own_session``), so the terminal's Ctrl-C is passed on."""
+        """Stop the workers: after their jobs, or, with ``cancel`` (Ctrl-C, an error), ending
+        process workers at once (thread workers finish their job). The terminal's Ctrl-C may not
+        reach them (``own_session``), so they get SIGTERM: its default action ends a worker
+        silently even while it still imports, and its JVM dies with it."""
         if cancel:
-            for pid in self.worker_pids():
+            for process in self._live_workers():
                 with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGINT)  # quiet_interrupts_in_worker: it ends at once, silently
+                    process.terminate()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=cancel)
             self._executor = None
