@@ -87,8 +87,8 @@ def own_session() -> None:
     The scheduler then shares the cores between sessions first: apart, the worker and its JVM
     get their fair share against the search process, not one thread's share among the search's
     many (XLA's pool, one thread per core, for each trainer and for decoding). On the demo (2
-    cores): post-gen 34-36 s of worker time in two runs, against 49.3 s in the search's session
-    (one run right before, the same table). The terminal's signals no longer reach the worker:
+    cores): post-gen 34-36 s of worker time in three runs, against 49-57 s in two runs in the
+    search's session (the same table; the totals within the machine's drift). The terminal's signals no longer reach the worker:
     the search ends it on Ctrl-C (``PostgenPool.close``), ``watch_parent`` after ``kill -9``;
     Ctrl-Z stops the search while the worker finishes its job. Without autogroup (other systems,
     or turned off) the worker stays in the search's session, as there it would gain nothing.
