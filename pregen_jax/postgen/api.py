@@ -17,14 +17,13 @@ from a random subset).
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .base import PostgenOptions, check_inputs
 from .bleu import bleu_counts, bleu_scores
 from .cider import cider_d
 from .corpus import Corpus
+from .recent import Recent
 from .rouge import rouge_l
 from .text import is_tokenized
 
@@ -32,8 +31,7 @@ ARRAY_METRICS = ("CIDEr", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L")
 
 # The last corpora score() built, by (the inputs as given, tokenize): inputs that find one are the
 # inputs it was built from, which passed ``check_inputs``; its strings are what they became.
-_SCORED: dict = {}
-_LOCK = threading.Lock()
+_SCORED = Recent(2)
 
 
 def tokenized(strings: list[str]) -> list[str]:
@@ -60,18 +58,11 @@ def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dic
         # Kept by the inputs as given (and whether they are to be tokenized): score() of BLEU,
         # ROUGE-L and CIDEr-D in turn on the same captions checks, tokenizes and encodes them once.
         from .cider import corpus_of, inputs_key
-        key = (inputs_key(gts, res, idf_from), tokenize)
-        with _LOCK:
-            corpus = _SCORED.get(key)
-        if corpus is None:
+        def build() -> Corpus:
             check_inputs(gts, res)
-            if tokenize:
-                gts, res, idf_from = _tokenized(gts, res, idf_from)
-            corpus = corpus_of(gts, res, idf_from)
-            with _LOCK:
-                _SCORED[key] = corpus
-                while len(_SCORED) > 2:
-                    del _SCORED[next(iter(_SCORED))]
+            strings = _tokenized(gts, res, idf_from) if tokenize else (gts, res, idf_from)
+            return corpus_of(*strings)
+        corpus = _SCORED.get((inputs_key(gts, res, idf_from), tokenize), build)
         corpus, per_image = _array_score(name, corpus)
         return corpus, per_image.tolist()
     check_inputs(gts, res)

@@ -18,12 +18,11 @@ subsets meant to estimate the whole set pass ``idf_from``.
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .base import PostgenMetric, check_inputs
 from .corpus import MAX_ORDER, Corpus
+from .recent import Recent
 
 SIGMA = 6.0
 
@@ -180,16 +179,7 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
     The last few are kept (by content), so that CIDEr-D, BLEU and ROUGE-L scoring the same
     captions one after another (as a search does, metric by metric) split and count them once.
     """
-    key = inputs_key(gts, res, idf_from)
-    with _LOCK:
-        corpus = _RECENT.get(key)
-    if corpus is None:
-        corpus = _corpus_of(gts, res, idf_from)
-        with _LOCK:
-            _RECENT[key] = corpus
-            while len(_RECENT) > 2:
-                del _RECENT[next(iter(_RECENT))]
-    return corpus
+    return _RECENT.get(inputs_key(gts, res, idf_from), lambda: _corpus_of(gts, res, idf_from))
 
 
 def inputs_key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
@@ -198,8 +188,7 @@ def inputs_key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
             None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
 
 
-_RECENT: dict = {}
-_LOCK = threading.Lock()
+_RECENT = Recent(2)
 
 
 def _corpus_of(gts: dict, res: dict, idf_from: dict | None) -> Corpus:

@@ -10,16 +10,14 @@ last few are kept by content (the tuple of reference strings). Only canonical re
 from __future__ import annotations
 
 import dataclasses
-import threading
 from itertools import count, repeat
 
 import numpy as np
 
+from .recent import Recent
 from .text import Encoded, Grams, _arrays, _shifted, is_canonical
 
-_KEPT = 4
-_RECENT: dict = {}
-_LOCK = threading.Lock()
+_RECENT = Recent(4)
 
 
 @dataclasses.dataclass
@@ -64,16 +62,7 @@ class References:
 
 def references_of(refs: list[str]) -> References | None:
     """The kept ``References`` of these strings (built on first use); None for non-canonical ones."""
-    key = tuple(refs)
-    with _LOCK:
-        if key in _RECENT:
-            return _RECENT[key]
-    found = _build(refs)
-    with _LOCK:
-        _RECENT[key] = found
-        while len(_RECENT) > _KEPT:
-            del _RECENT[next(iter(_RECENT))]
-    return found
+    return _RECENT.get(tuple(refs), lambda: _build(refs))
 
 
 def _build(refs: list[str]) -> References | None:
