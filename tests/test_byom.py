@@ -7,7 +7,7 @@ import shlex
 import numpy as np
 import pytest
 
-from pregen_jax import RefProbs, cli, postgen
+from pregen_jax import cli, postgen
 from pregen_jax.captioning import load_trained
 from pregen_jax.datasets import Vocabulary, tokenize
 from pregen_jax.datasets.generated import read_generated_captions
@@ -52,13 +52,6 @@ def run_block(language: str, code: str, capsys) -> str:
     return capsys.readouterr().out
 
 
-MISSING = [name for name, there in (("RefProbs.from_log_probs (branch subword)", hasattr(RefProbs, "from_log_probs")),
-                                    ("pregen-search score (branch reader)",
-                                     "score" in cli.build_parser()._subparsers._group_actions[0].choices))
-           if not there]
-
-
-@pytest.mark.skipif(bool(MISSING), reason=f"README's example needs {', '.join(MISSING)}, not merged here yet")
 def test_readme_bring_your_own_model_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     blocks = readme_blocks()
