@@ -187,7 +187,8 @@ def score_grid(corpus, grid: Grid, cache: Path, metrics, subset, progress: bool)
                          "perplexity": float(scores["perplexity"]),
                          "mean_caption_length": float(scores["mean_caption_length"]),
                          **{f"seconds_{k}": float(t) for k, t in zip(scoring.TIMES, scores["times"])},
-                         "_pregen": scores["pregen"], "_per_image": scores["cider_per_image"]})
+                         "_pregen": scores["pregen"], "_per_image": scores["cider_per_image"],
+                         "_log_ppl": scores["image_log_perplexity"], "_space": scores["image_space"]})
     return pd.DataFrame(rows)
 
 
@@ -217,6 +218,16 @@ def criteria_of(frame: pd.DataFrame, pregen: np.ndarray, picks: dict, hindsight:
                           "metric": "METEOR", "sign": 1.0, "values": frame["METEOR"].to_numpy(),
                           "seconds": seconds["generate"] + seconds["meteor"]})
     return chosen
+
+
+def _slug(name: str) -> str:
+    return name.replace(" ", "_").replace("(", "").replace(")", "")
+
+
+def _save_arrays(path: Path, **arrays) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with io.atomic_path(path) as tmp:
+        np.savez(tmp, **arrays)
 
 
 def checkpoints_of(frame: pd.DataFrame, per_image: np.ndarray, resamples: int) -> compare.Checkpoints:
@@ -405,7 +416,12 @@ def main(argv=None) -> int:
                 f"{frame['seconds_generate'].median():.3f} + scoring {frame['seconds_cider'].median():.3f}); "
                 f"CIDEr on 10% measured {measured:.3f} s ({measured / chosen[0]['seconds']:.2f} of full; the table "
                 f"bills shares linearly); teacher-forced pass {frame['seconds_refprobs'].median():.3f} s")
-            tables[name] = frame.drop(columns=["_pregen", "_per_image"])
+            tables[name] = frame.drop(columns=["_pregen", "_per_image", "_log_ppl", "_space"])
+            # the arrays the assisted races replay (assisted.py): per-image CIDEr and cheap features
+            _save_arrays(cache / f"arrays_{_slug(name)}.npz", per_image=per_image, prior=prior,
+                         log_ppl=np.stack(frame["_log_ppl"].to_numpy()), space=np.stack(frame["_space"].to_numpy()),
+                         seconds_cider=chosen[0]["seconds"], seconds_pass=frame["seconds_refprobs"].median(),
+                         seconds_sweep_images=frame["seconds_sweep_images"].median())
     found = where_image2_grid(plan.resamples, plan.races, level) if not args.only or "where-image2" in args.only else None
     if found is None:
         facts["where-image2"] = "skipped: ../shared/data/where-image2-captions not found"

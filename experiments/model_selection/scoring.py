@@ -33,9 +33,11 @@ from pregen_jax.pipeline.config import GenerationConfig, PostgenConfig, SearchCo
 from pregen_jax.pipeline.flow import FlowSettings, score_model
 from pregen_jax.pipeline.postgen_metrics import LazyMetrics
 from pregen_jax.pipeline.sources import Candidate, Data
+from pregen_jax.ranking import features
 
 WINNER_2018 = "mean_max_normcount_prefix0"
-TIMES = ("refprobs", "sweep_one", "sweep_all", "generate", "cider", "meteor", "generate_subset", "cider_subset")
+TIMES = ("refprobs", "sweep_one", "sweep_all", "generate", "cider", "meteor", "generate_subset", "cider_subset",
+         "sweep_images")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +131,8 @@ class Scorer:
         times["refprobs"] += seconds
         _, times["sweep_one"] = timed(criteria.pregen_values, words, [WINNER_2018])
         pregen, times["sweep_all"] = timed(tiers.sweep, words)
+        # per-image cheap features (issue 29): the tier space with each image its own stratum
+        (image_space, _), times["sweep_images"] = timed(features.image_tier_space, words)
         captions, times["generate"] = timed(generate_captions, model, params, val.features, vocab, beam_width=3,
                                             progress=False)
         gts, res = references(val), candidates(val, captions)
@@ -144,7 +148,8 @@ class Scorer:
                                                          candidates(val, sub_captions, rows), idf_from=gts)
         scores = {"pregen": np.asarray(pregen[0], np.float64), "perplexity": perplexity(ref_probs),
                   "cider": cider, "cider_per_image": np.asarray(per_image, np.float64), "meteor": meteor,
-                  "cider_subset": cider_subset, "mean_caption_length": np.mean([len(c) for c in captions])}
+                  "cider_subset": cider_subset, "mean_caption_length": np.mean([len(c) for c in captions]),
+                  "image_log_perplexity": features.image_log_perplexity(ref_probs), "image_space": image_space}
         return scores, times
 
     def score(self, trained, path: Path) -> dict:

@@ -126,8 +126,8 @@ def regression_mean(y, f_scored, f_all, alpha: float = 0.1, lam: float | None = 
 
     y: f[n] scores of the scored images; f_scored: f[n] their predictions; f_all: f[N]
     predictions of every image of the split (the scored ones included, with the same values).
-    lam: None = power-tuned (``finite_lambda``: one more degree of freedom spent), 0 = the plain
-    mean. The interval is two-sided at level 1 - alpha, t with n - 1 (fixed lam) or n - 2
+    lam: None = power-tuned (``finite_lambda``: one more degree of freedom spent, unless the
+    scored predictions are constant: then lam = 0 and this is the plain mean), 0 = the plain mean. The interval is two-sided at level 1 - alpha, t with n - 1 (fixed lam) or n - 2
     (tuned lam) degrees of freedom, and the finite-population correction 1 - n/N.
     """
     y, f_scored, f_all = _vector(y, "y"), _vector(f_scored, "f_scored"), _vector(f_all, "f_all")
@@ -136,9 +136,9 @@ def regression_mean(y, f_scored, f_all, alpha: float = 0.1, lam: float | None = 
         raise ValueError(f"{n} scores but {len(f_scored)} predictions of them")
     if not 2 <= n <= big_n:
         raise ValueError(f"{n} scored images of {big_n}: need 2 <= n <= N")
-    tuned = lam is None
-    lam = finite_lambda(y, f_scored, f_all) if tuned else float(lam)
-    ddof = 2 if tuned and n > 2 else 1
+    tuned = lam is None and n > 2 and np.var(f_scored) > 1e-300  # a slope is fitted: one more df spent
+    lam = (finite_lambda(y, f_scored, f_all) if lam is None else float(lam))
+    ddof = 2 if tuned else 1
     fpc = 1 - n / big_n
     residual = y - lam * f_scored
     estimate = float(lam * f_all.mean() + residual.mean())
@@ -183,7 +183,7 @@ def crossfit_predictions(x, y, folds: int = FOLDS, seed: int = 0, penalty: float
     scored images (those with any score) are split into ``folds`` by image; the fit for fold k
     pools every group's scores on the other folds' images, and predicts fold k's images. An
     unscored image gets the mean of the folds' predictions. Too few rows to fit (fewer than C + 3)
-    give the training mean (a constant: no help, and ``regression_mean`` then uses lam = 0).
+    or constant features give zeros (no help: ``regression_mean`` then is the plain mean).
     """
     x = np.asarray(x, np.float64)
     y = np.asarray(y, np.float64)
@@ -195,9 +195,8 @@ def crossfit_predictions(x, y, folds: int = FOLDS, seed: int = 0, penalty: float
     unscored = fold < 0
     for k in range(folds):
         train = known & (fold >= 0)[None] & (fold != k)[None]
-        if train.sum() < x.shape[2] + 3:
-            mean = y[train].mean() if train.any() else 0.0
-            prediction = np.full(y.shape, mean)
+        if train.sum() < x.shape[2] + 3 or not (x[train].std(0) > 0).any():
+            prediction = np.zeros(y.shape)  # nothing to fit: a constant, so lam = 0 (the plain mean)
         else:
             prediction = ridge_predict(ridge_fit(x[train], y[train], penalty), x)
         out[:, fold == k] = prediction[:, fold == k]

@@ -14,6 +14,18 @@ leader stays below about alpha for the whole race (the t bound is exact for norm
 differences; per-image CIDEr differences are far from normal on tiny rounds, so the first
 round is never smaller than ``MIN_ROUND`` images).
 
+Assisted races (``features``). With cheap per-image features of every candidate on every image
+(one teacher-forced pass; ``ranking.features``), every mean and every paired difference is the
+prediction-powered regression estimate of the whole split's (``ranking.ppi``: the difference
+estimator with the finite-population correction, the predictor cross-fitted by image, power
+tuned so that a useless predictor gives the plain mean). The drop rule is the same bound with that
+estimate, its standard error and its degrees of freedom. Features of zeros give the plain race
+with the finite-population correction, the fair baseline for an assisted one.
+
+Screening (``screen``). Candidates whose prior (the teacher-forced criterion) ranks them below
+``screen`` are never scored: status ``screened out``. The budget stays a share of all candidates
+x images, so the candidates left get more images each.
+
 Round sizes come from a few fixed buckets (powers of two: the images scored so far double each
 round), so code compiled for one batch shape is reused. Only ``score_images`` costs anything:
 the race never looks at scores it did not ask for.
@@ -28,9 +40,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import ppi
+
 MIN_ROUND = 16  # images in the first round, at least: fewer make the t bound meaningless
 STATUS_PICKED = "picked"
 STATUS_LEFT = "not separated"  # still in the race when it ended, not the pick
+STATUS_SCREENED = "screened out"  # ranked below the screen by the prior: never scored
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,11 +77,17 @@ class RaceResult:
     table: one row per candidate in the order given, columns ``candidate``, ``prior_rank``,
       ``rounds`` (rounds it was scored in), ``images_scored``, ``estimate`` (its mean score on
       its images), ``low``/``high`` (the interval at the race's corrected level), ``status``
-      (``picked``, ``dropped in round k``, ``not separated``), ``picked``.
+      (``picked``, ``dropped in round k``, ``not separated``, ``screened out``), ``picked``; an
+      assisted race adds ``plain_estimate``, ``lam`` and ``variance_ratio`` (the plain mean's
+      variance over the estimate's, on the same images) and ``pair_variance_ratio`` (the same for
+      the difference to the pick).
     picked: index of the chosen candidate.
     not_separated: indices still in the race at the end besides the pick.
     images_scored: image scorings spent in all; ``cost`` is that over candidates x images.
     rounds: round sizes (cumulative images) actually run.
+    assist: for an assisted race, at its end: ``r2_single`` and ``r2_pairs`` (cross-fitted R^2
+      of the predictor of scores and of differences to the pick), ``variance_ratio_pairs`` (the
+      median over the pick's pairs); every race: ``screened`` (how many were screened out).
     """
 
     table: pd.DataFrame
@@ -76,6 +97,7 @@ class RaceResult:
     cost: float
     rounds: list[int]
     alpha_per_test: float
+    assist: dict = dataclasses.field(default_factory=dict)
 
 
 def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int]:
@@ -103,7 +125,8 @@ def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int
 
 def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: int, num_images: int,
          settings: RaceSettings = RaceSettings(), prior: Sequence[float] | None = None,
-         names: Sequence[str] | None = None) -> RaceResult:
+         names: Sequence[str] | None = None, features: np.ndarray | None = None,
+         screen: int | None = None) -> RaceResult:
     """Race ``num_candidates`` on a split of ``num_images`` images.
 
     score_images(c, images: i64[n]) -> f64[n]: candidate c's per-image scores (higher is
@@ -112,6 +135,8 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
     prior: a teacher-forced criterion per candidate, lower is better (e.g. validation
       perplexity): the order candidates are scored in, the tie-break between equal means,
       and reported as ``prior_rank``.
+    features: f[candidates, images, C] cheap per-image features (an assisted race) or None.
+    screen: race only the ``screen`` candidates the prior ranks best (None: all).
     """
     if num_candidates < 1:
         raise ValueError("no candidates to race")
@@ -121,20 +146,29 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
     prior = np.zeros(num_candidates) if prior is None else np.asarray(prior, np.float64)
     if prior.shape != (num_candidates,):
         raise ValueError(f"prior has {prior.shape} values for {num_candidates} candidates")
+    if features is not None:
+        features = np.asarray(features, np.float64)
+        if features.ndim != 3 or features.shape[:2] != (num_candidates, num_images):
+            raise ValueError(f"features {features.shape}: expected f[{num_candidates}, {num_images}, C]")
     order = np.argsort(np.where(np.isnan(prior), np.inf, prior), kind="stable")
     prior_rank = np.empty(num_candidates, int)
     prior_rank[order] = np.arange(1, num_candidates + 1)
+    racing = [int(c) for c in order[:screen]] if screen is not None else [int(c) for c in order]
+    if not racing:
+        raise ValueError(f"screen {screen}: no candidate left to race")
 
-    sizes = round_sizes(num_images, num_candidates, settings.budget)
-    looks = len(sizes) * max(num_candidates - 1, 1)
+    total_budget = settings.budget * num_images * num_candidates
+    sizes = round_sizes(num_images, len(racing), min(1.0, total_budget / (num_images * len(racing))))
+    looks = len(sizes) * max(len(racing) - 1, 1)
     alpha = (1 - settings.confidence) / looks
     images = np.random.default_rng(settings.seed).permutation(num_images)
+    placed = features[:, images] if features is not None else None  # by position in ``images``
 
     scores = np.full((num_candidates, num_images), np.nan)  # by position in ``images``
-    alive = [int(c) for c in order]
-    status = {c: STATUS_LEFT for c in range(num_candidates)}
+    alive = list(racing)
+    status = {c: STATUS_LEFT if c in racing else STATUS_SCREENED for c in range(num_candidates)}
     rounds_in = np.zeros(num_candidates, int)
-    budget_left = settings.budget * num_images * num_candidates
+    budget_left = total_budget
     done = 0
     run: list[int] = []
     for k, size in enumerate(sizes, start=1):
@@ -157,24 +191,49 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         run.append(size)
         if len(alive) < 2:
             break
-        alive = _survivors(scores[:, :done], alive, prior_rank, alpha, status, k)
+        if placed is None:
+            alive = _survivors(scores[:, :done], alive, prior_rank, alpha, status, k)
+        else:
+            alive = _assisted_survivors(scores, placed, alive, prior_rank, alpha, status, k, settings.seed)
         if len(alive) == 1:
             break
 
     counts = (~np.isnan(scores)).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.nansum(scores, axis=1) / counts
-    picked = min(alive, key=lambda c: (-means[c], prior_rank[c]))
+    columns: dict = {}
+    assist: dict = {}
+    if placed is None:
+        estimates = means
+        half = np.array([_half_width(scores[c, :counts[c]], alpha) for c in range(num_candidates)])
+        low, high = estimates - half, estimates + half
+    else:
+        singles = _single_estimates(scores, placed, racing, alpha, settings.seed)
+        estimates = np.array([singles[c].estimate if c in singles else np.nan for c in range(num_candidates)])
+        low = np.array([singles[c].low if c in singles else np.nan for c in range(num_candidates)])
+        high = np.array([singles[c].high if c in singles else np.nan for c in range(num_candidates)])
+        columns = {"plain_estimate": means,
+                   "lam": [singles[c].lam if c in singles else np.nan for c in range(num_candidates)],
+                   "variance_ratio": [singles[c].variance_ratio if c in singles else np.nan
+                                      for c in range(num_candidates)]}
+    picked = min(alive, key=lambda c: (-estimates[c], prior_rank[c]))
     status[picked] = STATUS_PICKED
-    half = np.array([_half_width(scores[c, :counts[c]], alpha) for c in range(num_candidates)])
+    if placed is not None:
+        pairs, r2_pairs = _pair_estimates_to(scores, placed, racing, picked, alpha, settings.seed)
+        columns["pair_variance_ratio"] = [pairs[c].variance_ratio if c in pairs else np.nan
+                                          for c in range(num_candidates)]
+        ratios = [pairs[c].variance_ratio for c in pairs]
+        assist = {"r2_single": _single_r2(scores, placed, racing, settings.seed), "r2_pairs": r2_pairs,
+                  "variance_ratio_pairs": float(np.median(ratios)) if ratios else math.nan}
+    assist["screened"] = num_candidates - len(racing)
     table = pd.DataFrame({
         "candidate": names, "prior_rank": prior_rank, "rounds": rounds_in, "images_scored": counts,
-        "estimate": means, "low": means - half, "high": means + half,
+        "estimate": estimates, "low": low, "high": high,
         "status": [status[c] for c in range(num_candidates)],
-        "picked": [c == picked for c in range(num_candidates)]})
+        "picked": [c == picked for c in range(num_candidates)], **columns})
     spent = int(counts.sum())
     return RaceResult(table, picked, [c for c in alive if c != picked], spent,
-                      spent / (num_candidates * num_images), run, alpha)
+                      spent / (num_candidates * num_images), run, alpha, assist)
 
 
 def _survivors(scores: np.ndarray, alive: list[int], prior_rank: np.ndarray, alpha: float,
@@ -198,6 +257,43 @@ def _survivors(scores: np.ndarray, alive: list[int], prior_rank: np.ndarray, alp
     return keep
 
 
+def _single_estimates(scores: np.ndarray, placed: np.ndarray, group: list[int], alpha: float,
+                      seed: int) -> dict[int, ppi.MeanEstimate]:
+    """Each candidate's whole-split mean (two-sided level 1 - 2 alpha), the predictor pooled over ``group``."""
+    predictions = ppi.crossfit_predictions(placed[group], scores[group], seed=seed)
+    return dict(zip(group, ppi.group_estimates(scores[group], predictions, 2 * alpha)))
+
+
+def _single_r2(scores: np.ndarray, placed: np.ndarray, group: list[int], seed: int) -> float:
+    return ppi.crossfit_r2(ppi.crossfit_predictions(placed[group], scores[group], seed=seed), scores[group])
+
+
+def _pair_estimates_to(scores: np.ndarray, placed: np.ndarray, group: list[int], leader: int, alpha: float,
+                       seed: int) -> tuple[dict[int, ppi.MeanEstimate], float]:
+    """mean(c) - mean(leader) for every other c of ``group``, on the images both were scored on."""
+    others = [c for c in group if c != leader]
+    if not others:
+        return {}, math.nan
+    found, r2 = ppi.pair_estimates(scores, placed, [(c, leader) for c in others], 2 * alpha, seed)
+    return dict(zip(others, found)), r2
+
+
+def _assisted_survivors(scores: np.ndarray, placed: np.ndarray, alive: list[int], prior_rank: np.ndarray,
+                        alpha: float, status: dict, k: int, seed: int) -> list[int]:
+    """``_survivors`` with prediction-powered estimates: the leader by its estimated whole-split
+    mean, a drop when the difference's one-sided upper bound at 1 - alpha is below zero."""
+    singles = _single_estimates(scores, placed, alive, alpha, seed)
+    leader = min(alive, key=lambda c: (-singles[c].estimate, prior_rank[c]))
+    pairs, _ = _pair_estimates_to(scores, placed, alive, leader, alpha, seed)
+    keep = []
+    for c in alive:
+        if c != leader and pairs[c].upper(alpha) < 0:
+            status[c] = f"dropped in round {k}"
+        else:
+            keep.append(c)
+    return keep
+
+
 def _half_width(values: np.ndarray, alpha: float) -> float:
     """Half the two-sided interval of a mean at level 1 - 2 alpha (t distribution)."""
     n = len(values)
@@ -206,8 +302,17 @@ def _half_width(values: np.ndarray, alpha: float) -> float:
     return float(stats.t.ppf(1 - alpha, n - 1) * values.std(ddof=1) / math.sqrt(n))
 
 
-def race_table(matrix: np.ndarray, settings: RaceSettings, prior=None, names=None) -> RaceResult:
+def race_table(matrix: np.ndarray, settings: RaceSettings, prior=None, names=None, features=None,
+               screen: int | None = None) -> RaceResult:
     """A race on known per-image scores ``matrix: f64[candidates, images]`` (studies, tests):
     each scoring is a lookup, and still counts as one image scored."""
     matrix = np.asarray(matrix, np.float64)
-    return race(lambda c, idx: matrix[c, idx], matrix.shape[0], matrix.shape[1], settings, prior, names)
+    return race(lambda c, idx: matrix[c, idx], matrix.shape[0], matrix.shape[1], settings, prior, names,
+                features, screen)
+
+
+def screen_size(num_candidates: int, keep_share: float) -> int:
+    """How many candidates a screen keeping ``keep_share`` of them races: ceil, at least 2."""
+    if not 0 < keep_share <= 1:
+        raise ValueError(f"screen share {keep_share}: expected a share in (0, 1]")
+    return min(num_candidates, max(2, math.ceil(keep_share * num_candidates - 1e-9)))
