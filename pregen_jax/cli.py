@@ -100,6 +100,10 @@ def _rank(args) -> int:
         result = ranking.rank(table, post, pregen, group_by=args.group_by)
     except ValueError as err:
         raise ValueError(f"{args.table}: {err}") from None
+    if not result.correlations:
+        raise ValueError(f"{args.table}: {'; '.join(result.excluded_postgen.values())}")
+    for why in result.excluded_postgen.values():
+        print(f"warning: {why}; ranked against the other post-gen columns", file=sys.stderr)
     tokenizer = (", ".join(map(str, table["tokenizer"].unique())) if "tokenizer" in table.columns
                  else "as in the input table (no tokenizer column)")
     from .ranking import decisions
@@ -193,8 +197,11 @@ def _select(args) -> int:
             raise ValueError(f"--checkpoints: {path}: file not found")
     out = io.check_out_folder(args.out)
     run = FinishedSearch.open(args.search)
+    if args.screen and not 0 < args.screen_keep <= 1:
+        raise ValueError(f"--screen-keep {args.screen_keep}: expected a share in (0, 1]")
     table, selection, notes = run_select(run, args.split, args.metric, settings, args.checkpoints,
-                                         progress=not args.no_progress)
+                                         progress=not args.no_progress, assist=args.assist,
+                                         screen=args.screen_keep if args.screen else None)
     for note in notes:
         print(note)
     with io.staged_folder(out) as staging:
@@ -384,6 +391,15 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--confidence", type=float, default=0.95,
                         help="1 - alpha for the whole race (Bonferroni over rounds and models; default 0.95)")
     select.add_argument("--seed", type=int, default=0, help="the random order of the images (default 0)")
+    select.add_argument("--assist", default="none", choices=["none", "perplexity", "pregen", "both"],
+                        help="predict per-image scores from one teacher-forced pass over the split (per-image "
+                             "perplexity, pre-gen tier space, or both) and race on prediction-powered estimates "
+                             "(default none: plain racing); the passes' seconds are counted")
+    select.add_argument("--screen", action="store_true",
+                        help="never decode the models the prior (validation perplexity) ranks below the "
+                             "--screen-keep share")
+    select.add_argument("--screen-keep", type=float, default=0.5,
+                        help="with --screen, the share of models that race, best by the prior (default 0.5)")
     select.add_argument("--out", required=True, help="output folder (select.tsv)")
     select.add_argument("--no-progress", action="store_true", help="no progress bars")
     select.set_defaults(func=_select)
@@ -437,6 +453,12 @@ def main(argv=None) -> int:
         message = " ".join(str(err).split())  # one line, whatever the message held
         print(f"pregen-search {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except RuntimeError as err:
+        from .pipeline.late import LateStepFailed
+        if not isinstance(err, LateStepFailed):
+            raise
+        print(f"pregen-search {args.command}: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         _quiet_interrupts()
         print(f"pregen-search {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)

@@ -11,6 +11,13 @@ Scores are per image, with CIDEr's document frequencies from all the split's ref
 the race's means estimate whole-split CIDEr without bias. Only metrics whose corpus score is
 the mean of per-image scores can race: a paired difference of means is then a difference of
 corpus scores.
+
+Assists (``assist``, issue 29): a candidate may also bring ``pass_features``, one teacher-forced
+pass over the whole split (``PassFeatures``: per-image log-perplexity and tier space). With
+``assist`` "perplexity", "pregen" or "both" the race is assisted (``ranking.racing``: every
+estimate prediction-powered, ``ranking.ppi``), and the pass's seconds are billed. ``screen``
+races only the candidates the prior ranks in its best ``screen`` share; the rest are never
+decoded.
 """
 from __future__ import annotations
 
@@ -23,7 +30,32 @@ import numpy as np
 
 from .. import postgen
 from ..datasets import tokenize
-from ..ranking.racing import RaceResult, RaceSettings, race
+from ..ranking import features as cheap
+from ..ranking.racing import RaceResult, RaceSettings, race, screen_size
+
+SCREEN_KEEP = 0.5  # the share --screen keeps by default (see experiments/model_selection: screening)
+
+
+@dataclasses.dataclass(frozen=True)
+class PassFeatures:
+    """A candidate's teacher-forced pass over the split, per image.
+
+    log_perplexity: f[I]; space: f[I, C'] the tier space on single images, named by ``names``
+    (``ranking.features``); seconds: what the pass and its sweep cost.
+    """
+
+    log_perplexity: np.ndarray
+    space: np.ndarray
+    names: tuple[str, ...]
+    seconds: float = 0.0
+
+    @classmethod
+    def from_ref_probs(cls, ref_probs, seconds: float = 0.0) -> PassFeatures:
+        """From any model's ``RefProbs`` on the split (word units for the tier space)."""
+        start = time.perf_counter()
+        space, names = cheap.image_tier_space(ref_probs)
+        return cls(cheap.image_log_perplexity(ref_probs), space, tuple(names),
+                   seconds + time.perf_counter() - start)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,11 +65,14 @@ class Candidate:
     generate: image indices (i64[n], positions in the split) -> n captions (strings or token
       lists), in that order.
     prior: a teacher-forced criterion, lower is better (NaN: unknown).
+    pass_features: () -> ``PassFeatures`` on the split, called only for an assisted race (None:
+      the candidate has no pass; it then races with zero features).
     """
 
     name: str
     generate: Callable[[np.ndarray], Sequence]
     prior: float = math.nan
+    pass_features: Callable[[], PassFeatures] | None = None
 
 
 @dataclasses.dataclass
@@ -47,6 +82,7 @@ class Selection:
     race: RaceResult
     metric: str
     seconds: dict[str, float]
+    assist: str = "none"
 
 
 def mean_metrics() -> list[str]:
@@ -73,11 +109,44 @@ def _as_text(caption) -> str:
     return " ".join(caption) if not isinstance(caption, str) else " ".join(tokenize(caption))
 
 
+def assist_matrix(candidates: Sequence[Candidate], assist: str, racing: Sequence[int], num_images: int,
+                  seconds: dict) -> np.ndarray | None:
+    """f[M, I, C] features of ``assist`` for the candidates (zeros for those not raced or with no
+    pass); None for "none". Adds the passes' seconds to ``seconds["pass"]``."""
+    if assist == "none":
+        return None
+    found = {}
+    for c in racing:
+        if candidates[c].pass_features is None:
+            continue
+        one = candidates[c].pass_features()
+        seconds["pass"] = seconds.get("pass", 0.0) + one.seconds
+        if len(one.log_perplexity) != num_images:
+            raise ValueError(f"candidate {candidates[c].name}: features for {len(one.log_perplexity)} images, "
+                             f"the split has {num_images}")
+        found[c] = cheap.assist_features(assist, one.log_perplexity, one.space, one.names)
+    if not found:
+        raise ValueError(f"assist {assist}: no candidate brings a teacher-forced pass")
+    width = next(iter(found.values())).shape[1]
+    out = np.zeros((len(candidates), num_images, width))
+    for c, values in found.items():
+        out[c] = values
+    return out
+
+
 def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str = "CIDEr",
-           settings: RaceSettings = RaceSettings(), options: dict | None = None) -> Selection:
+           settings: RaceSettings = RaceSettings(), options: dict | None = None, assist: str = "none",
+           screen: float | None = None) -> Selection:
     """Race ``candidates`` on a split whose image i has references ``references[i]`` (strings or
-    token lists). ``options``: ``postgen.PostgenOptions`` fields for toolkit metrics."""
+    token lists). ``options``: ``postgen.PostgenOptions`` fields for toolkit metrics.
+
+    assist: "none", "perplexity", "pregen" or "both" (``ranking.features.ASSISTS``): the per-image
+    features an assisted race predicts scores from. screen: race only this share of the
+    candidates, those the prior ranks best (None: all).
+    """
     check_metric(metric)
+    if assist not in cheap.ASSISTS:
+        raise ValueError(f"--assist {assist}: choose from {', '.join(cheap.ASSISTS)}")
     if not candidates:
         raise ValueError("no candidates to select from")
     names = [c.name for c in candidates]
@@ -100,9 +169,14 @@ def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metr
         seconds["score"] += time.perf_counter() - start
         return np.asarray(per_image, np.float64)
 
-    prior = [c.prior for c in candidates]
-    result = race(score_images, len(candidates), len(references), settings, prior, names)
-    return Selection(result, metric, seconds)
+    prior = np.array([c.prior for c in candidates], np.float64)
+    keep = None if screen is None else screen_size(len(candidates), screen)
+    order = np.argsort(np.where(np.isnan(prior), np.inf, prior), kind="stable")
+    racing = [int(c) for c in order[:keep]]
+    seconds["pass"] = 0.0
+    features = assist_matrix(candidates, assist, racing, len(references), seconds)
+    result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep)
+    return Selection(result, metric, seconds, assist)
 
 
 def lookup(captions: Sequence) -> Callable[[np.ndarray], list]:
@@ -146,7 +220,18 @@ def model_candidate(name: str, path, data, generation, split: str) -> Candidate:
         return generate_captions(trained.model, trained.params, features[images], data.vocab, generation.beam_width,
                                  generation.max_len, generation.min_len, batch_size=_bucket(len(images)),
                                  progress=False)
-    return Candidate(name, generate, logged_perplexity(path))
+
+    def pass_features() -> PassFeatures:
+        from ..captioning import reference_probs
+        from ..captioning.input_pipeline import reference_word_starts
+        start = time.perf_counter()
+        captions = data.dataset[split].captions
+        ref_probs = reference_probs(trained.model, trained.params, features, captions, data.vocab, progress=False,
+                                    source=name, warn_unknown=False)
+        if ref_probs.units != "word":
+            ref_probs = ref_probs.to_words(reference_word_starts(captions, data.vocab))
+        return PassFeatures.from_ref_probs(ref_probs, time.perf_counter() - start)
+    return Candidate(name, generate, logged_perplexity(path), pass_features)
 
 
 def search_candidates(run, data, split: str, checkpoints=()) -> tuple[list[Candidate], list[dict], list[str]]:
@@ -178,7 +263,8 @@ def search_candidates(run, data, split: str, checkpoints=()) -> tuple[list[Candi
     return candidates, ids, notes
 
 
-def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints=(), progress: bool = True):
+def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints=(), progress: bool = True,
+               assist: str = "none", screen: float | None = None):
     """``pregen-search select``: race a finished search's models (and ``checkpoints``) on ``split``.
 
     Returns (the select.tsv table, the ``Selection``, notes). On the test split the table also
@@ -197,7 +283,7 @@ def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints
         raise ValueError(f"{run.folder}: no model of the search can be decoded on the {split} split")
     # the run's stop words, jars...; never its backend: whole-split frequencies need the array CIDEr
     options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v and k != "backend"}
-    selection = select(candidates, data.dataset[split].captions, metric, settings, options)
+    selection = select(candidates, data.dataset[split].captions, metric, settings, options, assist, screen)
     race = selection.race.table.drop(columns=["candidate"])
     table = pd.concat([pd.DataFrame(ids), race], axis=1)
     if split == "test" and metric in run.postgen:
@@ -206,6 +292,9 @@ def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints
         table["search_score"] = [whole.get((str(a), str(r), str(e)), math.nan)
                                  for a, r, e in zip(table["architecture"], table["run"], table["epoch"])]
     table["metric"] = metric
+    table["assist"] = assist
+    for key, value in selection.race.assist.items():  # the race's own: R^2, variance ratio, how many screened
+        table[f"race_{key}"] = value
     table["split"] = split
     table["tokenizer"] = run.tokenizer
     return table, selection, notes
@@ -224,7 +313,16 @@ def summary_lines(table, selection: Selection, split: str) -> list[str]:
     lines.append("not separated from it: " + (", ".join(left) if left else "none (every other model was dropped)"))
     lines.append(f"cost: {race.images_scored} images decoded and scored of {int(round(total))} "
                  f"({100 * race.cost:.1f}% of scoring every model on every image), "
-                 f"{selection.seconds['generate']:.1f} s decoding, {selection.seconds['score']:.1f} s scoring")
+                 f"{selection.seconds['generate']:.1f} s decoding, {selection.seconds['score']:.1f} s scoring, "
+                 f"{selection.seconds.get('pass', 0.0):.1f} s teacher-forced passes (assist {selection.assist})")
+    screened = [name(table.iloc[c]) for c in range(len(table)) if table.iloc[c]["status"] == "screened out"]
+    if screened:
+        lines.append(f"screened out before generation ({len(screened)} of {len(table)}, by the prior): "
+                     + ", ".join(screened))
+    if race.assist.get("r2_pairs") is not None and "variance_ratio_pairs" in race.assist:
+        lines.append(f"assist {selection.assist}: cross-fitted R^2 {race.assist['r2_single']:.3f} (scores), "
+                     f"{race.assist['r2_pairs']:.3f} (differences to the pick); variance ratio of those differences "
+                     f"(plain over assisted, median) {race.assist['variance_ratio_pairs']:.3f}")
     if "search_score" in table and table["search_score"].notna().all():
         best = table["search_score"].max()
         regret = 100 * (best - pick["search_score"]) / best if best else 0.0
