@@ -11,30 +11,16 @@ import sys
 
 def _search(config, args, source: str = "config") -> int:
     from .pipeline.distributed import run_local_processes
-    config.check_files(source)  # stop words, jars, vocabulary, modules...: before any work
-    _check_metrics_can_run(config, source)
+    from .pipeline.preflight import check_search
     alone = args.coordinator is None and args.process_id is None and not args.distributed
-    if alone and config.pregen.modules:  # the user's tier modules run and are checked before any data is built
-        from .pipeline import space  # (a process of a cluster may not touch JAX before it joins: it checks later)
-        space.tier_space(config.pregen)
+    check_search(config, source, tier_modules=alone)  # before any work (run_search checks again from Python)
     if alone and (args.num_processes or 1) > 1:  # N processes on this machine, started from here
         sys.stdout.flush()
         return run_local_processes(args.argv, args.num_processes)
-    return _search_in_cluster(config, args)
+    return _search_in_cluster(config, args, source)
 
 
-def _check_metrics_can_run(config, source: str) -> None:
-    """Refuse, before any work, a search none of whose post-gen metrics can run here (with some
-    left, the search warns about the others in one line each and goes on)."""
-    from . import postgen
-    available = postgen.availability(config.postgen.options, config.postgen.metrics)
-    if not any(ok for ok, _ in available.values()):
-        name, (_, why) = next(iter(available.items()))
-        raise ValueError(f"{source}: [postgen] metrics = {list(config.postgen.metrics)}: {name} cannot run here "
-                         f"({why}) and no other post-gen metric is requested")
-
-
-def _search_in_cluster(config, args) -> int:
+def _search_in_cluster(config, args, source: str) -> int:
     import time
 
     from .pipeline import run_search, write_outputs
@@ -42,7 +28,7 @@ def _search_in_cluster(config, args) -> int:
     start = time.perf_counter()
     cluster = initialize(args.coordinator, args.num_processes, args.process_id, detect=args.distributed)
     result = run_search(config, args.out, progress=not args.no_progress, cluster=cluster, workers=args.workers,
-                        trainers=args.trainers)
+                        trainers=args.trainers, source=source)
     if result is None:  # not process 0: its models are in the shared cache, process 0 writes the run folder
         print(f"process {cluster.index} of {cluster.count}: done; process 0 writes {args.out}")
         return 0

@@ -415,6 +415,7 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
     the check lets the search go on (it warns in one line)."""
     from pregen_jax import postgen
     from pregen_jax.pipeline import SearchConfig
+    from pregen_jax.pipeline.preflight import check_metrics_can_run
     from pregen_jax.postgen import registry
     config_path = write_precomputed(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
@@ -423,10 +424,10 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
         edit_config(config_path, section("postgen", metrics=["METEOR"]))
         with pytest.raises(ValueError, match=r"\[postgen\] metrics = \['METEOR'\]: METEOR cannot run here "
                                              r"\(java not found on PATH"):
-            cli._check_metrics_can_run(SearchConfig.load(config_path), "search.toml")
+            check_metrics_can_run(SearchConfig.load(config_path), "search.toml")
         edit_config(config_path, section("postgen", metrics=["METEOR", "CIDEr"]))
         config = SearchConfig.load(config_path)
-        cli._check_metrics_can_run(config, "search.toml")
+        check_metrics_can_run(config, "search.toml")
         assert not postgen.availability(config.postgen.options, ["METEOR"])["METEOR"][0]
     finally:
         registry.java_problem.cache_clear()
@@ -443,3 +444,17 @@ def test_a_failing_tier_module_is_found_before_any_data_is_built(tmp_path, capsy
     err = capsys.readouterr().err
     assert "my_tiers.py' failed (called sys.exit('missing dependency'))" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "home-cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_run_search_from_python_checks_like_the_cli_before_any_work(tmp_path):
+    """``run_search`` refuses what the CLI refuses up front, with the same one-line error, and
+    leaves nothing behind: a missing file the config names, features missing for models to run."""
+    from pregen_jax.pipeline import SearchConfig, run_search
+    config = SearchConfig.from_dict({"data": {"source": "shapes"},
+                                     "postgen": {"metrics": ["CIDEr"], "stopwords": str(tmp_path / "none.txt")}})
+    with pytest.raises(ValueError, match=r"\[postgen\] stopwords = .*none\.txt'?: no such file"):
+        run_search(config, tmp_path / "out", progress=False)
+    karpathy = SearchConfig.from_dict({"data": {"source": "karpathy", "karpathy_json": "x.json"}}, base=tmp_path)
+    with pytest.raises(ValueError, match=r"config: \[data\] features is required"):
+        run_search(karpathy, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()

@@ -161,3 +161,19 @@ def test_attach_references_fingerprints_what_the_search_scores(tmp_path):
     shuffled = RefProbs.from_log_probs(log_probs[::-1], targets[::-1])
     with pytest.raises(ValueError, match=r"refs.jsonl: image 0 \(0.jpg\)(, reference \d)? has \d+"):
         attach_references(dataclasses.replace(shuffled, units="word"), tmp_path / "refs.jsonl")
+
+
+def test_export_needs_only_the_data_section(tmp_path, capsys):
+    """The natural order: export first, from a config with only [data] (no features, no models)."""
+    write_training_corpus(tmp_path)
+    config = tmp_path / "export.toml"
+    config.write_text('[data]\nsource = "karpathy"\nkarpathy_json = "dataset_toy.json"\n')
+    out = tmp_path / "refs.jsonl"
+    assert cli.main(["export-references", "--config", str(config), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert "60 references of 20 test images" in capsys.readouterr().out
+    assert len(read_rows(out)) == 60
+    # The same config is refused, before any work, by a search that would have to run models.
+    run_out = tmp_path / "run"
+    assert cli.main(["run", "--config", str(config), "--out", str(run_out)]) == 2
+    assert "[data] features is required to train or run caption models" in capsys.readouterr().err
+    assert not run_out.exists()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..metric_names import POSTGEN_NAMES
 from ..pipeline.unit_test_results import markdown_table  # noqa: F401  (one table writer; meta modules import it from here)
 
-# Display order of the registered post-gen metrics (any other registered name follows).
-METRIC_ORDER = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE", "WMD")
+METRIC_ORDER = POSTGEN_NAMES  # display order of the registered post-gen metrics (any other registered name follows)
 
 
 def metric_names(spec: str | None) -> list[str]:

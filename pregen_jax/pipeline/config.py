@@ -218,10 +218,8 @@ class SearchConfig:
         return cls.from_dict(raw, str(path), base=path.resolve().parent)
 
     def check(self, source: str) -> None:
-        """Rules that span sections (``check_files``, run before a search, checks the files it names)."""
-        if self.data.source != "shapes" and not self.data.features and not self.only_precomputed:
-            raise ValueError(f"{source}: [data] features is required to train or run caption models on "
-                             f"source {self.data.source!r}")
+        """Rules that span sections and hold for every use of a config (``check_files``, run before a
+        search, adds what only a search needs: the files it names, image features)."""
         seen = {}
         for k, entry in enumerate(self.precomputed, 1):
             if entry.label in seen:
@@ -230,8 +228,13 @@ class SearchConfig:
             seen[entry.label] = k
 
     def check_files(self, source: str) -> None:
-        """Each file or folder named by the config exists (relative paths: resolved first); the
-        [[precomputed]] files are read, with their own messages, before any work."""
+        """What a search needs before any work: image features where models are trained or run, and
+        each file or folder named by the config (relative paths: resolved first); the [[precomputed]]
+        files are read, with their own messages, later but before any work. (``export-references``
+        needs none of it: only [data]'s corpus.)"""
+        if self.data.source != "shapes" and not self.data.features and not self.only_precomputed:
+            raise ValueError(f"{source}: [data] features is required to train or run caption models on "
+                             f"source {self.data.source!r}")
         named = [("data", "karpathy_json", self.data.karpathy_json, "file"),
                  ("data", "flickr8k_dir", self.data.flickr8k_dir, "dir"),
                  ("data", "features", self.data.features, "file"),

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io, ranking
-from ..ranking import ALL, decisions
+from ..ranking import ALL, decisions, render
 from ..refprobs import References, RefProbs
 from .config import SearchConfig
 from .unit_test_results import UNIT_TESTS_FILE, read_unit_tests
@@ -206,10 +206,17 @@ class FinishedSearch:
     @functools.cached_property
     def ranking(self) -> ranking.Ranking:
         """The ranking as ``ranking.rank`` returned it (correlations, exclusions, groups)."""
-        excluded = self._tsv("excluded.tsv")
+        excluded, excluded_postgen, _ = render.split_excluded(self._tsv("excluded.tsv"))
         first = next(iter(self.correlations.values()), pd.DataFrame())
-        groups = [c.removesuffix("_R^2") for c in first.columns if c.endswith("_R^2")]
-        return ranking.Ranking(self.correlations, excluded, groups, self.manifest.get("group_by"))
+        groups = [c.removesuffix("_R^2") for c in first.columns if c.endswith("_R^2")] or [ALL]
+        return ranking.Ranking(self.correlations, excluded, groups, self.manifest.get("group_by"), excluded_postgen)
+
+    @property
+    def late_steps(self) -> dict[str, dict[str, str]]:
+        """{"skipped": step -> why it did not apply, "failed": step -> the error, "tracebacks": failed
+        step -> its traceback}: the steps after the table that were not done (``pipeline.late``)."""
+        steps = self.manifest.get("late_steps", {})
+        return {kind: dict(steps.get(kind, {})) for kind in ("skipped", "failed", "tracebacks")}
 
     def chosen(self, pregen: str | None = None) -> dict[str, str]:
         """post-gen -> the pre-gen metric the run chose for it (its best by R^2), or ``pregen`` for all."""

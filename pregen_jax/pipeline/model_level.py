@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ..ranking import ALL, PERPLEXITY_BASELINE, calibration, decisions, render
+from ..ranking import ALL, PERPLEXITY_BASELINE, NotApplicable, calibration, decisions, render
 from .search import SearchResult
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -64,9 +64,10 @@ def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelL
     table = result.findings_table
     models = decisions.model_rows(table).reset_index(drop=True)
     if len(models) < 3:
-        note = f"Only {len(models)} model(s): no model-level validation (it needs at least 3)."
-        return ModelLevel({}, "## Does the metric pick the better model?\n\n" + note + "\n")
+        raise NotApplicable(f"only {len(models)} model(s): model-level validation needs at least 3")
     correlations = result.ranking.correlations
+    if not correlations:
+        raise NotApplicable("no post-gen metric was ranked against, so no metric was chosen to validate")
     # Each step below may be impossible for this data (a metric constant across the models, say):
     # it then says why in the report, and the table and every other output are still written.
     # The rank command's tables and text, then what only a search can add: per-image significance.

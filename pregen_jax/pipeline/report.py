@@ -26,6 +26,7 @@ from ..datasets import TOKENIZER_NAME
 from . import finished
 from .config import ID_COLUMNS, SearchConfig
 from .finished import MANIFEST, UNKNOWN, FinishedSearch
+from .late import section as late_section
 from .model_level import model_level
 from .search import SearchResult
 from .unit_test_results import UNIT_TESTS_FILE, UNIT_TESTS_REPORT, unit_tests_section
@@ -69,14 +70,19 @@ def plot(table: pd.DataFrame, pregen: str, post: str, r2: float, path: Path) -> 
 
 
 def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
-    """Publish the run folder, its manifest last; returns the path of report.md."""
+    """Publish the run folder, its manifest last; returns the path of report.md.
+
+    The steps after the table (model-level decisions, plots, the report) run through
+    ``result.late``: one that does not apply is named in report.md and excluded.tsv; one that fails
+    loses nothing else, and ``LateStepFailed`` names it once everything is written.
+    """
     tokenizer = str(result.table["tokenizer"].iloc[0])  # the short name every TSV carries (the report spells it out)
     history = timing_history(result.out / "cache" / "timings.json", result.timings)
-    decided = model_level(result, config.pregen.group_by or None, config.seed)
+    late = result.late
+    decided = late.run("model-level decisions", lambda: model_level(result, config.pregen.group_by or None,
+                                                                     config.seed), default=None)
     with io.staged_folder(result.out, keep=("cache", *UNIT_TEST_FILES)) as staging:
         io.write_tsv(result.table, staging / "table.tsv")
-        ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"))
-        ranking.write_files(staging, decided.files, tokenizer)
         np.save(staging / "reference_lengths.npy", result.reference_lengths)
         io.write_text(config.to_toml(), staging / "config.toml")
         if result.vocab is not None:
@@ -85,21 +91,42 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
                 result.vocab.save(staging / "tokenizer.json")
         entries = model_entries(result, config)
         io.write_tsv(models_frame(result, entries), staging / "models.tsv")
-        plots = {}
-        for post, df in result.ranking.correlations.items():
-            best = df.iloc[0]
-            plot(result.findings_table, best["pregen"], post, best["all_R^2"], staging / f"plot_best_{post}.png")
-            plots[post] = [f"plot_best_{post}.png"]
-            baseline = df[df["pregen"] == ranking.PERPLEXITY_BASELINE]
-            if len(baseline):
-                plot(result.findings_table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
-                     staging / f"plot_baseline_{post}.png")
-                plots[post].append(f"plot_baseline_{post}.png")
+        if decided is not None:
+            ranking.write_files(staging, decided.files, tokenizer)
+        plots = late.run("plots", lambda: write_plots(result, staging), default={})
+        ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"),
+                              steps=late.all)
         manifest = manifest_data(result, config, staging, entries, history, plots)
         run = FinishedSearch(staging, manifest, kept=result.out)
-        io.write_text(render_report(run), staging / "report.md")
+        report = late.run("report", lambda: render_report(run), default=None)
+        manifest["late_steps"] = late.as_json()  # with the report's own outcome (report.md is not hashed)
+        io.write_text(report if report is not None else fallback_report(run, late.as_json()), staging / "report.md")
     io.write_text(json.dumps(manifest, indent=1, default=str), result.out / MANIFEST)  # atomic: temp + os.replace
+    late.raise_failures(result.out)
     return result.out / "report.md"
+
+
+def write_plots(result: SearchResult, folder: Path) -> dict[str, list[str]]:
+    """The best pre-gen metric and the perplexity baseline against each post-gen metric; post-gen -> files."""
+    plots = {}
+    for post, df in result.ranking.correlations.items():
+        best = df.iloc[0]
+        plot(result.findings_table, best["pregen"], post, best["all_R^2"], folder / f"plot_best_{post}.png")
+        plots[post] = [f"plot_best_{post}.png"]
+        baseline = df[df["pregen"] == ranking.PERPLEXITY_BASELINE]
+        if len(baseline):
+            plot(result.findings_table, ranking.PERPLEXITY_BASELINE, post, baseline["all_R^2"].iloc[0],
+                 folder / f"plot_baseline_{post}.png")
+            plots[post].append(f"plot_baseline_{post}.png")
+    return plots
+
+
+def fallback_report(run: FinishedSearch, steps: dict) -> str:
+    """report.md when rendering it failed: what the run wrote and which steps were not done."""
+    return "\n".join([f"# pregen-jax search: {run.config.name}", "",
+                      "The full report could not be rendered; the tables are written beside it.", "",
+                      late_section(steps, run.ranking.excluded_postgen),
+                      "Files: " + ", ".join(f"`{name}`" for name in sorted(run.manifest["files"])), ""])
 
 
 def model_entries(result: SearchResult, config: SearchConfig) -> list[dict]:
@@ -158,7 +185,7 @@ def manifest_data(result: SearchResult, config: SearchConfig, staging: Path, ent
             "stopwords": _stopwords(config), "facts": {k: v if isinstance(v, (int, float)) else str(v)
                                                        for k, v in result.facts.items()},
             "timings": history, "stages": result.stages, "plots": plots, "models": entries,
-            "left_out": dict(result.left_out),
+            "left_out": dict(result.left_out), "late_steps": result.late.as_json(),
             "files": {name: io.file_digest(staging / name) for name in files}}
 
 
@@ -285,6 +312,9 @@ def render_report(run: FinishedSearch) -> str:
     lines += ["## Post-gen scores per model (whole test set)", ""]
     whole = run.models_table[["architecture", "run", "epoch", *run.postgen, "decoding", "vocabulary"]]
     lines += [whole.to_markdown(index=False, floatfmt=".4f"), ""]
+    not_done = late_section(run.late_steps, run.ranking.excluded_postgen)
+    if not_done:
+        lines += [not_done]
     lines += [ranking.summary_markdown(run.ranking, heading="##"), ""]
     lines += [_model_level_section(run), ""]
     section = unit_tests_section(run.unit_tests(), run.correlations)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import sys
 import threading
 import time
 from pathlib import Path
@@ -32,7 +33,9 @@ from . import flow, sources
 from .cache import ReadOnlyCache, StageCache
 from .config import ID_COLUMNS, SearchConfig
 from .distributed import Cluster, compiled_programs_kept_in
+from .late import LateSteps
 from .postgen_metrics import LazyMetrics
+from .preflight import check_search
 from .quality import caption_quality
 from .space import space_key, tier_space
 from .trainers import default_trainers, started_in_order, trainers_fill_cores
@@ -102,6 +105,7 @@ class SearchResult:
     reference_lengths: np.ndarray | None = None  # i32[I, R]: positions (tokens + 1) of each test reference
     references: object = None          # refprobs.References: the test references' fingerprint
     left_out: dict[str, str] = dataclasses.field(default_factory=dict)  # label -> why the findings leave it out
+    late: LateSteps = dataclasses.field(default_factory=LateSteps)  # the steps after the table: what was not done
 
     @property
     def findings_models(self) -> list[ModelResult]:
@@ -177,14 +181,18 @@ class Search:
 
 
 def run_search(config: SearchConfig, out, progress: bool = True, cluster: Cluster | None = None,
-               workers: int | None = None, trainers: int | None = None) -> SearchResult | None:
+               workers: int | None = None, trainers: int | None = None, source: str = "config") -> SearchResult | None:
     """Run (or resume) the search into ``out``'s cache; process 0 returns the result, others None.
+
+    First, before any work, the same checks as the CLI (``preflight.check_search``; ``source``
+    names the config in their one-line errors): a bad input raises ``ValueError`` and leaves nothing.
 
     ``cluster``: this process among the search's processes (default: the only one);
     ``workers``: post-gen worker processes (default: one per spare core, see ``workers``);
     ``trainers``: models trained at once, in threads (default: one per core on a CPU, see ``trainers``).
     """
     cluster = cluster or Cluster()
+    check_search(config, source)
     out = io.check_out_folder(out)
     cluster.check_same("the search config or --out", config.to_toml() + str(out))
     progress = progress and cluster.is_main  # one set of progress bars
@@ -262,7 +270,12 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     left_out = left_out_models(models, config.pregen.degenerate)
     start = time.perf_counter()
     findings = findings_rows(table, [(m.architecture, m.run, m.epoch) for m in models if m.label not in left_out])
-    result = ranking.rank(findings, postgen_names, space.names, group_by=config.pregen.group_by or None)
+    late = LateSteps()  # from here on a step that fails or does not apply loses nothing else (pipeline.late)
+    group_by = config.pregen.group_by or None
+    result = late.run("ranking", lambda: ranking.rank(findings, postgen_names, space.names, group_by=group_by),
+                      default=None) or ranking.empty_ranking(group_by)
+    for why in result.excluded_postgen.values():
+        print(f"warning: {why}; left out of the ranking (report.md, excluded.tsv)", file=sys.stderr)
     timings["ranking"] = time.perf_counter() - start
     assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
     facts = dict(data.facts, tokenizer=TOKENIZER, units=config.pregen.units, space=len(space))
@@ -272,7 +285,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
         lengths[i, :len(refs)] = [len(ref) + 1 for ref in refs]
     return SearchResult(out, table, result, postgen_names, metrics.unavailable, timings, facts,
                         models, counts, data.vocab, lengths,
-                        dataclasses.replace(data.references, units=config.pregen.units), left_out)
+                        dataclasses.replace(data.references, units=config.pregen.units), left_out, late)
 
 
 def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCache, pool: PostgenPool,

@@ -30,6 +30,8 @@ def summary_markdown(ranking: Ranking, top: int = 10, tokenizer: str | None = No
     if len(ranking.excluded):
         counts = ranking.excluded["reason"].str.split(" in group").str[0].value_counts()
         lines.append("Left out because: " + "; ".join(f"{k}: {v}" for k, v in counts.items()) + ".")
+    for post, why in ranking.excluded_postgen.items():
+        lines.append(f"\n**{post} not ranked against:** {why} (listed in `excluded.tsv`).")
     for post, df in ranking.correlations.items():
         lines += ["", f"{sub} {post}", "", "| rank | pre-gen metric | R^2 (all) | R (all) |", "|---|---|---|---|"]
         for i, row in df.head(top).iterrows():
@@ -45,12 +47,36 @@ def summary_markdown(ranking: Ranking, top: int = 10, tokenizer: str | None = No
     return "\n".join(lines) + "\n"
 
 
-def write_ranking(ranking: Ranking, folder: Path, tokenizer: str, source: str) -> None:
-    """Write correlations_<POSTGEN>.tsv (with a ``tokenizer`` column), excluded.tsv and summary.md into ``folder``."""
+def excluded_frame(ranking: Ranking, steps: dict[str, str] | None = None) -> pd.DataFrame:
+    """excluded.tsv: one row per thing left out and why: ``name``, ``kind`` (``pre-gen``, ``post-gen``,
+    or ``step`` for a step of the run that did not apply or failed), ``reason``."""
+    rows = [(name, "pre-gen", why) for name, why in zip(ranking.excluded["pregen"], ranking.excluded["reason"])]
+    rows += [(name, "post-gen", why) for name, why in ranking.excluded_postgen.items()]
+    rows += [(name, "step", why) for name, why in (steps or {}).items()]
+    return pd.DataFrame(rows, columns=["name", "kind", "reason"])
+
+
+def split_excluded(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
+    """excluded.tsv read back: (pre-gen exclusions as ``Ranking.excluded``, post-gen name -> why,
+    step -> why). Files written before the ``kind`` column hold pre-gen rows only."""
+    if "kind" not in frame.columns:
+        return frame, {}, {}
+    def of(kind):
+        return frame[frame["kind"] == kind]
+    pre = of("pre-gen")
+    excluded = pd.DataFrame({"pregen": pre["name"].astype(str).tolist(), "reason": pre["reason"].astype(str).tolist()})
+    return (excluded, dict(zip(of("post-gen")["name"], of("post-gen")["reason"])),
+            dict(zip(of("step")["name"], of("step")["reason"])))
+
+
+def write_ranking(ranking: Ranking, folder: Path, tokenizer: str, source: str,
+                  steps: dict[str, str] | None = None) -> None:
+    """Write correlations_<POSTGEN>.tsv (with a ``tokenizer`` column), excluded.tsv (``excluded_frame``,
+    with ``steps``: step -> why it was not done) and summary.md into ``folder``."""
     folder = Path(folder)
     for post, df in ranking.correlations.items():
         io.write_tsv(df.assign(tokenizer=tokenizer), folder / f"correlations_{post}.tsv")
-    io.write_tsv(ranking.excluded, folder / "excluded.tsv")
+    io.write_tsv(excluded_frame(ranking, steps), folder / "excluded.tsv")
     io.write_text(summary_markdown(ranking, tokenizer=tokenizer, source=source), folder / "summary.md")
 
 

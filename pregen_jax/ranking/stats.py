@@ -3,7 +3,10 @@
 All pre-gen columns are correlated at once with array operations; scipy supplies only the
 t distribution for the two-sided p-value. Exclusion follows the spec: a pre-gen metric is
 dropped from every group when, in any one group, any of its values is +-inf or NaN or it is
-constant; the reason is kept.
+constant; the reason is kept. A post-gen metric constant in some group has nothing to be
+predicted: it is left out the same way (``Ranking.excluded_postgen``), not an error, so a search
+whose one metric does not vary still writes everything else. Data no ranking applies to (too few
+rows, no pre-gen metric left) raises ``NotApplicable``: a declared outcome, not a failure.
 """
 from __future__ import annotations
 
@@ -14,6 +17,11 @@ import pandas as pd
 from scipy import stats
 
 ALL = "all"
+
+
+class NotApplicable(ValueError):
+    """A step that does not apply to this data (too few rows, every metric constant, ...): a declared
+    outcome that a run reports and goes on from, unlike an unexpected error."""
 PERPLEXITY_BASELINE = "geomean_join_pplx_none"
 
 
@@ -28,12 +36,15 @@ class Ranking:
       excluded: DataFrame with columns ``pregen``, ``reason``.
       groups: the group names in column order (``all`` last).
       group_by: the column that defined the groups, or None.
+      excluded_postgen: post-gen name -> why it was not ranked against (constant or
+        non-finite in some group); it has no entry in ``correlations``.
     """
 
     correlations: dict[str, pd.DataFrame]
     excluded: pd.DataFrame
     groups: list[str]
     group_by: str | None = None
+    excluded_postgen: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +98,7 @@ def group_rows(table: pd.DataFrame, group_by: str | None) -> dict[str, np.ndarra
     for name, rows in groups.items():
         if rows.sum() < MIN_GROUP_ROWS:
             where = f"group {group_by} = {name}" if name != ALL else "the table"
-            raise ValueError(f"{where} has {int(rows.sum())} row(s); correlations need at least {MIN_GROUP_ROWS}")
+            raise NotApplicable(f"{where} has {int(rows.sum())} row(s); correlations need at least {MIN_GROUP_ROWS}")
     return groups
 
 
@@ -96,8 +107,8 @@ def rank(table: pd.DataFrame, postgen: list[str], pregen: list[str], group_by: s
 
     Args:
       table: one row per data point (model x stratum).
-      postgen: post-gen column names (e.g. ["METEOR", "CIDEr"]); their values must be finite
-        and vary within every group.
+      postgen: post-gen column names (e.g. ["METEOR", "CIDEr"]); one that is not finite or does
+        not vary within some group is left out (``excluded_postgen``, with the reason).
       pregen: pre-gen column names; those non-finite or constant in some group are left out
         (the spec's rule), with the reason.
       group_by: optional column whose values define groups (e.g. "dataset"); ``all`` is
@@ -111,21 +122,23 @@ def rank(table: pd.DataFrame, postgen: list[str], pregen: list[str], group_by: s
     if not postgen:
         raise ValueError("no post-gen columns to rank against")
     groups = group_rows(table, group_by)
-    targets = {}
+    targets, excluded_postgen = {}, {}
     for post in postgen:
         target = table[post].to_numpy(np.float64)
         for group, rows in groups.items():
             if not np.isfinite(target[rows]).all():
-                raise ValueError(f"post-gen column {post!r} has NaN or inf values (group {group})")
-            if np.ptp(target[rows]) == 0:
-                raise ValueError(f"post-gen column {post!r} is constant in group {group}: nothing to correlate with")
-        targets[post] = target
+                excluded_postgen.setdefault(post, f"post-gen column {post!r} has NaN or inf values (group {group})")
+            elif np.ptp(target[rows]) == 0:
+                excluded_postgen.setdefault(post, f"post-gen column {post!r} is constant in group {group}: "
+                                                  "nothing to correlate with")
+        if post not in excluded_postgen:
+            targets[post] = target
 
     values = table[pregen].to_numpy(np.float64)
     reasons = _exclusions(values, list(pregen), groups)
     kept = [c for c, name in enumerate(pregen) if name not in reasons]
     if not kept:
-        raise ValueError(f"no pre-gen metric left to rank: all {len(pregen)} are inf, NaN or constant in some group "
+        raise NotApplicable(f"no pre-gen metric left to rank: all {len(pregen)} are inf, NaN or constant in some group "
                          f"of {', '.join(groups)}")
     kept_names = [pregen[c] for c in kept]
     correlations = {}
@@ -139,4 +152,9 @@ def rank(table: pd.DataFrame, postgen: list[str], pregen: list[str], group_by: s
         correlations[post] = (pd.DataFrame(frame).sort_values(f"{ALL}_R^2", ascending=False, kind="stable")
                               .reset_index(drop=True))
     excluded = pd.DataFrame({"pregen": list(reasons), "reason": list(reasons.values())})
-    return Ranking(correlations, excluded, list(groups), group_by)
+    return Ranking(correlations, excluded, list(groups), group_by, excluded_postgen)
+
+
+def empty_ranking(group_by: str | None = None, excluded_postgen: dict[str, str] | None = None) -> Ranking:
+    """The ranking of a run where ranking did not apply: nothing correlated, nothing excluded."""
+    return Ranking({}, pd.DataFrame({"pregen": [], "reason": []}), [ALL], group_by, dict(excluded_postgen or {}))

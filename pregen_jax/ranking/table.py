@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from .. import io
+from ..metric_names import POSTGEN_NAMES
 
-# How pycocoevalcap and the 2018 table spell post-gen metrics; the search's registry adds its own.
-KNOWN_POSTGEN = ("METEOR", "CIDEr", "SPICE", "WMD", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L")
+KNOWN_POSTGEN = POSTGEN_NAMES  # how pycocoevalcap and the 2018 table spell them; the registry adds its own
 
 
 def read_table(path) -> pd.DataFrame:
