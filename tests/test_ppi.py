@@ -158,3 +158,20 @@ def test_pair_estimates_cover_the_whole_split_difference():
         ratios.append(est.variance_ratio)
     assert _clopper_pearson_contains(covered, draws, 0.90)
     assert np.median(ratios) > 2
+
+
+def test_group_estimates_equal_regression_mean_group_by_group():
+    rng = np.random.default_rng(12)
+    f = rng.normal(0, 1, (5, 120))
+    y = 0.5 * f + rng.normal(0, 1, (5, 120))
+    y[:, 50:] = np.nan
+    y[2, 20:] = np.nan          # fewer images for one group
+    f[3] = 1.0                  # constant predictions: the plain mean
+    for tuned in (True, False):
+        found = ppi.group_estimates(y, f, 0.1, tuned)
+        for g in range(5):
+            known = np.isfinite(y[g])
+            want = ppi.regression_mean(y[g, known], f[g, known], f[g], 0.1, None if tuned else 0.0)
+            got = found[g]
+            assert (got.estimate, got.low, got.high, got.lam, got.plain_se, got.df) == pytest.approx(
+                (want.estimate, want.low, want.high, want.lam, want.plain_se, want.df), abs=1e-9)
