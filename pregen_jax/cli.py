@@ -427,6 +427,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from .processes import interrupts_never_swallowed
+    _interrupts_from_here()
+    with interrupts_never_swallowed():  # a Ctrl-C inside a gc callback is not lost
+        return _main(argv)
+
+
+def _main(argv) -> int:
     try:
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:
@@ -451,6 +458,17 @@ def main(argv=None) -> int:
         return 130
 
 
+def _interrupts_from_here() -> None:
+    """A search process another one started (``--num-processes``) ends silently on Ctrl-C (its parent
+    reports it); every process then takes a Ctrl-C deferred while it started (``processes``)."""
+    import os
+
+    from .processes import PARENT_REPORTS_INTERRUPTS, accept_interrupts
+    if os.environ.get(PARENT_REPORTS_INTERRUPTS) == "1":
+        _quiet_interrupts()
+    accept_interrupts()
+
+
 def _quiet_interrupts() -> None:
     """After the one line about Ctrl-C, a second Ctrl-C (or one arriving while Python shuts down its
     worker pools) ends the process at once, with no traceback."""
@@ -462,5 +480,18 @@ def _quiet_interrupts() -> None:
         pass
 
 
+def console() -> None:
+    """The ``pregen-search`` command: ``main``, then exit. After a Ctrl-C (exit 130, its one line
+    written and the run's workers ended) the process ends at once, its output flushed: threads still
+    inside XLA (a trainer, a compile) must not meet the interpreter's shutdown, which can crash."""
+    code = main()
+    if code == 130:
+        import os
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -92,20 +92,68 @@ def watch_parent(parent: int | None = None) -> threading.Thread:
 
 
 @contextlib.contextmanager
-def children_ignore_interrupts():
-    """Processes started inside inherit an ignored SIGINT (Ctrl-C reaches every process of the
-    terminal: the parent alone reports it, in one line); a no-op outside the main thread."""
-    if threading.current_thread() is not threading.main_thread():
+def interrupts_deferred():
+    """Start child processes inside: SIGINT is blocked (deferred, never dropped) in this thread.
+
+    Ctrl-C reaches every process of the terminal's group, and the parent alone should report it,
+    in one line. Ignoring SIGINT while children start would drop a Ctrl-C that arrives then;
+    blocking it defers it: it is delivered here when the block ends (or at once to another of
+    this process's threads, which raises it in the main thread all the same). Children inherit the
+    blocked signal and unblock it once their own quiet handler is set (``quiet_interrupts_in_worker``,
+    ``accept_interrupts``). A no-op outside the main thread or without ``pthread_sigmask``.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def accept_interrupts() -> None:
+    """Unblock SIGINT in this (main) thread: a Ctrl-C deferred since the process started (it
+    inherited the block from ``interrupts_deferred``) is handled now, by the handler set before."""
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def interrupts_never_swallowed():
+    """While inside, a Ctrl-C that Python would swallow is raised again.
+
+    A KeyboardInterrupt raised where Python cannot propagate it (a garbage-collector callback such
+    as JAX's ``_xla_gc_callback``, a ``__del__``) is only printed as "Exception ignored" and the
+    run goes on: a lost Ctrl-C. Here such an interrupt is handed back to the main thread: 50 ms
+    later, once the hook has returned, a timer thread calls ``_thread.interrupt_main`` (as if SIGINT
+    arrived again; called at once it would be raised, and swallowed, inside the hook), and the main
+    thread raises it at its next step.
+    """
+    import _thread
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            timer = threading.Timer(0.05, _thread.interrupt_main)  # once the hook has returned
+            timer.daemon = True
+            timer.start()
+        else:
+            previous(unraisable)
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+PARENT_REPORTS_INTERRUPTS = "PREGEN_PARENT_REPORTS_INTERRUPTS"
+"""Set in the environment of a process another process started and reports Ctrl-C for."""
 
 
 def quiet_interrupts_in_worker() -> None:
-    """In a worker process: Ctrl-C ends it at once and silently (the parent reports it)."""
+    """In a worker process: Ctrl-C ends it at once and silently (the parent reports it), including
+    one deferred while it started."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+        accept_interrupts()

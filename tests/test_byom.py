@@ -55,9 +55,10 @@ def run_block(language: str, code: str, capsys) -> str:
 def test_readme_bring_your_own_model_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     blocks = readme_blocks()
-    assert [language for language, _ in blocks] == ["python", "toml", "bash", "python", "bash", "python"]
+    assert [language for language, _ in blocks] == ["python", "toml", "bash", "python", "toml", "bash", "python"]
+    assert blocks[1][1].count("[") == 1  # the export needs only [data]
     outputs = [run_block(language, code, capsys) for language, code in blocks]
-    assert "numpy-new" in outputs[4] and "CIDEr" in outputs[4] and "measured" in outputs[4], outputs[4]
+    assert "numpy-new" in outputs[5] and "CIDEr" in outputs[5] and "measured" in outputs[5], outputs[5]
     # The search read the shuffled, id-keyed caption files right: its CIDEr per model is CIDEr
     # of each file's captions matched to the exported references by image id.
     refs = [json.loads(line) for line in open("refs.jsonl")]

@@ -278,3 +278,104 @@ def test_a_child_started_to_die_with_its_parent_does(tmp_path):
     parent.wait()
     assert wait_for(lambda: not alive(child), 10)
     assert processes.watch_parent().daemon  # in this process: a watcher that never fires while pytest lives
+
+
+def test_a_ctrl_c_while_children_start_is_deferred_not_lost():
+    """Inside ``interrupts_deferred`` SIGINT is blocked, not ignored: a Ctrl-C there still ends up
+    as KeyboardInterrupt (at the latest when the block ends), and a child started there inherits
+    the block (it unblocks once its own quiet handler is set)."""
+    import signal
+    import time
+
+    from pregen_jax import processes
+    with pytest.raises(KeyboardInterrupt):
+        with processes.interrupts_deferred():
+            child = subprocess.run([sys.executable, "-c", "import signal; print(signal.SIGINT in "
+                                    "signal.pthread_sigmask(signal.SIG_BLOCK, []))"], capture_output=True, text=True)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)
+            pytest.fail("unreachable only if the interrupt was raised in the window")  # pragma: no cover
+    assert child.stdout.strip() == "True"
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask is back
+
+
+def test_a_ctrl_c_that_a_gc_callback_would_swallow_is_raised_again():
+    """A KeyboardInterrupt raised inside a garbage-collector callback (as JAX's ``_xla_gc_callback``
+    can be, when Ctrl-C lands there) is printed and dropped by Python; the CLI raises it again."""
+    import gc
+    import time
+
+    from pregen_jax import processes
+
+    def callback(phase, info):
+        if phase == "start":
+            gc.callbacks.remove(callback)
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        with processes.interrupts_never_swallowed():
+            gc.callbacks.append(callback)
+            gc.collect()
+            for _ in range(100):
+                time.sleep(0.01)
+    assert callback not in gc.callbacks
+
+
+def test_a_worker_takes_a_deferred_ctrl_c_quietly():
+    """A process started with SIGINT blocked and then given the worker's quiet handler ends at once,
+    silently, with 130 when a Ctrl-C was sent while it started."""
+    import signal
+    code = ("import os, signal, time\n"
+            "os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C while it starts: blocked, so pending\n"
+            "time.sleep(0.2)\n"
+            "from pregen_jax import processes\n"
+            "processes.quiet_interrupts_in_worker()\n"
+            "time.sleep(5)\n"
+            "print('not reached')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    from pregen_jax import processes
+    with processes.interrupts_deferred():
+        child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130 and out == "" and err == "", (child.returncode, out, err)
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+@pytest.mark.slow  # about 2 minutes: ten searches, each interrupted at another moment
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_ctrl_c_at_any_moment_of_a_search_ends_it_in_one_line(tmp_path):
+    """SIGINT to the search's process group (what the terminal sends) at many moments of a small
+    search, the post-gen worker's start included: every one ends the run with one line, exit 130,
+    and no process left."""
+    import signal
+    import time
+    first = tmp_path / "whole"
+    first.mkdir()
+    start = time.monotonic()
+    search = start_search(first, ("CIDEr", "ROUGE_L"))
+    _, stderr = search.communicate(timeout=300)
+    assert search.returncode == 0, stderr
+    whole = time.monotonic() - start
+    moments = [("worker appears", None)] + [(f"{f:.0%} of the run", f * whole)
+                                             for f in (0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85)]
+    for name, delay in moments:
+        folder = tmp_path / name.replace(" ", "-").replace("%", "pc")
+        folder.mkdir()
+        search = start_search(folder, ("CIDEr", "ROUGE_L"))
+        try:
+            if delay is None:
+                assert wait_for(lambda pid=search.pid: any("multiprocessing" in c and "resource_tracker" not in c
+                                                           for c in children_of(pid).values()), 120)
+            else:
+                time.sleep(delay)
+            descendants = children_of(search.pid)
+            os.killpg(search.pid, signal.SIGINT)
+            _, stderr = search.communicate(timeout=120)
+        finally:
+            if search.poll() is None:
+                os.killpg(search.pid, signal.SIGKILL)
+        assert search.returncode == 130, (name, search.returncode, stderr)
+        assert stderr.strip().splitlines()[-1:] == ["pregen-search run: interrupted; rerun the same command to resume"], (
+            name, stderr)
+        assert sum("interrupted" in line for line in stderr.splitlines()) == 1, (name, stderr)
+        assert wait_for(lambda left=descendants: not any(alive(pid) for pid in left), 15), name

@@ -137,9 +137,10 @@ def run_local_processes(argv: list[str], count: int) -> int:
     import pregen_jax
     address = f"127.0.0.1:{free_port()}"
     root = str(Path(pregen_jax.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     from .. import processes
-    with processes.children_ignore_interrupts():  # Ctrl-C: this process alone reports it, and ends them
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+               **{processes.PARENT_REPORTS_INTERRUPTS: "1"})
+    with processes.interrupts_deferred():  # Ctrl-C: this process alone reports it, and ends them
         children = [processes.popen([sys.executable, "-m", "pregen_jax.cli", *argv, "--coordinator", address,
                                      "--process-id", str(k)], env=env, stdout=None if k == 0 else subprocess.DEVNULL)
                     for k in range(count)]

@@ -182,7 +182,7 @@ class PostgenPool:
             return
         self._executor = self._start_executor()
         from .. import processes
-        with processes.children_ignore_interrupts():
+        with processes.interrupts_deferred():
             for _ in range(self.workers):  # one call per worker: each submit to a busy pool starts one more
                 self._executor.submit(_warm)
 
@@ -200,7 +200,7 @@ class PostgenPool:
         if self._executor is None:
             self._executor = self._start_executor()
         from .. import processes
-        with processes.children_ignore_interrupts():  # workers start here; Ctrl-C while they import is quiet
+        with processes.interrupts_deferred():  # workers start here; Ctrl-C while they import is deferred, then quiet
             return self._executor.submit(_score, slim, setup)
 
     def worker_pids(self) -> list[int]:
