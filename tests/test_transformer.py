@@ -91,7 +91,7 @@ def uncached_beam_search(model, params, features, width, max_len, min_len):
         return rows, jax.lax.dynamic_index_in_dim(logits, t, 1, keepdims=False)
 
     beams = decode.init_beams(jnp.asarray(features), batch, width, max_len)
-    beams = decode.beam_loop(decode_step, beams, max_len, min_len)
+    beams, _ = decode.beam_loop(decode_step, beams, max_len, min_len)
     return beams.tokens[:, 0], beams.scores[:, 0]
 
 

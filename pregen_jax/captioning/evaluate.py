@@ -67,15 +67,21 @@ class DataParallel:
 
 @functools.cache
 def _per_device(kind: str, model: Captioner, mesh: Mesh, statics: tuple):
-    """``decode.<kind>`` as jit(shard_map): params replicated, every other argument split by rows.
+    """``decode.true_token_probs`` ("probs"), ``decode_greedy`` ("greedy") or ``decode_beams`` ("beam") as
+    jit(shard_map): params replicated, every other argument split by rows.
 
     Cached per (function, model, mesh, static arguments), so each is traced once per process.
     """
-    fn = {"probs": decode.true_token_probs, "greedy": decode.greedy, "beam": decode.beam_search}[kind]
-    batched = 3 if kind == "probs" else 1
+    if kind == "probs":  # rows: features, inputs, targets
+        def local(params, *rows):
+            return decode.true_token_probs(model, params, *rows)
+        batched = 3
+    else:  # rows: features and which of them are real (not padding)
+        fn = {"greedy": decode.decode_greedy, "beam": decode.decode_beams}[kind]
 
-    def local(params, *rows):
-        return fn(model, params, *rows, *statics)
+        def local(params, features, real):
+            return fn(model, params, features, *statics, real=real)
+        batched = 2
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(), *[P(BATCH)] * batched), out_specs=P(BATCH),
                                  check_vma=False))
 
@@ -149,26 +155,32 @@ def perplexity(ref_probs: RefProbs) -> float:
 
 def generate_captions(model: Captioner, params, features: np.ndarray, vocab: Vocabulary, beam_width: int = 1,
                       max_len: int = 50, min_len: int = 5, batch_size: int = 250, progress: bool = True,
-                      devices=None):
+                      devices=None, stop_early: bool = True, with_steps: bool = False):
     """Captions (token lists) for every row of ``features: f32[I, D]``: greedy when beam_width is 1.
 
-    Batches are split over ``devices`` (default: all local ones).
+    Batches are split over ``devices`` (default: all local ones). Each batch's decoding stops
+    once its real rows' captions have ended (``stop_early``; the same captions as running all
+    ``max_len`` positions); the rows that pad the last batch do not hold it up. A model that
+    gives a non-finite logit is a ValueError. With ``with_steps``, also the positions each
+    batch ran (the most over the devices): ``(captions, steps)``.
     """
     check_model_vocab(model, params, vocab)
     parallel = DataParallel.over(devices)
     batch_size = parallel.round_up(batch_size)
     if beam_width == 1:
-        decode_fn = _per_device("greedy", model, parallel.mesh, (max_len, min_len))
+        decode_fn = _per_device("greedy", model, parallel.mesh, (max_len, min_len, stop_early))
     else:
-        beam = _per_device("beam", model, parallel.mesh, (beam_width, max_len, min_len))
-        decode_fn = lambda params, features: beam(params, features)[0]  # noqa: E731  (tokens; scores unused)
+        decode_fn = _per_device("beam", model, parallel.mesh, (beam_width, max_len, min_len, stop_early))
     params = parallel.replicate(params)
-    captions = []
+    captions, steps = [], []
     batches = range(0, len(features), batch_size)
     for start in tqdm(batches, desc=f"generation (beam {beam_width})", unit="batch", disable=not progress, leave=False):
         chunk = features[start:start + batch_size]
         padded = np.zeros((batch_size, chunk.shape[1]), chunk.dtype)
         padded[:len(chunk)] = chunk
-        tokens = decode_fn(params, parallel.split(padded))
-        captions += [vocab.decode(row) for row in np.asarray(tokens)[:len(chunk)]]
-    return captions
+        real = np.arange(batch_size) < len(chunk)
+        decoded = decode.check_finite(decode_fn(params, parallel.split(padded), parallel.split(real)), real,
+                                      f"generation (images {start}-{start + len(chunk) - 1})")
+        captions += [vocab.decode(row) for row in np.asarray(decoded.tokens)[:len(chunk)]]
+        steps.append(int(np.asarray(decoded.steps).max()))
+    return (captions, steps) if with_steps else captions
