@@ -1,18 +1,27 @@
 """REO on the built-in shapes dataset: train the shared space, then check R/E/O against known scenes.
 
-    python experiments/reo_shapes/run.py --out runs/reo_shapes [--quick]
+    python experiments/reo_shapes/run.py --out runs/reo_shapes [--quick] [--regions ...] [--loss ...]
 
-1. Loads the cached shapes dataset and the shared image encoder's features (training it once if
-   absent); the encoder's 6x6x64 map gives 36 region vectors per image.
-2. Trains the SCAN-style matching model on the train split (resumable in OUT/matcher/) and
-   writes test retrieval recall at 1/5/10 to OUT/retrieval.tsv.
-3. Builds candidate captions of known content for every test image (extra and omitted objects
-   and attributes, counted in tuples against the scene), scores them with REO against the image
-   and against the references, and writes the Spearman correlations with the counts to
-   OUT/reo_validation.tsv (Ledoit-Wolf covariance) and OUT/reo_validation_identity.tsv
-   (Euclidean distance), the same within images (scores and counts minus their image's mean)
-   to OUT/reo_validation_within_image*.tsv, the paper's Figure 3 check to OUT/figure3.tsv, plots, and
-   OUT/summary.json. ``--quick``: a 1200/200/300-image dataset and a short training.
+1. Loads the cached shapes dataset, its scenes and the logical form of every reference (from
+   the generator), and the shared image encoder's features (training it once if absent).
+2. Regions, one kind or several (``--regions``): "grid" (the encoder's 6x6 cells), "oracle"
+   (one per object from the scene's boxes, plus the background, RoI-pooled from the grid map),
+   "learned" (a small detector trained on the training split's boxes, same pooling).
+3. Trains a SCAN-style matching model per regions kind and loss (``--loss``: "hinge", VSE++
+   hardest negatives after an all-negatives warm-up, or "infonce", learned temperature), with
+   the negatives that are true of the caption (by the logical forms) left out of the loss unless
+   ``--keep-false-negatives``; per epoch the loss and the validation recall are kept. Test
+   retrieval: plain and ambiguity-aware recall at 1/5/10 and mAP, both ways, beside chance
+   (OUT/<variant>/retrieval.tsv).
+4. Candidate captions of known content per test image are scored with REO (image and
+   references as ground truth; the references' truth is the union of the tuples they state),
+   and with CIDEr-D, METEOR and BLEU-4 against the references: OUT/<variant>/reo_table.tsv
+   (Spearman rho with extra/omitted/correct tuples, pooled and within image, and the
+   within-image regression on extra and omitted together), OUT/<variant>/reo_decomposition.tsv
+   (the cosine and norm factors of E and O), OUT/baselines_table.tsv.
+5. The variant with the best validation (ambiguity-aware recall sum) is the scorer written to
+   OUT/reo_scorer; its tables are also written at the top of OUT (reo_validation*.tsv,
+   figure3.tsv, plots) with OUT/summary.json and OUT/variants.tsv comparing all variants.
 """
 from __future__ import annotations
 
@@ -31,16 +40,29 @@ import numpy as np
 
 from pregen_jax import io, reo
 from pregen_jax.datasets import TOKENIZER_NAME, ShapesConfig, Vocabulary, load_shapes
-from pregen_jax.datasets.shapes import load_scenes
+from pregen_jax.datasets.shapes import load_reference_forms, load_scenes
 from pregen_jax.datasets.shapes_encoder import attach_image_features
 from pregen_jax.io import default_cache_dir
+from pregen_jax.reo import regions as reo_regions
+from pregen_jax.reo import retrieval as reo_retrieval
+from pregen_jax.reo import truth as reo_truth
+from pregen_jax.reo import validation as reo_validation
 
 FULL = {"data": ShapesConfig(), "matcher": reo.MatcherConfig(),
-        "training": reo.MatchTrainConfig(epochs=14, batch_size=128, learning_rate=1e-3, warmup_epochs=6),
+        "training": {"hinge": reo.MatchTrainConfig(epochs=14, batch_size=128, learning_rate=1e-3, warmup_epochs=6),
+                     "infonce": reo.MatchTrainConfig(epochs=14, batch_size=128, learning_rate=1e-3, loss="infonce")},
+        "detector": reo_regions.DetectorConfig(epochs=20),
         "max_extras": 3, "encoder_epochs": 4}
 QUICK = {"data": ShapesConfig(train=1200, val=200, test=300), "matcher": reo.MatcherConfig(joint_size=64, embed_size=64),
-         "training": reo.MatchTrainConfig(epochs=8, batch_size=64, learning_rate=2e-3, warmup_epochs=4, val_images=100),
+         "training": {"hinge": reo.MatchTrainConfig(epochs=8, batch_size=64, learning_rate=2e-3, warmup_epochs=4,
+                                                    val_images=100),
+                      "infonce": reo.MatchTrainConfig(epochs=8, batch_size=64, learning_rate=2e-3, loss="infonce",
+                                                      val_images=100)},
+         "detector": reo_regions.DetectorConfig(epochs=30),
          "max_extras": 3, "encoder_epochs": 3}
+DEFAULT_REGIONS = {"full": "all", "quick": "oracle,learned"}  # --quick leaves the grid out: 5 minutes
+DEFAULT_LOSS = "infonce"  # better than the hinge on validation for every kind of regions (README)
+BASELINES = {"CIDEr": "CIDEr", "METEOR": "METEOR", "BLEU-4": "Bleu_4"}
 FIGURE3_THRESHOLD = 0.65  # the paper reports machine-identified errors at >= 0.65 cosine with the true ones
 
 
@@ -105,99 +127,234 @@ def plot_scores(scores: dict, candidates, path: Path) -> None:
     plt.close(fig)
 
 
+def baseline_scores(candidates, references, image_ids) -> dict[str, np.ndarray]:
+    """CIDEr-D, METEOR and BLEU-4 of every candidate against its image's references, one design
+    (omit, extras) at a time so that each image is scored once per call; CIDEr-D's document
+    frequencies from all test references. A metric that cannot run is left out (said on stderr)."""
+    from pregen_jax.postgen import api
+    refs = {image_ids[n]: [" ".join(r) for r in rs] for n, rs in enumerate(references)}
+    designs = {}
+    for k, c in enumerate(candidates):
+        designs.setdefault((c.omit, c.extras), []).append(k)
+    out = {}
+    for label, name in BASELINES.items():
+        values = np.zeros(len(candidates))
+        try:
+            for chosen in designs.values():
+                gts = {image_ids[candidates[k].image]: refs[image_ids[candidates[k].image]] for k in chosen}
+                res = {image_ids[candidates[k].image]: [" ".join(candidates[k].tokens)] for k in chosen}
+                _, per = api.score(name, gts, res, idf_from=refs if name == "CIDEr" else None)
+                values[chosen] = per
+        except Exception as err:  # METEOR needs Java: say so and go on
+            print(f"{label} not computed: {err}", file=sys.stderr)
+            continue
+        out[label] = values
+    return out
+
+
+def run_variant(kind: str, loss: str, setup: dict, data: dict, out: Path, mask: bool, progress: bool) -> dict:
+    """Train one matcher (regions ``kind``, ``loss``), measure retrieval, score the candidates."""
+    name = f"{kind}-{loss}"
+    folder = out / name
+    timings, tick = {}, time.perf_counter()
+    regions = data["regions"][kind]
+    config = dataclasses.replace(setup["training"][loss], mask_false_negatives=mask)
+    matcher_config = dataclasses.replace(setup["matcher"], region_size=int(regions["train"].shape[-1]))
+    trained = reo.train_matcher(matcher_config, config, data["vocab"], regions["train"], data["train"].captions,
+                                out / f"matcher-{name}", regions["val"], data["val"].captions, progress,
+                                train_truth=data["train_truth"], val_truth=data["val_truth"])
+    timings["training_s"] = time.perf_counter() - tick
+    matcher, params = trained.matcher, trained.params
+
+    tick = time.perf_counter()
+    test = data["test"]
+    flat = [t for refs in test.captions for t in refs]
+    owner = np.array([n for n, refs in enumerate(test.captions) for _ in refs])
+    similarity = reo.train.similarity_matrix(matcher, params, regions["test"], flat)
+    measures = reo_retrieval.retrieval_measures(similarity, owner, data["test_truth"])
+    reo_retrieval.write_retrieval_measures(measures, folder / "retrieval.tsv")
+    timings["retrieval_s"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    candidates = data["candidates"]
+    covariance = reo.estimate_covariance(matcher, params, regions["train"], data["train"].captions)
+    scores = reo.score_pairs(matcher, params, regions["test"], [c.tokens for c in candidates], test.captions,
+                             covariance, [c.image for c in candidates], batch_size=500, parts=True)
+    reo_scores = {f"{m}_{g}": scores[f"{m}_{g}"] for g in reo.scores.GROUND_TRUTHS for m in reo.scores.MEASURES}
+    table = reo_validation.metric_table(reo_scores, candidates, data["counts"])
+    decomposition = reo_validation.decomposition_table(scores, candidates, data["counts"])
+    reo_validation.write_rows(table, folder / "reo_table.tsv")
+    reo_validation.write_rows(decomposition, folder / "reo_decomposition.tsv")
+    timings["reo_scoring_s"] = time.perf_counter() - tick
+    history = [{k: v for k, v in h.items() if k not in ("seconds",)} | {"seconds": h.get("seconds")}
+               for h in trained.history]
+    best_epoch = max(range(len(history)), key=lambda e: history[e].get("val_rsum_ambiguous", history[e]["val_rsum"]))
+    result = {"variant": name, "regions": kind, "loss": loss, "mask_false_negatives": mask,
+              "regions_per_image": int(regions["test"].shape[1]), "history": history, "best_epoch": best_epoch + 1,
+              "val_rsum_ambiguous": history[best_epoch].get("val_rsum_ambiguous"),
+              "val_rsum": history[best_epoch]["val_rsum"], "retrieval": measures, "covariance": covariance.source,
+              "table": table, "decomposition": decomposition, "timings": timings}
+    io.write_text(json.dumps(result, indent=1, default=float), folder / "result.json")
+    return {**result, "matcher": matcher, "params": params, "covariance_object": covariance, "scores": scores,
+            "matcher_path": out / f"matcher-{name}" / "matcher.msgpack"}
+
+
+def _goal_line(row: dict) -> str:
+    return (f"{row['score']:8s} {row['ground_truth']:5s} extra {row['rho_extra']:+.2f}/{row['rho_extra_within']:+.2f}"
+            f"  omitted {row['rho_omitted']:+.2f}/{row['rho_omitted_within']:+.2f}"
+            f"  correct {row['rho_correct']:+.2f}/{row['rho_correct_within']:+.2f}"
+            f"  beta extra {row['beta_extra']:+.2f} omitted {row['beta_omitted']:+.2f}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--quick", action="store_true", help="small dataset, short training (about 3 minutes)")
+    parser.add_argument("--quick", action="store_true", help="small dataset, short training (under 5 minutes)")
+    parser.add_argument("--regions", default=None,
+                        help=f"comma-separated region kinds among {', '.join(reo_regions.REGION_KINDS)}, or 'all' "
+                             f"(default {DEFAULT_REGIONS['full']}; --quick: {DEFAULT_REGIONS['quick']})")
+    parser.add_argument("--loss", default=DEFAULT_LOSS, help="comma-separated losses among hinge, infonce, or 'all' "
+                                                             f"(default {DEFAULT_LOSS})")
+    parser.add_argument("--keep-false-negatives", action="store_true",
+                        help="do not leave captions true of another batch image out of the loss")
+    parser.add_argument("--no-baselines", action="store_true", help="skip CIDEr/METEOR/BLEU-4 of the candidates")
     parser.add_argument("--cache", default=None, help="dataset and encoder cache (default: PREGEN_JAX_CACHE or "
                                                       "~/.cache/pregen-jax)")
     args = parser.parse_args(argv)
+    args.regions = args.regions or DEFAULT_REGIONS["quick" if args.quick else "full"]
+    kinds = list(reo_regions.REGION_KINDS) if args.regions == "all" else args.regions.split(",")
+    losses = ["hinge", "infonce"] if args.loss == "all" else args.loss.split(",")
+    for kind in kinds:
+        if kind not in reo_regions.REGION_KINDS:
+            parser.error(f"unknown region kind {kind!r}")
+    for loss in losses:
+        if loss not in ("hinge", "infonce"):
+            parser.error(f"unknown loss {loss!r}")
     setup = QUICK if args.quick else FULL
     out = Path(args.out)
     cache = Path(args.cache) if args.cache else default_cache_dir()
+    progress = sys.stderr.isatty()
     timings, start = {}, time.perf_counter()
 
     dataset = load_shapes(setup["data"], cache)
     # The demo's encoder (4 epochs; --quick: demo --quick's 3), so that the scorer fits those searches' images.
     encoder = attach_image_features(dataset, cache, epochs=setup["encoder_epochs"], seed=0, progress=False)
-    scenes = load_scenes(setup["data"], cache)["test"]
+    scenes = load_scenes(setup["data"], cache)
+    forms = load_reference_forms(setup["data"], cache)
     train, val, test = dataset["train"], dataset["val"], dataset["test"]
-    regions = {name: reo.shapes_regions(split.features) for name, split in dataset.splits.items()}
     vocab = Vocabulary.build(train.captions, 5)
     timings["data_and_encoder_s"] = time.perf_counter() - start
 
     tick = time.perf_counter()
-    trained = reo.train_matcher(setup["matcher"], setup["training"], vocab, regions["train"], train.captions,
-                                out / "matcher", regions["val"], val.captions, progress=sys.stderr.isatty())
-    timings["matcher_training_s"] = time.perf_counter() - tick
-    matcher, params = trained.matcher, trained.params
+    detector, detection = None, None
+    if "learned" in kinds:
+        detector = reo_regions.train_detector(train.features, scenes["train"], setup["detector"])
+        detection = {split: reo_regions.detection_quality(detector.boxes(dataset[split].features), scenes[split])
+                     for split in ("val", "test")}
+    timings["detector_s"] = time.perf_counter() - tick
+    region_sets = {kind: {split: reo_regions.regions_of(kind, dataset[split].features, scenes[split], detector)
+                          for split in ("train", "val", "test")} for kind in kinds}
 
     tick = time.perf_counter()
-    recalls = reo.retrieval_recalls(matcher, params, regions["test"], test.captions)
-    reo.write_retrieval(recalls, out / "retrieval.tsv")
-    timings["retrieval_s"] = time.perf_counter() - tick
+    flat_val = [f for fs in forms["val"] for f in fs]
+    flat_test = [f for fs in forms["test"] for f in fs]
+    candidates = reo.make_candidates(scenes["test"], setup["max_extras"], seed=0)
+    ref_truths = [reo_truth.reference_tuples(fs) for fs in forms["test"]]
+    data = {"regions": region_sets, "vocab": vocab, "train": train, "val": val, "test": test,
+            "train_truth": reo_truth.batch_truth(forms["train"], scenes["train"]),
+            "val_truth": reo_truth.truth_matrix(flat_val, scenes["val"]),
+            "test_truth": reo_truth.truth_matrix(flat_test, scenes["test"]), "candidates": candidates,
+            "counts": {"image": reo_validation.count_arrays(candidates),
+                       "refs": reo_validation.count_arrays(candidates, ref_truths)}}
+    truth_share = {split: float(t.mean()) for split, t in (("val", data["val_truth"]), ("test", data["test_truth"]))}
+    timings["truth_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    candidates = reo.make_candidates(scenes, setup["max_extras"], seed=0)
-    covariances = {"ledoit_wolf": reo.estimate_covariance(matcher, params, regions["train"], train.captions),
-                   "identity": reo.Covariance.identity(matcher.config.joint_size)}
-    image_of = [c.image for c in candidates]
-    results = {}
-    reo.save_scorer(reo.ReoScorer(matcher, params, covariances["ledoit_wolf"]), out / "matcher" / "matcher.msgpack",
-                    out / "reo_scorer", Path(encoder["encoder"]).name)  # a search's [postgen] reo_model
-    for name, covariance in covariances.items():
-        scores = reo.score_pairs(matcher, params, regions["test"], [c.tokens for c in candidates], test.captions,
-                                 covariance, image_of, batch_size=1000)
-        rows = reo.correlations(scores, candidates)
-        within = reo.correlations(scores, candidates, within_image=True)
-        suffix = "" if name == "ledoit_wolf" else f"_{name}"
-        reo.write_correlations(rows, out / f"reo_validation{suffix}.tsv")
-        reo.write_correlations(within, out / f"reo_validation_within_image{suffix}.tsv")
-        plot_scores(scores, candidates, out / f"reo_vs_counts{suffix}.png")
-        by_kind = write_by_extra_kind(scores, candidates, out / f"reo_by_extra_kind{suffix}.tsv")
-        results[name] = {"by_extra_kind": by_kind, "rows": [dataclasses.asdict(r) for r in rows],
-                         "within_image": [dataclasses.asdict(r) for r in within],
-                         "means": {k: float(v.mean()) for k, v in scores.items()}}
-    # sanity: the candidates with nothing extra or omitted, against their own image and the next one
-    perfect = [c for c in candidates if c.omit == 0 and c.extras == 0]
-    own_image = np.array([c.image for c in perfect])
-    matched_vs_wrong = {}
-    for label, images in (("own_image", own_image), ("next_image", (own_image + 1) % len(test))):
-        scores = reo.score_pairs(matcher, params, regions["test"], [c.tokens for c in perfect], test.captions,
-                                 covariances["ledoit_wolf"], images, batch_size=1000)
-        matched_vs_wrong[label] = {k: float(v.mean()) for k, v in scores.items()}
-    timings["reo_scoring_s"] = time.perf_counter() - tick
+    baselines, baseline_rows = {}, []
+    if not args.no_baselines:
+        baselines = baseline_scores(candidates, test.captions, test.image_ids)
+        baseline_rows = reo_validation.metric_table(baselines, candidates, data["counts"]) if baselines else []
+        if baseline_rows:
+            reo_validation.write_rows(baseline_rows, out / "baselines_table.tsv")
+    timings["baselines_s"] = time.perf_counter() - tick
+
+    results = []
+    for kind in kinds:
+        for loss in losses:
+            tick = time.perf_counter()
+            results.append(run_variant(kind, loss, setup, data, out, not args.keep_false_negatives, progress))
+            timings[f"variant_{kind}-{loss}_s"] = time.perf_counter() - tick
+            print(f"{results[-1]['variant']}: val recall sum {results[-1]['val_rsum']:.3f}, ambiguity-aware "
+                  f"{results[-1]['val_rsum_ambiguous']:.3f} ({timings[f'variant_{kind}-{loss}_s']:.0f} s)", flush=True)
+    best = max(results, key=lambda r: r["val_rsum_ambiguous"])
+    # the scorer a search uses must make its regions from image features alone: not the oracle's
+    deployable = [r for r in results if r["regions"] != "oracle"]
+    scorer_variant = max(deployable, key=lambda r: r["val_rsum_ambiguous"]) if deployable else None
+    if scorer_variant:
+        reo.save_scorer(reo.ReoScorer(scorer_variant["matcher"], scorer_variant["params"],
+                                      scorer_variant["covariance_object"]),
+                        scorer_variant["matcher_path"], out / "reo_scorer", Path(encoder["encoder"]).name,
+                        regions=scorer_variant["regions"],
+                        detector=detector if scorer_variant["regions"] == "learned" else None)
+
     tick = time.perf_counter()
-    figure3 = write_figure3(reo.figure3_cosines(matcher, params, regions["test"], test.captions, candidates),
+    matcher, params = best["matcher"], best["params"]
+    test_regions = region_sets[best["regions"]]["test"]
+    scores = {f"{m}_{g}": best["scores"][f"{m}_{g}"] for g in reo.scores.GROUND_TRUTHS for m in reo.scores.MEASURES}
+    reo.write_correlations(reo.correlations(scores, candidates), out / "reo_validation.tsv")
+    reo.write_correlations(reo.correlations(scores, candidates, within_image=True),
+                           out / "reo_validation_within_image.tsv")
+    plot_scores(scores, candidates, out / "reo_vs_counts.png")
+    by_kind = write_by_extra_kind(scores, candidates, out / "reo_by_extra_kind.tsv")
+    figure3 = write_figure3(reo.figure3_cosines(matcher, params, test_regions, test.captions, candidates),
                             out / "figure3.tsv")
-    timings["figure3_s"] = time.perf_counter() - tick
+    timings["best_extras_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - start
 
+    variant_rows = []
+    for r in results:
+        m = r["retrieval"]
+        variant_rows.append({"variant": r["variant"], "val_rsum": r["val_rsum"],
+                             "val_rsum_ambiguous": r["val_rsum_ambiguous"], "best_epoch": r["best_epoch"],
+                             **{f"{d[:5]}_{key}": m[d][key][5] for d in m for key in ("recall", "recall_ambiguous")},
+                             **{f"{d[:5]}_map": m[d]["map"] for d in m},
+                             **{f"{d[:5]}_{key}_chance": m[d][key][5] for d in m
+                                for key in ("recall_chance", "recall_ambiguous_chance")},
+                             **{f"{d[:5]}_map_chance": m[d]["map_chance"] for d in m}})
+    reo_validation.write_rows(variant_rows, out / "variants.tsv")
     summary = {"mode": "quick" if args.quick else "full", "tokenizer": TOKENIZER_NAME,
                "dataset": dataclasses.asdict(setup["data"]), "encoder": encoder,
-               "matcher": dataclasses.asdict(setup["matcher"]), "training": dataclasses.asdict(setup["training"]),
-               "training_history": trained.history, "vocabulary_size": len(vocab),
-               "covariance": covariances["ledoit_wolf"].source, "candidates": len(candidates),
-               "candidate_tokens_max": max(len(c.tokens) for c in candidates),
-               "retrieval": recalls, "validation": results, "perfect_candidates_own_vs_next_image": matched_vs_wrong, "figure3": figure3, "timings": timings}
-    io.write_text(json.dumps(summary, indent=1, default=str), out / "summary.json")
+               "matcher": dataclasses.asdict(setup["matcher"]),
+               "training": {k: dataclasses.asdict(v) for k, v in setup["training"].items()},
+               "mask_false_negatives": not args.keep_false_negatives, "vocabulary_size": len(vocab),
+               "caption_true_of_image_share": truth_share, "detection": detection,
+               "candidates": len(candidates), "best_variant": best["variant"],
+               "scorer_variant": scorer_variant["variant"] if scorer_variant else None,
+               "variants": [{k: v for k, v in r.items() if k not in ("matcher", "params", "covariance_object",
+                                                                      "scores", "matcher_path")} for r in results],
+               "baselines": baseline_rows, "by_extra_kind": by_kind, "figure3": figure3, "timings": timings}
+    io.write_text(json.dumps(summary, indent=1, default=float), out / "summary.json")
 
-    print(f"retrieval on {len(test)} test images ({sum(map(len, test.captions))} captions):")
-    for direction, r in recalls.items():
-        print(f"  {direction:17s} " + "  ".join(f"R@{k} {v:.3f}" for k, v in r.items()))
-    print(f"REO on {len(candidates)} candidates, {covariances['ledoit_wolf'].source}:")
-    print("  measure ground  against  rho(pooled) rho(within image)")
-    for row, within in zip(results["ledoit_wolf"]["rows"], results["ledoit_wolf"]["within_image"]):
-        print(f"  {row['measure']}       {row['ground_truth']:6s}  {row['against']:7s}  {row['spearman_rho']:+.3f}"
-              f"       {within['spearman_rho']:+.3f}")
-    print("candidates with no error, mean scores against their own image / the next image:")
-    for key in matched_vs_wrong["own_image"]:
-        print(f"  {key:8s} {matched_vs_wrong['own_image'][key]:.4f} / {matched_vs_wrong['next_image'][key]:.4f}")
-    print("Figure 3 (mean cosine of residual with the error phrase / a correct phrase):")
-    for r in figure3:
-        print(f"  {r['error']:7s} {r['ground_truth']:5s} {r['against']:7s} {r['mean_cosine']:.3f} "
-              f"(>= 0.65: {r['fraction_at_least_0.65']:.2f}, n {r['n']})")
-    print(f"total {timings['total_s']:.0f} s; outputs in {out}")
+    print(f"candidates: {len(candidates)}; a test caption is true of {truth_share['test']:.1%} of test images")
+    if detection:
+        print(f"learned detector (test, IoU >= 0.5): {detection['test']}")
+    print("variant          val rsum (ambig.)  test R@5 i2c/c2i plain | ambiguity-aware | mAP (chance)")
+    for r in results:
+        m = r["retrieval"]
+        i2c, c2i = m["image_to_caption"], m["caption_to_image"]
+        print(f"  {r['variant']:15s} {r['val_rsum']:.2f} ({r['val_rsum_ambiguous']:.2f})  "
+              f"{i2c['recall'][5]:.3f}/{c2i['recall'][5]:.3f} | {i2c['recall_ambiguous'][5]:.3f}/"
+              f"{c2i['recall_ambiguous'][5]:.3f} | {i2c['map']:.3f} ({i2c['map_chance']:.3f})/"
+              f"{c2i['map']:.3f} ({c2i['map_chance']:.3f})")
+    for r in results:
+        print(f"{r['variant']}: rho pooled/within image, within-image betas")
+        for row in r["table"]:
+            print("  " + _goal_line(row))
+    if baseline_rows:
+        print("baselines (against the references' and the image's tuples):")
+        for row in baseline_rows:
+            print("  " + _goal_line(row))
+    print(f"best on validation: {best['variant']}; total {timings['total_s']:.0f} s; outputs in {out}")
     return 0
 
 

@@ -10,6 +10,7 @@ counting and locative sentence forms, 3 to 15 words long.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import shutil
 import tempfile
@@ -95,6 +96,54 @@ class Scene:
     @classmethod
     def from_json(cls, data: dict) -> Scene:
         return cls([Obj(**obj) for obj in data["objects"]], data["background"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Mentioned:
+    """What one noun phrase of a reference claims: an object with this shape, colour, size and
+    grid cell (``None``: not said; the count form's "one of them red" says a colour only)."""
+
+    shape: str | None = None
+    colour: str | None = None
+    size: str | None = None
+    cell: int | None = None
+
+    def fits(self, obj: Obj) -> bool:
+        return ((self.shape is None or self.shape == obj.shape) and (self.colour is None or self.colour == obj.colour)
+                and (self.size is None or self.size == obj.size)
+                and (self.cell is None or self.cell == obj.row * 3 + obj.col))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceForm:
+    """The logical form of one reference, as the grammar emitted it.
+
+    The sentence is true of a scene when distinct objects fit ``objects`` (one each), the first
+    two stand in ``relation`` ("above", "below", "left of", "right of", or "near": true of any
+    pair), the scene holds exactly ``count`` objects, and its background is ``background``
+    (``None``: not said). "there are two shapes ..." says two of the objects, not the scene's
+    count: the grammar writes it for any subset of two.
+    """
+
+    objects: tuple[Mentioned, ...]
+    relation: str | None = None
+    count: int | None = None
+    background: str | None = None
+
+    def holds(self, scene: Scene) -> bool:
+        """Whether the sentence is true of ``scene`` (a plain search over assignments: the oracle)."""
+        if (self.count is not None and self.count != len(scene.objects)) or \
+                (self.background is not None and self.background != scene.background):
+            return False
+        for chosen in itertools.permutations(scene.objects, len(self.objects)):
+            if all(m.fits(o) for m, o in zip(self.objects, chosen)) and \
+                    (self.relation in (None, "near") or relation_of(chosen[0], chosen[1]) == self.relation):
+                return True
+        return False
+
+    def to_json(self) -> dict:
+        return {"objects": [dataclasses.asdict(m) for m in self.objects], "relation": self.relation,
+                "count": self.count, "background": self.background}
 
 
 def relation_of(a: Obj, b: Obj) -> str:
@@ -187,17 +236,23 @@ class _Annotator:
         self.rng, self.objs, self.background = rng, objs, background
         self.p_colour = rng.uniform(0.6, 1.0)
         self.p_size = rng.uniform(0.1, 0.7)
+        self.said: list[Mentioned] = []  # each noun phrase's claim, in order (recorded only: no draws)
+        self.form: ReferenceForm | None = None  # the last sentence's logical form
 
     def pick(self, options):
         return options[int(self.rng.integers(len(options)))]
 
     def noun_phrase(self, obj, det=None):
         words = [det or self.pick(["a", "a", "the"])]
+        size = colour = None
         if self.rng.random() < self.p_size:
             words.append(self.pick(SIZE_WORDS[obj.size]))
+            size = obj.size
         if self.rng.random() < self.p_colour:
             words.append(obj.colour)
+            colour = obj.colour
         words.append(self.pick(SHAPES[obj.shape]))
+        self.said.append(Mentioned(obj.shape, colour, size))
         if words[0] == "a" and words[1][0] in "aeiou":
             words[0] = "an"
         return words
@@ -215,15 +270,24 @@ class _Annotator:
     def relation(self, a, b):
         dx, dy = b.cx - a.cx, b.cy - a.cy
         if self.rng.random() < 0.2:
+            self.said_relation = "near"
             return self.pick([["next", "to"], ["near"]])
+        self.said_relation = relation_of(a, b)
         if abs(dy) >= abs(dx):
             return ["above"] if dy > 0 else ["below"]
         return ["to", "the", "left", "of"] if dx > 0 else ["to", "the", "right", "of"]
 
     def background_phrase(self):
+        self.said_background = self.background
         return ["on", "a", self.pick(BACKGROUNDS[self.background]), "background"]
 
+    def _placed(self, obj):
+        """The last noun phrase's claim, now with ``obj``'s grid cell (the place form said it)."""
+        self.said[-1] = dataclasses.replace(self.said[-1], cell=obj.row * 3 + obj.col)
+
     def sentence(self) -> list[str]:
+        """One reference; its logical form is left in ``self.form``."""
+        self.said, self.said_relation, self.said_background, count = [], None, None, None
         objs = list(self.objs)
         self.rng.shuffle(objs)
         mentioned = objs[: int(self.rng.integers(1, len(objs) + 1))] if self.rng.random() < 0.5 else objs
@@ -240,13 +304,22 @@ class _Annotator:
             one = self.pick(list(self.objs))
             noun = self.pick(["shapes", "objects", "things"])
             words = [NUMBERS[len(self.objs) - 1], noun]
+            count = len(self.objs)
             if self.rng.random() < 0.6:
-                words += ["one", "of", "them"] + ([one.colour] if self.rng.random() < 0.7 else ["a", self.pick(SHAPES[one.shape])])
+                if self.rng.random() < 0.7:
+                    words += ["one", "of", "them", one.colour]
+                    self.said.append(Mentioned(colour=one.colour))
+                else:
+                    words += ["one", "of", "them", "a", self.pick(SHAPES[one.shape])]
+                    self.said.append(Mentioned(shape=one.shape))
             else:
                 words += self.background_phrase()
         elif form == "there":
             if len(mentioned) == 1:
-                words = ["there", "is"] + self.noun_phrase(mentioned[0], det="a") + (self.place(mentioned[0]) if self.rng.random() < 0.5 else [])
+                words = ["there", "is"] + self.noun_phrase(mentioned[0], det="a")
+                if self.rng.random() < 0.5:
+                    words += self.place(mentioned[0])
+                    self._placed(mentioned[0])
             else:
                 words = ["there", "are", NUMBERS[len(mentioned) - 1], "shapes"] + self._list(mentioned)
         elif form == "picture":
@@ -256,10 +329,12 @@ class _Annotator:
         elif form == "place":
             obj = mentioned[0]
             words = self.noun_phrase(obj) + self.place(obj)
+            self._placed(obj)
         else:
             words = self._list(mentioned)
             if self.rng.random() < 0.25:
                 words += self.background_phrase()
+        self.form = ReferenceForm(tuple(self.said), self.said_relation, count, self.said_background)
         return words
 
     def _list(self, objs):
@@ -271,12 +346,16 @@ class _Annotator:
         return words
 
 
-def _describe(rng, objs, background, count) -> list[list[str]]:
+def _describe(rng, objs, background, count, forms: list | None = None) -> list[list[str]]:
+    """``count`` references of a scene; their logical forms are appended to ``forms`` when given."""
     refs = []
     while len(refs) < count:
-        words = _Annotator(rng, objs, background).sentence()
+        annotator = _Annotator(rng, objs, background)
+        words = annotator.sentence()
         if 3 <= len(words) <= 15:
             refs.append(words)
+            if forms is not None:
+                forms.append(annotator.form)
     return refs
 
 
@@ -290,20 +369,28 @@ def generate(config: ShapesConfig) -> CaptionDataset:
 
 def generate_with_scenes(config: ShapesConfig) -> tuple[CaptionDataset, dict[str, list[Scene]]]:
     """The dataset and, per split, the scene behind every image (same pixels and captions as ``generate``)."""
-    splits, scenes = {}, {}
+    return generate_with_forms(config)[:2]
+
+
+def generate_with_forms(config: ShapesConfig) -> tuple[CaptionDataset, dict[str, list[Scene]],
+                                                       dict[str, list[list[ReferenceForm]]]]:
+    """The dataset, the scenes, and per split the logical form of every reference
+    (``forms[split][n][r]`` for ``captions[n][r]``); same pixels and captions as ``generate``."""
+    splits, scenes, forms = {}, {}, {}
     for offset, (split, count) in enumerate((("train", config.train), ("val", config.val), ("test", config.test))):
         rng = np.random.default_rng([config.seed, VERSION, offset])
         pixels = np.empty((count, SIZE, SIZE, 3), np.uint8)
         labels = np.empty((count, len(_ATTRIBUTE_INDEX)), np.uint8)
-        captions, scenes[split] = [], []
+        captions, scenes[split], forms[split] = [], [], []
         for n in range(count):
             objs, background = _scene(rng)
             pixels[n] = _render(objs, background, rng)
             labels[n] = _labels(objs, background)
-            captions.append(_describe(rng, objs, background, config.refs_per_image))
+            forms[split].append([])
+            captions.append(_describe(rng, objs, background, config.refs_per_image, forms[split][-1]))
             scenes[split].append(Scene(objs, background))  # recorded only: no extra draws from rng
         splits[split] = CaptionSplit([f"{split}-{n:05d}" for n in range(count)], captions, pixels, labels=labels)
-    return CaptionDataset("shapes", splits), scenes
+    return CaptionDataset("shapes", splits), scenes, forms
 
 
 SCENES_FILE = "scenes.json"
@@ -374,3 +461,15 @@ def load_scenes(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> dict[s
         if len(split_scenes) != len(dataset[split]):
             raise ValueError(f"{path}: {len(split_scenes)} {split} scenes but the split has {len(dataset[split])} images")
     return scenes
+
+
+def load_reference_forms(config: ShapesConfig = ShapesConfig(), cache_dir=None) -> dict[str, list[list[ReferenceForm]]]:
+    """The logical form of every cached reference (``forms[split][n][r]``): the dataset is generated
+    again (deterministic from the seed) and its captions checked against the cache's."""
+    dataset = load_shapes(config, cache_dir)
+    regenerated, _, forms = generate_with_forms(config)
+    for split, data in dataset.splits.items():
+        if regenerated[split].captions != data.captions:
+            raise ValueError(f"{Path(cache_dir or default_cache_dir()) / config.folder_name}: cached captions differ "
+                             "from those the generator makes now; delete the folder to regenerate it")
+    return forms

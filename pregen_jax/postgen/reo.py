@@ -22,13 +22,15 @@ MEASURES = {"REO_R_image": "R_image", "REO_E_image": "E_image", "REO_O_image": "
 
 SCORER_FILES = ("matcher.msgpack", "covariance.npz", "covariance.json")
 """The files of a REO scorer folder (``reo.save_scorer`` writes them)."""
+DETECTOR_FILE = "detector.msgpack"  # also there when the scorer's regions are a learned detector's boxes
 
 
 def depends_on(options: PostgenOptions) -> dict:
     """What changes REO's scores besides captions, references and images: the scorer's files."""
     from .base import file_hash
     folder = Path(options.reo_model)
-    return {"scorer": [file_hash(str(folder / name)) for name in SCORER_FILES]}
+    files = SCORER_FILES + ((DETECTOR_FILE,) if (folder / DETECTOR_FILE).is_file() else ())
+    return {"scorer": [file_hash(str(folder / name)) for name in files]}
 
 
 def availability(options: PostgenOptions) -> tuple[bool, str]:
@@ -61,14 +63,12 @@ class REO(PostgenMetric):
         self._last: tuple | None = None
 
     def bind_images(self, image_ids, features, source: str) -> None:
-        """Which image each id is: ``features`` f[I, D] (a flattened region grid) or f[I, K, Dr] regions,
-        from ``source`` (the identity of the features; it must be the one the matcher was trained on)."""
-        from ..reo import shapes_regions
+        """Which image each id is: ``features`` f[I, D] (a flattened region grid, made into the scorer's
+        regions: grid cells or a learned detector's object boxes) or f[I, K, Dr] regions, from ``source`` (the identity of the features; it must be the one the matcher was trained on)."""
         if source != self.image_features:
             raise ValueError(f"{self.folder}: the REO matcher was trained on image features {self.image_features!r}, "
                              f"this search's are {source!r}; train a matcher on these (experiments/reo_shapes)")
-        features = np.asarray(features, np.float32)
-        regions = features if features.ndim == 3 else shapes_regions(features)
+        regions = self.scorer.regions_from_features(features)  # grid cells or the detector's object boxes
         if regions.shape[-1] != self.scorer.matcher.config.region_size:
             raise ValueError(f"{self.folder}: the matcher reads {self.scorer.matcher.config.region_size}-dimensional "
                              f"regions, the images have {regions.shape[-1]}")

@@ -28,6 +28,18 @@ def l2_normalise(x, axis: int = -1):
     return x / (safe_norm(x, axis, keepdims=True) + EPS)
 
 
+def region_mask(regions):
+    """bool[..., K]: the regions that are real. A region vector of zeros is padding (an image with
+    fewer object regions than the widest one); every mean over regions skips it."""
+    return jnp.any(regions != 0, axis=-1)
+
+
+def region_mean(values, mask):
+    """Mean of values f[..., K] over the real regions (``mask`` bool[..., K], broadcast)."""
+    mask = jnp.broadcast_to(mask, values.shape)
+    return jnp.sum(jnp.where(mask, values, 0.0), axis=-1) / jnp.maximum(jnp.sum(mask, axis=-1), 1)
+
+
 def _attention_from_cosines(cos, word_mask, lam: float):
     """cos f[..., K, L] (region x word cosines) -> alpha f[..., K, L], rows summing to one over real words."""
     positive = jnp.maximum(cos, 0.0)
@@ -51,7 +63,7 @@ def context_vectors(regions, words, word_mask, lam: float = LAMBDA):
 
 
 def pair_scores(regions, words, word_mask, lam: float = LAMBDA):
-    """SCAN's image-caption similarity for every pair: f[B, C] = mean_i cos(v_i, a_i).
+    """SCAN's image-caption similarity for every pair: f[B, C] = mean_i cos(v_i, a_i) over real regions.
 
     regions f[B, K, D], words f[C, L, D], word_mask bool[C, L]. Computed without materialising
     the B x C x K x D context vectors: v.a_i = sum_j alpha_ij (v.h_j) and |a_i|^2 = alpha_i G alpha_i
@@ -64,4 +76,5 @@ def pair_scores(regions, words, word_mask, lam: float = LAMBDA):
     along = jnp.sum(alpha * dots, axis=-1)
     gram = jnp.einsum("cld,cmd->clm", words, words)
     norm2 = jnp.einsum("bckl,clm,bckm->bck", alpha, gram, alpha)
-    return jnp.mean(along / (jnp.sqrt(jnp.maximum(norm2, 0.0) + EPS ** 2) + EPS), axis=-1)
+    cosines = along / (jnp.sqrt(jnp.maximum(norm2, 0.0) + EPS ** 2) + EPS)
+    return region_mean(cosines, region_mask(regions)[:, None, :])

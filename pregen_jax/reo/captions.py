@@ -61,6 +61,11 @@ class Candidate:
     missing_phrases: list[list[str]]
     kept_phrases: list[list[str]]
     extra_kinds: tuple[str, ...] = ()  # the design's additions, in order: "object", "colour", "background"
+    stated: frozenset = frozenset()    # the tuples the caption states (for counting against other truths)
+
+    def counts_against(self, truth: set[tuple]) -> tuple[int, int, int]:
+        """(correct, extra, omitted) of the stated tuples against another ground truth's tuples."""
+        return len(self.stated & truth), len(self.stated - truth), len(truth - self.stated)
 
 
 def scene_tuples(scene: Scene) -> set[tuple]:
@@ -140,7 +145,7 @@ def make_candidate(image: int, scene: Scene, omit: int, extras: int, rng) -> Can
     missing = [noun_phrase(Mention(o.shape, o.colour, o.size), rng) for o in left_out]
     kept_phrases = [phrases[k] for k in range(len(kept)) if not wrong[k]]
     return Candidate(image, words, omit, extras, correct, extra, omitted, extra_phrases, missing, kept_phrases,
-                     tuple(kinds_drawn))
+                     tuple(kinds_drawn), frozenset(stated))
 
 
 def make_candidates(scenes: list[Scene], max_extras: int = 3, seed: int = 0) -> list[Candidate]:

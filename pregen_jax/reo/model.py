@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..datasets import Vocabulary
-from .attention import LAMBDA, l2_normalise
+from .attention import LAMBDA, l2_normalise, region_mask
 
 BUCKET = 8  # caption widths are padded up to a multiple of this, so jit sees few shapes
 
@@ -61,7 +61,8 @@ class ScanModule(nn.Module):
                                       merge_fn=lambda a, b: (a + b) / 2)
 
     def encode_regions(self, regions):
-        return l2_normalise(self.region_proj(regions))
+        """Padding regions (all-zero features) stay zero vectors, so the means over regions skip them."""
+        return jnp.where(region_mask(regions)[..., None], l2_normalise(self.region_proj(regions)), 0.0)
 
     def encode_words(self, ids, lengths):
         states = self.bigru(self.embed(ids), seq_lengths=lengths)
@@ -110,6 +111,7 @@ class ScanMatcher:
         if regions is None:
             return params
         flat = np.asarray(regions, np.float64).reshape(-1, regions.shape[-1])
+        flat = flat[np.any(flat != 0, axis=1)]  # padding regions are not data
         mean, scale = flat.mean(axis=0), flat.std(axis=0) + 1e-3
         proj = params["params"]["region_proj"]
         kernel = np.asarray(proj["kernel"], np.float64) / scale[:, None]
@@ -118,10 +120,10 @@ class ScanMatcher:
         return {**params, "params": {**params["params"], "region_proj": proj}}
 
     def encode_regions(self, params, regions):
-        return self.module.apply(params, regions, method=ScanModule.encode_regions)
+        return self.module.apply({"params": params["params"]}, regions, method=ScanModule.encode_regions)
 
     def encode_words(self, params, ids, lengths):
-        return self.module.apply(params, ids, lengths, method=ScanModule.encode_words)
+        return self.module.apply({"params": params["params"]}, ids, lengths, method=ScanModule.encode_words)
 
 
 def pad_token_ids(captions: list[list[str]], vocab: Vocabulary, source: str = "captions",

@@ -17,9 +17,11 @@ from .. import io
 from ..datasets import TOKENIZER_NAME, Vocabulary
 from .attention import LAMBDA
 from .model import Matcher, MatcherConfig
+from .regions import RegionDetector, load_detector, regions_of, save_detector
 from .scores import Covariance, estimate_covariance, score_captions
 from .train import MatchTrainConfig, load_matcher, train_matcher
 
+DETECTOR_FILE = "detector.msgpack"  # in a scorer folder whose regions are "learned"
 METRIC_NAMES = ("REO_R_image", "REO_E_image", "REO_O_image", "REO_R_refs", "REO_E_refs", "REO_O_refs")
 
 
@@ -32,6 +34,16 @@ class ReoScorer:
     covariance: Covariance
     lam: float = LAMBDA
     tokenizer: str = TOKENIZER_NAME  # the references and candidates must be tokenised this way
+    regions: str = "grid"            # how image features become regions: "grid" cells or "learned" object boxes
+    detector: RegionDetector | None = None  # the "learned" regions' detector
+
+    def regions_from_features(self, features: np.ndarray) -> np.ndarray:
+        """Region features f[I, K, Dr] from the shapes encoder's flattened grid maps f[I, 36 * C]
+        (already made regions f[I, K, Dr] are returned as they are)."""
+        features = np.asarray(features, np.float32)
+        if features.ndim == 3:
+            return features
+        return regions_of(self.regions, features, detector=self.detector)
 
     def score(self, regions: np.ndarray, candidates: list[list[str]], references) -> dict[str, np.ndarray]:
         """Per-image R/E/O against the image and against the references: f64[I] arrays keyed
@@ -65,17 +77,30 @@ def fit_scorer(vocab: Vocabulary, train_regions: np.ndarray, train_captions, wor
     return ReoScorer(trained.matcher, trained.params, cov)
 
 
-def save_scorer(scorer: ReoScorer, matcher_path, folder, image_features: str) -> None:
+def save_scorer(scorer: ReoScorer, matcher_path, folder, image_features: str, regions: str | None = None,
+                detector: RegionDetector | None = None) -> None:
     """Make ``folder`` a REO scorer for searches (``[postgen] reo_model = folder``): a copy of the
     matcher checkpoint, the covariance, and ``image_features``, the identity of the image
     features it was trained on (for the built-in dataset, the encoder checkpoint's name): a
-    search on other features is refused rather than scored in a space they do not live in."""
+    search on other features is refused rather than scored in a space they do not live in.
+    ``regions`` (default: the scorer's): "grid" or "learned", whose ``detector`` is saved beside."""
     folder = Path(folder)
+    regions = regions or scorer.regions
+    detector = detector or scorer.detector
+    if regions not in ("grid", "learned"):
+        raise ValueError(f"a scorer makes its regions from image features alone: 'grid' or 'learned', not {regions!r}")
+    if regions == "learned" and detector is None:
+        raise ValueError("learned regions need their detector saved with the scorer")
     io.write_bytes(Path(matcher_path).read_bytes(), folder / "matcher.msgpack")
+    if regions == "learned":
+        save_detector(detector, folder / DETECTOR_FILE)
+    elif (folder / DETECTOR_FILE).exists():
+        (folder / DETECTOR_FILE).unlink()
     with io.atomic_path(folder / "covariance.npz") as tmp:
         np.savez(tmp, matrix=scorer.covariance.matrix)
     io.write_text(json.dumps({"source": scorer.covariance.source, "shrinkage": scorer.covariance.shrinkage,
-                              "lambda": scorer.lam, "tokenizer": scorer.tokenizer, "image_features": image_features}),
+                              "lambda": scorer.lam, "tokenizer": scorer.tokenizer, "image_features": image_features,
+                              "regions": regions}),
                   folder / "covariance.json")
 
 
@@ -91,5 +116,7 @@ def load_scorer(folder) -> tuple[ReoScorer, Vocabulary, str]:
     meta = json.loads(io.read_text(folder / "covariance.json"))
     with np.load(folder / "covariance.npz") as npz:
         covariance = Covariance.from_matrix(npz["matrix"], meta["source"], meta["shrinkage"])
-    return (ReoScorer(trained.matcher, trained.params, covariance, meta["lambda"]), trained.matcher.vocab,
-            meta.get("image_features", ""))
+    regions = meta.get("regions", "grid")  # folders from before region kinds hold grid scorers
+    detector = load_detector(folder / DETECTOR_FILE) if regions == "learned" else None
+    return (ReoScorer(trained.matcher, trained.params, covariance, meta["lambda"], regions=regions, detector=detector),
+            trained.matcher.vocab, meta.get("image_features", ""))

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .attention import EPS, LAMBDA, context_vectors, safe_norm
+from .attention import EPS, LAMBDA, context_vectors, region_mask, region_mean, safe_norm
 from .model import Matcher, encode_captions, encode_regions
 
 MEASURES = ("R", "E", "O")
@@ -101,31 +101,64 @@ def cosine(x, y):
     return jnp.sum(x * y, axis=-1) / (safe_norm(x) * safe_norm(y) + EPS)
 
 
-def reo_from_context(candidate, ground, precision):
-    """(R, E, O) f[...] from context vectors ``candidate`` and ground truth ``ground``, both f[..., K, D]."""
-    relevance = jnp.mean(cosine(candidate, ground), axis=-1)
-    extraness = jnp.mean(mahalanobis(candidate, projection_residual(candidate, ground), precision), axis=-1)
-    omission = jnp.mean(mahalanobis(ground, projection_residual(ground, candidate), precision), axis=-1)
+def reo_from_context(candidate, ground, precision, mask=None):
+    """(R, E, O) f[...] from context vectors ``candidate`` and ground truth ``ground``, both f[..., K, D],
+    averaged over the regions where ``mask`` bool[..., K] (broadcast; default: all) holds."""
+    mask = jnp.ones(candidate.shape[:-1], bool) if mask is None else mask
+    relevance = region_mean(cosine(candidate, ground), mask)
+    extraness = region_mean(mahalanobis(candidate, projection_residual(candidate, ground), precision), mask)
+    omission = region_mean(mahalanobis(ground, projection_residual(ground, candidate), precision), mask)
     return relevance, extraness, omission
 
 
-@functools.partial(jax.jit, static_argnums=(8,))
-def _reo_batch(regions, cand_words, cand_mask, ref_words, ref_mask, ref_valid, image_of, precision, lam):
-    """Every candidate's scores in one call.
+PARTS = ("abs_cos", "norm_a", "norm_g", "E_over_cos", "O_over_cos")
+
+
+def reo_parts_from_context(candidate, ground, precision, mask=None):
+    """The factors E and O are products of, per region (region means returned, f[...] each):
+
+        E_i = |cos(a_i, g_i)| * |a_i| * |g_i|_S / |g_i|      O_i = |cos(a_i, g_i)| * |g_i| * |a_i|_S / |a_i|
+
+    (|x|_S = sqrt(x' S^-1 x)): ``abs_cos`` (what R measures, unsigned), ``norm_a`` and ``norm_g``
+    (Euclidean lengths), and ``E_over_cos`` / ``O_over_cos`` (E_i and O_i without the cosine:
+    what the norms carry). With the identity covariance E_over_cos = |a_i| and O_over_cos = |g_i|.
+    """
+    mask = jnp.ones(candidate.shape[:-1], bool) if mask is None else mask
+
+    def s_norm(x):
+        return jnp.sqrt(jnp.maximum(jnp.einsum("...d,de,...e->...", x, precision, x), 0.0))
+    norm_a, norm_g = safe_norm(candidate), safe_norm(ground)
+    return {"abs_cos": region_mean(jnp.abs(cosine(candidate, ground)), mask),
+            "norm_a": region_mean(norm_a, mask), "norm_g": region_mean(norm_g, mask),
+            "E_over_cos": region_mean(norm_a * s_norm(ground) / (norm_g + EPS), mask),
+            "O_over_cos": region_mean(norm_g * s_norm(candidate) / (norm_a + EPS), mask)}
+
+
+@functools.partial(jax.jit, static_argnums=(8, 9))
+def _reo_batch(regions, cand_words, cand_mask, ref_words, ref_mask, ref_valid, image_of, precision, lam,
+               parts=False):
+    """Every candidate's scores in one call (and with ``parts`` their factors, ``reo_parts_from_context``).
 
     regions f[I, K, D]; cand_words f[C, L, D], cand_mask bool[C, L]; ref_words f[I, R, L', D],
     ref_mask bool[I, R, L'], ref_valid bool[I, R] (padding references are False); image_of i32[C].
     """
     v = regions[image_of]
+    real = region_mask(v)                                                            # [C, K]
     a_cand = context_vectors(v, cand_words, cand_mask, lam)                          # [C, K, D]
-    r_img, e_img, o_img = reo_from_context(a_cand, v, precision)
+    r_img, e_img, o_img = reo_from_context(a_cand, v, precision, real)
     a_refs = context_vectors(regions[:, None], ref_words, ref_mask, lam)[image_of]   # [C, R, K, D]
-    r_ref, e_ref, o_ref = reo_from_context(a_cand[:, None], a_refs, precision)       # [C, R]
+    r_ref, e_ref, o_ref = reo_from_context(a_cand[:, None], a_refs, precision, real[:, None])  # [C, R]
     valid = ref_valid[image_of]
     count = jnp.maximum(valid.sum(axis=1), 1)
     mean = lambda x: jnp.sum(jnp.where(valid, x, 0.0), axis=1) / count
-    return {"R_image": r_img, "E_image": e_img, "O_image": o_img,
-            "R_refs": mean(r_ref), "E_refs": mean(e_ref), "O_refs": mean(o_ref)}
+    out = {"R_image": r_img, "E_image": e_img, "O_image": o_img,
+           "R_refs": mean(r_ref), "E_refs": mean(e_ref), "O_refs": mean(o_ref)}
+    if parts:
+        for key, value in reo_parts_from_context(a_cand, v, precision, real).items():
+            out[f"{key}_image"] = value
+        for key, value in reo_parts_from_context(a_cand[:, None], a_refs, precision, real[:, None]).items():
+            out[f"{key}_refs"] = mean(value)
+    return out
 
 
 def encode_references(matcher: Matcher, params, references: list[list[list[str]]], source: str = "references"):
@@ -147,7 +180,7 @@ def encode_references(matcher: Matcher, params, references: list[list[list[str]]
 
 def score_pairs(matcher: Matcher, params, regions: np.ndarray, candidates: list[list[str]],
                 references: list[list[list[str]]], covariance: Covariance, image_of=None,
-                lam: float = LAMBDA, batch_size: int | None = None) -> dict[str, np.ndarray]:
+                lam: float = LAMBDA, batch_size: int | None = None, parts: bool = False) -> dict[str, np.ndarray]:
     """REO scores of candidate captions, each against its image and that image's references.
 
     regions f[I, K, Dr] (raw region features, encoded by the matcher); candidates: token lists;
@@ -155,6 +188,8 @@ def score_pairs(matcher: Matcher, params, regions: np.ndarray, candidates: list[
     (default: candidate n belongs to image n). Returns f64[C] arrays R_image, E_image, O_image,
     R_refs, E_refs, O_refs. All candidates go through one jit-compiled call unless
     ``batch_size`` splits them (for memory: the call holds C x R x K x D reference context vectors).
+    ``parts``: also the factors E and O are products of (``reo_parts_from_context``), keyed
+    ``<part>_image`` and ``<part>_refs``.
     """
     if len(references) != len(regions):
         raise ValueError(f"{len(regions)} images of regions but {len(references)} reference lists")
@@ -173,12 +208,12 @@ def score_pairs(matcher: Matcher, params, regions: np.ndarray, candidates: list[
     cand_words, cand_mask = encode_captions(matcher, params, candidates, "candidate captions")
     precision = jnp.asarray(covariance.precision, v.dtype)
     size = batch_size or len(candidates)
-    parts = []
+    chunks = []
     for start in range(0, len(candidates), size):
         part = slice(start, start + size)
-        parts.append(_reo_batch(v, cand_words[part], cand_mask[part], ref_words, ref_mask, ref_valid,
-                                jnp.asarray(image_of[part]), precision, float(lam)))
-    return {key: np.concatenate([np.asarray(p[key], np.float64) for p in parts]) for key in parts[0]}
+        chunks.append(_reo_batch(v, cand_words[part], cand_mask[part], ref_words, ref_mask, ref_valid,
+                                 jnp.asarray(image_of[part]), precision, float(lam), parts))
+    return {key: np.concatenate([np.asarray(c[key], np.float64) for c in chunks]) for key in chunks[0]}
 
 
 def score_captions(matcher: Matcher, params, regions: np.ndarray, candidates: list[list[str]],
@@ -205,7 +240,9 @@ def estimate_covariance(matcher: Matcher, params, regions: np.ndarray, captions:
     v = encode_regions(matcher, params, regions[chosen])
     words, mask = encode_captions(matcher, params, picks, "covariance captions")
     context = np.asarray(jax.jit(context_vectors, static_argnums=3)(v, words, mask, float(lam)))
-    matrix, shrinkage = ledoit_wolf(context.reshape(-1, context.shape[-1]))
-    source = (f"Ledoit-Wolf (shrinkage {shrinkage:.4f}) over {context.shape[0] * context.shape[1]} context vectors "
-              f"of {len(chosen)} training references (one per image, all {context.shape[1]} regions)")
+    real = np.asarray(region_mask(v))
+    matrix, shrinkage = ledoit_wolf(context[real])
+    source = (f"Ledoit-Wolf (shrinkage {shrinkage:.4f}) over {int(real.sum())} context vectors "
+              f"of {len(chosen)} training references (one per image, all its {context.shape[1]}"
+              f"{'' if real.all() else ' or fewer'} regions)")
     return Covariance.from_matrix(matrix, source, shrinkage)

@@ -12,7 +12,7 @@ from scipy import stats
 
 from .. import io
 from ..datasets import TOKENIZER_NAME
-from .attention import LAMBDA, context_vectors
+from .attention import LAMBDA, context_vectors, region_mask, region_mean
 from .captions import Candidate
 from .model import Matcher, encode_captions, encode_regions
 from .scores import GROUND_TRUTHS, MEASURES, cosine, encode_references, projection_residual
@@ -93,14 +93,15 @@ def _residual_cosines(v, cand, cand_mask, phrase, phrase_mask, control, control_
     def ref_mean(x):
         return jnp.sum(jnp.where(ref_valid, x, 0.0), axis=1) / count
 
+    real = region_mask(v)
     out = {}
     for name, target in (("phrase", a_phrase), ("control", a_control)):
-        out[f"extra_image_{name}"] = jnp.mean(cosine(projection_residual(a, v), target), axis=-1)
-        out[f"omit_image_{name}"] = jnp.mean(cosine(projection_residual(v, a), target), axis=-1)
+        out[f"extra_image_{name}"] = region_mean(cosine(projection_residual(a, v), target), real)
+        out[f"omit_image_{name}"] = region_mean(cosine(projection_residual(v, a), target), real)
         a_perp_refs = projection_residual(a[:, None], a_refs)
         g_perp_refs = projection_residual(a_refs, a[:, None])
-        out[f"extra_refs_{name}"] = ref_mean(jnp.mean(cosine(a_perp_refs, target[:, None]), axis=-1))
-        out[f"omit_refs_{name}"] = ref_mean(jnp.mean(cosine(g_perp_refs, target[:, None]), axis=-1))
+        out[f"extra_refs_{name}"] = ref_mean(region_mean(cosine(a_perp_refs, target[:, None]), real[:, None]))
+        out[f"omit_refs_{name}"] = ref_mean(region_mean(cosine(g_perp_refs, target[:, None]), real[:, None]))
     return out
 
 
@@ -134,3 +135,108 @@ def figure3_cosines(matcher: Matcher, params, regions: np.ndarray, references, c
         out[kind] = {key.replace(f"{prefix}_", ""): np.asarray(value, np.float64)
                      for key, value in result.items() if key.startswith(prefix)}
     return out
+
+
+# ------------------------------------------------------------------------ specificity and decomposition
+
+
+def count_arrays(candidates: list[Candidate], truths: list[set[tuple]] | None = None) -> dict[str, np.ndarray]:
+    """f64[C] extra, omitted and correct tuple counts of every candidate: against its scene
+    (``truths`` None: the counts it carries) or against ``truths[image]`` (e.g. the union of
+    the tuples its image's references state)."""
+    if truths is None:
+        rows = [(c.correct, c.extra, c.omitted) for c in candidates]
+    else:
+        rows = [c.counts_against(truths[c.image]) for c in candidates]
+    arr = np.array(rows, np.float64).reshape(-1, 3)
+    return {"correct": arr[:, 0], "extra": arr[:, 1], "omitted": arr[:, 2]}
+
+
+def _standardised(x: np.ndarray) -> np.ndarray:
+    sd = x.std()
+    return (x - x.mean()) / sd if sd > 0 else x - x.mean()
+
+
+def specificity(values: np.ndarray, counts: dict[str, np.ndarray], images: np.ndarray) -> dict[str, float]:
+    """Within-image least squares of a score on its extra and omitted counts together, all centred
+    on their image's mean and standardised: {"beta_extra", "beta_omitted", "r2"}. A score specific
+    to extra content has |beta_extra| well above |beta_omitted|; one for omissions the reverse."""
+    y = _standardised(_centred(np.asarray(values, np.float64), images))
+    x = np.stack([_standardised(_centred(counts["extra"], images)),
+                  _standardised(_centred(counts["omitted"], images))], axis=1)
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    residual = y - x @ beta
+    r2 = 1 - residual.var() / y.var() if y.var() > 0 else 0.0
+    return {"beta_extra": float(beta[0]), "beta_omitted": float(beta[1]), "r2": float(r2)}
+
+
+def _rho(x, y) -> float:
+    if np.std(x) == 0 or np.std(y) == 0:
+        return float("nan")
+    return float(stats.spearmanr(x, y)[0])
+
+
+def metric_table(scores: dict[str, np.ndarray], candidates: list[Candidate],
+                 counts: dict[str, dict[str, np.ndarray]]) -> list[dict]:
+    """One row per score: Spearman rho with the extra, omitted and correct counts, pooled and within
+    image, and the within-image regression (``specificity``).
+
+    ``scores``: name -> f[C] (REO's ``R_image`` ... and any other metric: CIDEr, METEOR, BLEU-4
+    per candidate); ``counts``: ground truth -> ``count_arrays``. REO's ``*_image`` scores are read
+    against the "image" counts and ``*_refs`` against the "refs" counts; any other score against both.
+    """
+    images = np.array([c.image for c in candidates])
+    rows = []
+    for name, values in scores.items():
+        values = np.asarray(values, np.float64)
+        grounds = [g for g in counts if name.endswith(f"_{g}")] or list(counts)
+        for ground in grounds:
+            row = {"score": name, "ground_truth": ground, "n": len(values)}
+            for against in AGAINST:
+                row[f"rho_{against}"] = _rho(values, counts[ground][against])
+                row[f"rho_{against}_within"] = _rho(_centred(values, images), _centred(counts[ground][against], images))
+            row.update(specificity(values, counts[ground], images))
+            rows.append(row)
+    return rows
+
+
+def decomposition_table(scores: dict[str, np.ndarray], candidates: list[Candidate],
+                        counts: dict[str, dict[str, np.ndarray]]) -> list[dict]:
+    """How much of E and O the cosine (R's part) and the vector norms carry, per ground truth.
+
+    For E and O and each factor of ``scores.reo_parts_from_context`` (``abs_cos``, the Euclidean
+    norms, ``E_over_cos`` / ``O_over_cos``: the score without its cosine): Spearman rho of the
+    factor with extra and omitted counts, within image, the within-image regression, and the
+    within-image rho of the factor with the score itself. If E and O follow the counts only
+    through ``abs_cos`` (the same factor in both), the equations cannot tell extra from omitted
+    content in this space, whatever it is trained to be.
+    """
+    images = np.array([c.image for c in candidates])
+    rows = []
+    for ground in ("image", "refs"):
+        for measure in ("E", "O"):
+            total = np.asarray(scores[f"{measure}_{ground}"], np.float64)
+            parts = {"whole": total, "abs_cos": scores[f"abs_cos_{ground}"],
+                     "norms": scores[f"{measure}_over_cos_{ground}"],
+                     "norm_a": scores[f"norm_a_{ground}"], "norm_g": scores[f"norm_g_{ground}"],
+                     "R": scores[f"R_{ground}"]}
+            for part, values in parts.items():
+                values = np.asarray(values, np.float64)
+                row = {"measure": measure, "ground_truth": ground, "part": part,
+                       "rho_extra_within": _rho(_centred(values, images), _centred(counts[ground]["extra"], images)),
+                       "rho_omitted_within": _rho(_centred(values, images),
+                                                  _centred(counts[ground]["omitted"], images)),
+                       "rho_with_score_within": _rho(_centred(values, images), _centred(total, images))}
+                row.update(specificity(values, counts[ground], images))
+                rows.append(row)
+    return rows
+
+
+def write_rows(rows: list[dict], path) -> None:
+    """A list of flat dicts as a TSV (floats to 4 decimals), with the tokenizer named."""
+    header = list(rows[0]) + ["tokenizer"] if rows else ["tokenizer"]
+    lines = ["\t".join(header)]
+    for r in rows:
+        lines.append("\t".join(f"{r[h]:.4f}" if isinstance(r.get(h), float) else str(r.get(h, TOKENIZER_NAME))
+                               for h in header))
+    io.write_text("\n".join(lines) + "\n", path)
