@@ -3,12 +3,11 @@ oracle for the finite-population difference estimator, and coverage on synthetic
 import math
 
 import numpy as np
+import ppi_py  # the reference (test extra ppi-python): a plain import, so a missing install fails, not skips
 import pytest
 from scipy import stats
 
 from pregen_jax.ranking import ppi
-
-ppi_py = pytest.importorskip("ppi_py")
 
 
 def _labelled(n=80, big_n=500, seed=0, noise=0.5):
