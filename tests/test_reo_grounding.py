@@ -235,3 +235,33 @@ def test_candidates_count_against_the_references_tuples():
     arrays = validation.count_arrays([c], [{("object", "circle")}])
     assert arrays["correct"][0] == (("object", "circle") in c.stated)
     assert dataclasses.is_dataclass(c)
+
+
+def test_shapes_scorer_with_learned_regions_is_the_post_gen_default(tmp_path):
+    from pregen_jax import postgen
+    dataset, scenes, forms = shapes.generate_with_forms(SMALL)
+    rng = np.random.default_rng(0)
+    for split in dataset.splits.values():
+        split.features = rng.random((len(split), 36 * 4)).astype(np.float32)
+    vocab = Vocabulary.build(dataset["train"].captions, 1)
+    scorer = reo.fit_shapes_scorer(vocab, dataset["train"], dataset["val"], scenes, forms, tmp_path / "w",
+                                   reo.MatcherConfig(region_size=4, embed_size=8, joint_size=8),
+                                   reo.MatchTrainConfig(epochs=1, batch_size=8, loss="infonce",
+                                                        mask_false_negatives=True, val_images=5),
+                                   reo_regions.DetectorConfig(epochs=1, batch_images=8), progress=False)
+    assert scorer.regions == "learned" and scorer.detector is not None
+    reo.save_scorer(scorer, tmp_path / "w" / "matcher" / "matcher.msgpack", tmp_path / "scorer", "toy")
+    options = postgen.PostgenOptions(reo_model=str(tmp_path / "scorer"))
+    test = dataset["test"]
+    ids = list(test.image_ids)
+    gts = {i: [" ".join(r) for r in refs] for i, refs in zip(ids, test.captions)}
+    res = {i: [" ".join(refs[0])] for i, refs in zip(ids, test.captions)}
+    expected = scorer.score(scorer.regions_from_features(test.features), [refs[0] for refs in test.captions],
+                            test.captions)
+    with postgen.make_metrics(["REO_E_image", "REO_O_refs"], options) as metrics:
+        for metric in metrics.metrics:
+            metric.bind_images(ids, test.features, "toy")   # flattened grid maps: the detector makes the regions
+            _, per_image = metric.compute_score(gts, res)
+            np.testing.assert_allclose(per_image, expected[metric.name.removeprefix("REO_")], rtol=1e-5)
+    with pytest.raises(ValueError, match="'grid' or 'learned'"):
+        reo.save_scorer(scorer, tmp_path / "w" / "matcher" / "matcher.msgpack", tmp_path / "s2", "toy", regions="oracle")

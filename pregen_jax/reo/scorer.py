@@ -4,6 +4,12 @@ scores the generated captions of a split.
     scorer = fit_scorer(vocab, train_regions, train.captions, workdir, val_regions, val.captions)
     per_image = scorer.score(test_regions, generated, test.captions)   # f64[I] arrays
     corpus = scorer.corpus_scores(test_regions, generated, test.captions)  # means over images
+
+On the built-in shapes data, ``fit_shapes_scorer`` is the default: a learned detector's object
+regions and an InfoNCE matcher trained with the false negatives left out (the best of the
+region kinds a search can make from image features, experiments/reo_shapes/README.md);
+``scorer.regions_from_features`` turns the encoder's grid maps into its regions. Other data
+brings its own regions and any ``Matcher`` (``fit_scorer``, or ``ReoScorer(...)`` directly).
 """
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from .. import io
 from ..datasets import TOKENIZER_NAME, Vocabulary
 from .attention import LAMBDA
 from .model import Matcher, MatcherConfig
-from .regions import RegionDetector, load_detector, regions_of, save_detector
+from .regions import DetectorConfig, RegionDetector, load_detector, regions_of, save_detector, train_detector
 from .scores import Covariance, estimate_covariance, score_captions
 from .train import MatchTrainConfig, load_matcher, train_matcher
 
@@ -75,6 +81,38 @@ def fit_scorer(vocab: Vocabulary, train_regions: np.ndarray, train_captions, wor
     else:
         cov = estimate_covariance(trained.matcher, trained.params, train_regions, train_captions)
     return ReoScorer(trained.matcher, trained.params, cov)
+
+
+def fit_shapes_scorer(vocab: Vocabulary, train, val, scenes: dict, forms: dict, workdir,
+                      matcher_config: MatcherConfig | None = None, train_config: MatchTrainConfig | None = None,
+                      detector_config: DetectorConfig | None = None, progress: bool = True) -> ReoScorer:
+    """The default scorer for the built-in shapes data (experiments/reo_shapes measured it best among
+    the deployable ones): object regions from a detector trained on the training split's boxes,
+    and the matcher trained with InfoNCE, the captions true of other batch images left out of the loss.
+
+    ``train``/``val``: splits with ``features`` (the shapes encoder's grid maps); ``scenes`` and
+    ``forms`` (``datasets.shapes.load_scenes`` / ``load_reference_forms``) for "train" and "val".
+    The detector is saved in ``workdir/detector.msgpack`` and reloaded from there.
+    """
+    from .truth import batch_truth, truth_matrix
+    workdir = Path(workdir)
+    detector_path = workdir / "detector.msgpack"
+    if detector_path.is_file():
+        detector = load_detector(detector_path)
+    else:
+        detector = train_detector(train.features, scenes["train"], detector_config or DetectorConfig())
+        save_detector(detector, detector_path)
+    train_regions = regions_of("learned", train.features, detector=detector)
+    val_regions = regions_of("learned", val.features, detector=detector)
+    matcher_config = matcher_config or MatcherConfig(region_size=int(train_regions.shape[-1]))
+    train_config = train_config or MatchTrainConfig(epochs=14, learning_rate=1e-3, loss="infonce",
+                                                    mask_false_negatives=True)
+    val_truth = truth_matrix([f for fs in forms["val"] for f in fs], scenes["val"])
+    trained = train_matcher(matcher_config, train_config, vocab, train_regions, train.captions, workdir / "matcher",
+                            val_regions, val.captions, progress, train_truth=batch_truth(forms["train"], scenes["train"]),
+                            val_truth=val_truth)
+    covariance = estimate_covariance(trained.matcher, trained.params, train_regions, train.captions)
+    return ReoScorer(trained.matcher, trained.params, covariance, regions="learned", detector=detector)
 
 
 def save_scorer(scorer: ReoScorer, matcher_path, folder, image_features: str, regions: str | None = None,
