@@ -57,8 +57,11 @@ class MeanEstimate:
 
     @property
     def variance_ratio(self) -> float:
-        """The plain mean's variance over this one's (> 1: the predictions helped)."""
-        return float(self.plain_se ** 2 / self.se ** 2) if self.se > 0 else math.inf
+        """The plain mean's variance over this one's (> 1: the predictions helped; NaN when both
+        are 0, as when the whole split is scored)."""
+        if self.se > 0:
+            return float(self.plain_se ** 2 / self.se ** 2)
+        return math.nan if self.plain_se == 0 else math.inf
 
     def upper(self, alpha: float) -> float:
         """One-sided upper bound at level 1 - alpha."""
