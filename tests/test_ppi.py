@@ -174,3 +174,16 @@ def test_group_estimates_equal_regression_mean_group_by_group():
             got = found[g]
             assert (got.estimate, got.low, got.high, got.lam, got.plain_se, got.df) == pytest.approx(
                 (want.estimate, want.low, want.high, want.lam, want.plain_se, want.df), abs=1e-9)
+
+
+def test_an_extreme_feature_on_an_unscored_image_cannot_carry_the_estimate():
+    rng = np.random.default_rng(13)
+    x = rng.normal(0, 1, (2, 300, 1))
+    y = x[..., 0] + rng.normal(0, 0.5, (2, 300))
+    x[:, 299, 0] = 1e9               # one image the fit never saw, with a wild feature
+    masked = np.full(y.shape, np.nan)
+    masked[:, :40] = y[:, :40]
+    predictions = ppi.crossfit_predictions(x, masked)
+    assert np.abs(predictions).max() < 10
+    est = ppi.group_estimates(masked, predictions)[0]
+    assert abs(est.estimate - y[0].mean()) < 5 * est.se + 0.5

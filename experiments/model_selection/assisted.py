@@ -223,7 +223,7 @@ def needs(table: pd.DataFrame, column: str, at_most: float = 0.05) -> pd.DataFra
     for (grid, label), part in table.assign(method=method).groupby(["grid", "method"], sort=False):
         fine = part[part[column] <= at_most].sort_values("cost_share_of_cider")
         out.append({"grid": grid, "method": label, f"needs ({column} <= {at_most})":
-                    f"{fine.iloc[0]['cost_share_of_cider']:.3f}" if len(fine) else "not within 25%"})
+                    f"{fine.iloc[0]['cost_share_of_cider']:.3f}" if len(fine) else "none at budgets <= 25%"})
     return pd.DataFrame(out)
 
 
@@ -258,7 +258,7 @@ def merge(folder: Path) -> int:
     """One set of tables, the needs table and the figure from the per-grid runs' files."""
     tables = {}
     for kind in KINDS:
-        parts = [pd.read_csv(p, sep="\t") for p in sorted(folder.glob(f"{kind}_*.tsv"))
+        parts = [pd.read_csv(p, sep="\t") for p in sorted((folder / "parts").glob(f"{kind}_*.tsv"))
                  if not any(p.name.startswith(f"{other}_") for other in KINDS if other != kind and len(other) > len(kind))]
         tables[kind] = pd.concat(parts, ignore_index=True)
         io.write_tsv(tables[kind], folder / f"{kind}.tsv")
@@ -298,7 +298,7 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=int, default=DRAWS)
     parser.add_argument("--only", nargs="+", default=None, help="only these grids")
     parser.add_argument("--merge", action="store_true",
-                        help="merge the tables of earlier --only runs (assisted_*_<grids>.tsv) into one set")
+                        help="join the tables of earlier runs (DIR/parts/) into one set, the figure and selection.tsv")
     args = parser.parse_args(argv)
     folder = Path(args.run)
     if args.merge:
@@ -322,14 +322,14 @@ def main(argv=None) -> int:
         coverage += coverage_rows(name, arrays, draws=args.draws)
         print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
     table = pd.DataFrame(methods)
-    suffix = "" if not args.only else "_" + "_".join(g.replace(" ", "-") for g in args.only)
-    io.write_tsv(table, folder / f"assisted{suffix}.tsv")
-    io.write_tsv(pd.DataFrame(r2), folder / f"assisted_r2{suffix}.tsv")
-    io.write_tsv(pd.DataFrame(coverage), folder / f"assisted_coverage{suffix}.tsv")
-    io.write_tsv(pd.DataFrame(shares), folder / f"assisted_screen{suffix}.tsv")
+    # each run's tables go to parts/ (several --only runs can share the work); --merge joins them
+    suffix = "_" + ("_".join(g.replace(" ", "-") for g in args.only) if args.only else "all")
+    parts = folder / "parts"
+    io.write_tsv(table, parts / f"assisted{suffix}.tsv")
+    io.write_tsv(pd.DataFrame(r2), parts / f"assisted_r2{suffix}.tsv")
+    io.write_tsv(pd.DataFrame(coverage), parts / f"assisted_coverage{suffix}.tsv")
+    io.write_tsv(pd.DataFrame(shares), parts / f"assisted_screen{suffix}.tsv")
     need = needs(table, "p_outside_mcb").merge(needs(table, "p_regret_over_1pct"), on=["grid", "method"])
-    io.write_tsv(need, folder / f"assisted_needs{suffix}.tsv")
-    plot(table, folder / f"error_vs_cost{suffix}.png")
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_rows", 500):
         print(table.drop(columns=["replay_seconds"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(pd.DataFrame(r2).to_string(index=False, float_format=lambda v: f"{v:.3f}"))

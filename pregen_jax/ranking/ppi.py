@@ -164,21 +164,24 @@ def image_folds(scored: np.ndarray, folds: int = FOLDS, seed: int = 0) -> np.nda
     return fold
 
 
-def ridge_fit(x: np.ndarray, y: np.ndarray, penalty: float = PENALTY) -> tuple[np.ndarray, np.ndarray, float]:
+def ridge_fit(x: np.ndarray, y: np.ndarray, penalty: float = PENALTY) -> tuple[np.ndarray, ...]:
     """Ridge regression on standardised features: (centre f[C], scale f[C], coefficients f[C+1]
-    with the intercept last). ``x: f[n, C]``, ``y: f[n]``; the intercept is not penalised."""
+    with the intercept last, the training rows' lowest and highest standardised features f[C]).
+    ``x: f[n, C]``, ``y: f[n]``; the intercept is not penalised."""
     centre, scale = x.mean(0), x.std(0)
     scale = np.where(scale > 0, scale, 1.0)
     z = (x - centre) / scale
     gram = z.T @ z + penalty * np.eye(x.shape[1])
     beta = np.linalg.solve(gram, z.T @ (y - y.mean()))
-    return centre, scale, np.append(beta, y.mean())
+    return centre, scale, np.append(beta, y.mean()), z.min(0), z.max(0)
 
 
-def ridge_predict(model: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray) -> np.ndarray:
-    """Predictions of a ``ridge_fit`` model for ``x: f[..., C]``."""
-    centre, scale, coef = model
-    return ((x - centre) / scale) @ coef[:-1] + coef[-1]
+def ridge_predict(model: tuple[np.ndarray, ...], x: np.ndarray) -> np.ndarray:
+    """Predictions of a ``ridge_fit`` model for ``x: f[..., C]``, each feature clipped to the range
+    the fit saw: a few scored images must not make a linear fit extrapolate to wild values on
+    images with extreme features (their whole-split mean would carry them)."""
+    centre, scale, coef, low, high = model
+    return np.clip((x - centre) / scale, low, high) @ coef[:-1] + coef[-1]
 
 
 def crossfit_predictions(x, y, folds: int = FOLDS, seed: int = 0, penalty: float = PENALTY) -> np.ndarray:
