@@ -5,17 +5,23 @@
 
 (a) pre-gen: teacher-forced reference probabilities (1,000 images x 5 references) + the
     504-metric sweep on the spec's 15 strata;
-(b) generation with beam widths 1 and 3 (min length 5, max length 50, as in 2018);
+(b) generation with beam widths 1 and 3 (min length 5, max length 50, as in 2018), each with
+    the decoder that stops once the batch's captions have ended (what the package runs) and
+    with the scan over all 50 positions (the decoder before it), with the positions each
+    batch ran and a check that both give the same captions;
 (c) post-gen scoring of the beam-3 captions with CIDEr, METEOR and WMD (whole test set).
-Steady-state times (compiled code, second call) with compile times reported separately;
-also the training time of the model and its greedy CIDEr after one epoch and at the end.
-The last line printed is machine-readable:
-    pregen_vs_beam3=<ratio> pregen_vs_beam3_plus_postgen=<ratio>
+Steady-state times: the median of ``--reps`` (5) calls of each of (a) and (b)'s four decoders,
+called in turn (interleaved, so that a change in the machine's load falls on all alike), after
+a first call each (compilation, reported separately); also the training time of the model and
+its greedy CIDEr after one epoch and at the end. The last line printed is machine-readable
+(the stopping decoder's ratios, then the scan's):
+    pregen_vs_beam3=<ratio> pregen_vs_beam3_plus_postgen=<ratio> scan_pregen_vs_beam3=<ratio> ...
 """
 from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -34,20 +40,34 @@ from pregen_jax.datasets.shapes_encoder import attach_image_features  # noqa: E4
 from pregen_jax.io import default_cache_dir  # noqa: E402
 
 
-def timed(fn, *args, **kwargs):
-    """(first-call seconds, steady seconds, result): the first call includes compilation."""
+def seconds_of(fn):
+    """(seconds, result) of one call of ``fn()``, its arrays ready."""
     start = time.perf_counter()
-    jax.block_until_ready(fn(*args, **kwargs))
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    result = jax.block_until_ready(fn(*args, **kwargs))
-    return first, time.perf_counter() - start, result
+    result = jax.block_until_ready(fn())
+    return time.perf_counter() - start, result
+
+
+def interleaved(calls: dict, reps: int) -> tuple[dict, dict, dict]:
+    """Each of ``calls`` (name -> no-argument function) once, then all in turn ``reps`` times.
+
+    -> (first-call seconds, median steady seconds, last result), each by name.
+    """
+    first, results = {}, {}
+    for name, fn in calls.items():
+        first[name], results[name] = seconds_of(fn)
+    steady = {name: [] for name in calls}
+    for _ in range(reps):
+        for name, fn in calls.items():
+            seconds, results[name] = seconds_of(fn)
+            steady[name].append(seconds)
+    return first, {name: statistics.median(times) for name, times in steady.items()}, results
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--workdir", default=None, help="where the model is trained (default: a temp folder)")
+    parser.add_argument("--reps", type=int, default=5, help="interleaved timed calls of each stage (default 5)")
     args = parser.parse_args(argv)
     size = 128 if args.quick else 256
     data_config = ShapesConfig(train=1500, val=200, test=1000) if args.quick else ShapesConfig()
@@ -74,15 +94,28 @@ def main(argv=None) -> int:
     epoch1 = training.load_trained(workdir / "snapshot-epoch1.msgpack", vocab)
     cider_epoch1, cider_final = greedy_cider(epoch1.model, epoch1.params), greedy_cider(model, params)
 
-    # (a) pre-gen
-    rp_first, rp_s, ref_probs = timed(reference_probs, model, params, features, test.captions, vocab,
-                                      progress=False)
+    # (a) pre-gen and (b) generation, old and new decoders, interleaved
     strata = spec_strata(len(test))
-    sweep_first, sweep_s, _ = timed(tiers.sweep, ref_probs, strata)
-    pregen_s = rp_s + sweep_s
-    # (b) generation
-    g1_first, g1_s, _ = timed(generate_captions, model, params, features, vocab, 1, progress=False)
-    g3_first, g3_s, beam3 = timed(generate_captions, model, params, features, vocab, 3, progress=False)
+
+    def pregen():
+        """-> the reference probabilities' share of the seconds."""
+        start = time.perf_counter()
+        ref_probs = reference_probs(model, params, features, test.captions, vocab, progress=False)
+        probs_s = time.perf_counter() - start
+        tiers.sweep(ref_probs, strata)
+        return probs_s
+
+    def generation(width, stop_early):
+        return lambda: generate_captions(model, params, features, vocab, width, progress=False, stop_early=stop_early,
+                                         with_steps=True)
+    calls = {"pregen": pregen, "greedy": generation(1, True), "greedy_scan": generation(1, False),
+             "beam3": generation(3, True), "beam3_scan": generation(3, False)}
+    first, steady, results = interleaved(calls, args.reps)
+    rp_s = results["pregen"]  # the last call's split: reference probabilities, then the sweep
+    pregen_s, g1_s, g3_s = steady["pregen"], steady["greedy"], steady["beam3"]
+    g1_scan_s, g3_scan_s = steady["greedy_scan"], steady["beam3_scan"]
+    beam3, steps3 = results["beam3"]
+    same = {w: results[w][0] == results[w + "_scan"][0] for w in ("greedy", "beam3")}
     # (c) post-gen on the beam-3 captions
     res = {i: [" ".join(c)] for i, c in enumerate(beam3)}
     post_times, startup = {}, {}
@@ -101,24 +134,29 @@ def main(argv=None) -> int:
 
     print(f"\ntraining: {train_s:.0f} s ({len(trained.history)} epochs); greedy CIDEr after 1 epoch "
           f"{cider_epoch1:.3f}, final {cider_final:.3f}")
-    print(f"{'stage':40s} {'steady_s':>9} {'first_call_s':>13}")
-    for label, steady, first in (("(a) reference probabilities", rp_s, rp_first),
-                                 ("(a) sweep 504 metrics x 15 strata", sweep_s, sweep_first),
-                                 ("(a) pre-gen total", pregen_s, rp_first + sweep_first),
-                                 ("(b) generation, beam 1 (greedy)", g1_s, g1_first),
-                                 ("(b) generation, beam 3", g3_s, g3_first)):
-        print(f"{label:40s} {steady:9.3f} {first:13.3f}")
-    for name, seconds in post_times.items():
-        print(f"{'(c) post-gen ' + name:40s} {seconds:9.3f} {'(start ' + format(startup[name], '.1f') + ' s)':>13}")
+    print(f"{'stage':40s} {'steady_s':>9} {'first_call_s':>13}  (median of {args.reps} interleaved calls)")
+    for label, name in (("(a) pre-gen: probabilities + sweep", "pregen"),
+                        ("(b) greedy, stopping", "greedy"), ("(b) greedy, scan over 50", "greedy_scan"),
+                        ("(b) beam 3, stopping", "beam3"), ("(b) beam 3, scan over 50", "beam3_scan")):
+        print(f"{label:40s} {steady[name]:9.3f} {first[name]:13.3f}")
+    print(f"(a) the last call's reference probabilities: {rp_s:.3f} s (the rest is the sweep)")
+    print(f"positions each batch ran, stopping: greedy {results['greedy'][1]}, beam 3 {steps3} (the scan: 50); "
+          f"captions identical to the scan's: greedy {same['greedy']}, beam 3 {same['beam3']}")
+    print(f"stopping vs scan: greedy {g1_scan_s / g1_s:.2f}x faster, beam 3 {g3_scan_s / g3_s:.2f}x faster")
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    vs_beam1, vs_beam3 = g1_s / pregen_s, g3_s / pregen_s
-    vs_all = (g3_s + postgen_s) / pregen_s
-    print(f"\npre-gen is {vs_beam1:.1f}x faster than greedy generation, {vs_beam3:.1f}x faster than beam-3 "
-          f"generation, {vs_all:.1f}x faster than beam-3 generation + post-gen scoring")
+    ratios = {}
+    for decoder, (greedy_s, beam3_s) in (("stopping", (g1_s, g3_s)), ("scan", (g1_scan_s, g3_scan_s))):
+        ratios[decoder] = (greedy_s / pregen_s, beam3_s / pregen_s, (beam3_s + postgen_s) / pregen_s)
+        vs_beam1, vs_beam3, vs_all = ratios[decoder]
+        print(f"\n{decoder} decoder, generation's time / pre-gen's: greedy {vs_beam1:.2f}x, beam 3 {vs_beam3:.2f}x, "
+              f"beam 3 + post-gen scoring {vs_all:.1f}x (above 1: pre-gen is faster)")
+    vs_all = ratios["stopping"][2]
     print(f"target pre-gen < 10 s: {'met' if pregen_s < 10 else 'MISSED'} ({pregen_s:.2f} s); "
-          f"target >= 20x generation+post-gen: {'met' if vs_all >= 20 else 'MISSED'} ({vs_all:.1f}x); "
-          f"2018: 44x (28 s vs 1246 s, GTX 760, MSCOCO)")
-    print(f"pregen_vs_beam3={vs_beam3:.2f} pregen_vs_beam3_plus_postgen={vs_all:.2f}")
+          f"target >= 20x generation+post-gen (stopping decoder): {'met' if vs_all >= 20 else 'MISSED'} "
+          f"({vs_all:.1f}x); 2018: 44x (28 s vs 1246 s, GTX 760, MSCOCO)")
+    print(f"pregen_vs_beam3={ratios['stopping'][1]:.2f} pregen_vs_beam3_plus_postgen={ratios['stopping'][2]:.2f} "
+          f"scan_pregen_vs_beam3={ratios['scan'][1]:.2f} scan_pregen_vs_beam3_plus_postgen={ratios['scan'][2]:.2f} "
+          f"beam3_scan_vs_stop={g3_scan_s / g3_s:.2f} captions_identical={same['greedy'] and same['beam3']}")
     return 0
 
 

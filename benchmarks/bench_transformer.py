@@ -3,6 +3,7 @@
     python benchmarks/bench_transformer.py                 # CPU default: 400 images (6-9 min on 2 shared cores; 800: 9 min)
     python benchmarks/bench_transformer.py --images 5000   # the full split (default on a GPU)
     python benchmarks/bench_transformer.py --quick         # 24 images, under 3 minutes
+    python benchmarks/bench_transformer.py --estimate      # roofline times for an H100 from XLA's cost analysis
 
 The test split is MSCOCO-sized: 5,000 images x 5 references. The references are real captions
 (5,000 Flickr8k images sampled with a fixed seed, 5 captions each, alnum-lower words), the image
@@ -67,6 +68,7 @@ MAX_LEN, MIN_LEN, BEAM = 50, 5, 3
 TF_BATCH, DECODE_BATCH = 512, 200   # reference_probs' default batch size; 2 decoding batches at the CPU default
 CALIBRATION = 250                   # images whose greedy pass sets the end token's bias
 FLICKR8K = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "flickr8k"
+H100_TFLOPS, H100_TBS = 494.7, 3.35  # NVIDIA's published H100 SXM figures: TF32 tensor core (dense), HBM3
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -198,6 +200,20 @@ def parallel_vs_stepwise(model, params, features, rows: int, width: int = 16) ->
     return out
 
 
+def interleaved(stages: Stages, calls: dict, reps: int) -> dict:
+    """Each of ``calls`` (stage name -> no-argument function) in turn, ``reps`` times; each stage's
+    row is its median call's (wall, CPU and memory of that call). -> the last result of each."""
+    results = {}
+    for rep in range(reps):
+        for name, fn in calls.items():
+            with stages(f"{name} #{rep}"):
+                results[name] = fn()
+    for name in calls:
+        runs = sorted((stages.rows.pop(f"{name} #{rep}") for rep in range(reps)), key=lambda row: row["s"])
+        stages.rows[name] = {**runs[(reps - 1) // 2], "all_s": [row["s"] for row in runs]}
+    return results
+
+
 # ----------------------------------------------------------------------------- layouts and compilation
 def tf_widths(piece_counts: np.ndarray, batch_size: int) -> list[int]:
     """The padded width of each teacher-forcing batch, as ``reference_probs`` forms them
@@ -214,6 +230,67 @@ def compile_ahead(kind: str, model, params, statics: tuple, *arrays) -> float:
     start = time.perf_counter()
     fn.lower(parallel.replicate(params), *args).compile()
     return time.perf_counter() - start
+
+
+# ----------------------------------------------------------------------------- an accelerator estimate
+def xla_cost(lowered) -> tuple[float, float]:
+    """(flops, bytes accessed) of a lowered program, from XLA's cost analysis of its compiled form here."""
+    cost = lowered.compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return float(cost.get("flops", 0.0)), float(cost.get("bytes accessed", 0.0))
+
+
+def roofline_s(flops: float, bytes_: float, tflops: float, tbs: float) -> float:
+    """Seconds at the roofline: the slower of the arithmetic at peak and the memory traffic at full bandwidth."""
+    return max(flops / (tflops * 1e12), bytes_ / (tbs * 1e12))
+
+
+def beam_step(model, width: int):
+    """One beam-search position as its own program: the decoder's step, log-softmax, top-k, reordering."""
+    def one(params, beams, t):
+        decoder, logits = decode.step(model, params, beams.decoder, decode.previous_tokens(beams, t))
+        return decode.extend_beams(beams, decoder, decode._log_probs(logits, t, MIN_LEN), t)
+    return jax.jit(one)
+
+
+def estimate(model, params, pieces_full: np.ndarray, tflops: float, tbs: float) -> None:
+    """Roofline times on an accelerator for the full split's teacher-forced pass and beam-3 decoding,
+    from XLA's cost analysis (flops, bytes accessed) of the programs compiled for this machine's CPU."""
+    spec = lambda shape, dtype: jax.ShapeDtypeStruct(shape, dtype)  # noqa: E731
+    widths = tf_widths(pieces_full, TF_BATCH)
+    tf = {"flops": 0.0, "bytes": 0.0}
+    for width in sorted(set(widths)):
+        flops, bytes_ = xla_cost(decode.true_token_probs.lower(
+            model, params, spec((TF_BATCH, FEATURE_SIZE), jnp.float32), spec((TF_BATCH, width), jnp.int32),
+            spec((TF_BATCH, width), jnp.int32)))
+        tf["flops"] += flops * widths.count(width)
+        tf["bytes"] += bytes_ * widths.count(width)
+    beams = jax.eval_shape(lambda p, f: decode.init_beams(decode.start(model, p, f, MAX_LEN), DECODE_BATCH, BEAM,
+                                                          MAX_LEN),
+                           params, spec((DECODE_BATCH, FEATURE_SIZE), jnp.float32))
+    step_flops, step_bytes = xla_cost(beam_step(model, BEAM).lower(params, beams, spec((), jnp.int32)))
+    batches = round_up(FULL_IMAGES, DECODE_BATCH) // DECODE_BATCH
+    stop = int(np.percentile(pieces_full + 1, 99))
+    tf_s = roofline_s(tf["flops"], tf["bytes"], tflops, tbs)
+    step_s = roofline_s(step_flops, step_bytes, tflops, tbs)
+    print(f"\nESTIMATE, not a measurement: roofline times on an accelerator of {tflops:g} TFLOP/s and {tbs:g} TB/s "
+          f"(defaults: NVIDIA's published H100 SXM figures), from XLA's cost analysis of the programs as compiled "
+          f"for this machine's CPU (a GPU compiler fuses differently); latency, kernel launches and the host are "
+          f"left out, so real times are longer, most of all for decoding's small steps")
+    print(f"teacher-forced pass, the full split ({FULL_IMAGES:,} images x {REFS} references, {len(widths)} batches "
+          f"of {TF_BATCH}, widths {sorted(set(widths))}): {tf['flops'] / 1e12:.2f} TFLOP, {tf['bytes'] / 1e9:.2f} GB "
+          f"accessed -> {tf_s * 1e3:.1f} ms")
+    print(f"one beam-3 position over {DECODE_BATCH} images ({DECODE_BATCH * BEAM} rows; the cache of {MAX_LEN + 1} "
+          f"slots reordered by beam): {step_flops / 1e9:.2f} GFLOP, {step_bytes / 1e9:.3f} GB accessed -> "
+          f"{step_s * 1e6:.0f} us ({'memory' if step_bytes / tbs > step_flops / tflops else 'compute'}-bound)")
+    for label, steps in ((f"the scan's {MAX_LEN} positions", MAX_LEN),
+                         (f"{stop} positions (99% of the references have ended by then)", stop)):
+        beam_s = step_s * steps * batches
+        print(f"beam 3 over the full split, {batches} batches x {label}: {beam_s:.2f} s = {beam_s / tf_s:.1f}x "
+              f"the teacher-forced pass")
+    print(f"estimate_tf_s={tf_s:.4f} estimate_beam_step_us={step_s * 1e6:.1f} "
+          f"estimate_beam3_scan_s={step_s * MAX_LEN * batches:.3f} estimate_beam3_stop{stop}_s="
+          f"{step_s * stop * batches:.3f}")
 
 
 # ----------------------------------------------------------------------------- post-gen
@@ -266,6 +343,15 @@ def main(argv=None) -> int:
     parser.add_argument("--images", type=int, default=None,
                         help="test images to run the model on (default: 5,000 on an accelerator, 400 on CPU)")
     parser.add_argument("--flickr8k", type=Path, default=FLICKR8K, help="folder of Flickr8k.token.txt")
+    parser.add_argument("--reps", type=int, default=5,
+                        help="interleaved calls of each decoder, the median timed (default 5)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="only the roofline estimate for an accelerator from XLA's cost analysis (no timing)")
+    parser.add_argument("--peak-tflops", type=float, default=H100_TFLOPS,
+                        help=f"--estimate: the accelerator's peak TFLOP/s (default {H100_TFLOPS:g}: H100 SXM, TF32 "
+                             "dense, what float32 matmuls use there)")
+    parser.add_argument("--bandwidth-tbs", type=float, default=H100_TBS,
+                        help=f"--estimate: its memory bandwidth in TB/s (default {H100_TBS:g}: H100 SXM, HBM3)")
     args = parser.parse_args(argv)
     wall = time.perf_counter()
     platform = jax.devices()[0].platform
@@ -279,6 +365,9 @@ def main(argv=None) -> int:
         model, params = random_model(len(vocab))
     refs = all_refs[:images]
     pieces_full = np.array([len(vocab.encode(r)) for rs in all_refs for r in rs])
+    if args.estimate:
+        estimate(model, params, pieces_full, args.peak_tflops, args.bandwidth_tbs)
+        return 0
     pieces = pieces_full[:images * REFS]
     features = np.maximum(np.random.default_rng(1).standard_normal((images, FEATURE_SIZE)), 0).astype(np.float32)
     n_params = sum(x.size for x in jax.tree_util.tree_leaves(params["params"]))
@@ -301,9 +390,10 @@ def main(argv=None) -> int:
         "teacher forcing": sum(compile_ahead("probs", model, params, (), ((tf_batch, FEATURE_SIZE), np.float32),
                                              ((tf_batch, w), np.int32), ((tf_batch, w), np.int32))
                                for w in sorted(set(widths))),
-        "greedy": compile_ahead("greedy", model, params, (MAX_LEN, MIN_LEN), ((dec_batch, FEATURE_SIZE), np.float32)),
-        "beam 3": compile_ahead("beam", model, params, (BEAM, MAX_LEN, MIN_LEN),
-                                ((dec_batch, FEATURE_SIZE), np.float32)),
+        **{f"{name}{suffix}": compile_ahead(kind, model, params, (*width, MAX_LEN, MIN_LEN, stop_early),
+                                            ((dec_batch, FEATURE_SIZE), np.float32), ((dec_batch,), bool))
+           for name, kind, width in (("greedy", "greedy", ()), ("beam 3", "beam", (BEAM,)))
+           for suffix, stop_early in (("", True), (" scan", False))},
     }
 
     # (a) pre-gen
@@ -322,11 +412,16 @@ def main(argv=None) -> int:
         with stages("(a) sweep at token units"):
             tiers.sweep(token_probs, strata)
 
-    # (b) generation with the key/value cache
-    with stages("(b) greedy"):
-        greedy = generate_captions(model, params, features, vocab, 1, MAX_LEN, MIN_LEN, dec_batch, progress=False)
-    with stages("(b) beam 3"):
-        beam3 = generate_captions(model, params, features, vocab, BEAM, MAX_LEN, MIN_LEN, dec_batch, progress=False)
+    # (b) generation with the key/value cache: the stopping decoder and the scan over all MAX_LEN
+    # positions, called in turn (interleaved) args.reps times, the median call kept
+    def generation(width, stop_early):
+        return lambda: generate_captions(model, params, features, vocab, width, MAX_LEN, MIN_LEN, dec_batch,
+                                         progress=False, stop_early=stop_early, with_steps=True)
+    decoded = interleaved(stages, {"(b) greedy": generation(1, True), "(b) greedy, scan": generation(1, False),
+                                   "(b) beam 3": generation(BEAM, True), "(b) beam 3, scan": generation(BEAM, False)},
+                          args.reps)
+    (greedy, greedy_steps), (beam3, beam_steps) = decoded["(b) greedy"], decoded["(b) beam 3"]
+    identical = all(decoded[name][0] == decoded[name + ", scan"][0] for name in ("(b) greedy", "(b) beam 3"))
 
     # what parallel positions buy: one batch of teacher forcing, parallel against step by step
     with stages("(d) one batch, parallel vs step by step"):
@@ -353,12 +448,14 @@ def main(argv=None) -> int:
         full["arrays"] = array_postgen(gts_full, res_full)
     ref_words = np.mean([len(r) for rs in refs for r in rs])
     report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_full, tf_batch, dec_batch, widths,
-           predicted, parallel, greedy, beam3, vocab, coco, arrays, full, bias, args.quick, time.perf_counter() - wall)
+           predicted, parallel, greedy, beam3, vocab, coco, arrays, full, bias, args.quick, time.perf_counter() - wall,
+           {"greedy": greedy_steps, "beam 3": beam_steps}, identical, args.reps)
     return 0
 
 
 def report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_full, tf_batch, dec_batch, widths,
-           predicted, parallel, greedy, beam3, vocab, coco, arrays, full, bias, quick, wall_s) -> None:
+           predicted, parallel, greedy, beam3, vocab, coco, arrays, full, bias, quick, wall_s, steps, identical,
+           reps) -> None:
     print(f"\n{'stage':40s} {'seconds':>9} {'s / image':>10} {'CPU s':>8} {'peak RSS MB':>12} {'device MB':>10}")
     for name, row in stages.rows.items():
         device = f"{row['device_mb']:.0f}" if row["device_mb"] is not None else "-"
@@ -376,34 +473,43 @@ def report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_ful
           f"have {greedy_words.mean():.2f} words greedy, {beam_words.mean():.2f} words (about {beam_pieces.mean():.1f} "
           f"pieces) beam 3; references {ref_words:.2f} words")
 
+    never = {name: np.mean([len(vocab.encode(c)) >= MAX_LEN for c in captions])
+             for name, captions in (("greedy", greedy), ("beam 3", beam3))}
+    print(f"captions that never end (re-encoded to {MAX_LEN} pieces or more): greedy {never['greedy']:.1%}, beam 3 "
+          f"{never['beam 3']:.1%}; positions each batch of {dec_batch} ran, stopping decoder: greedy "
+          f"{steps['greedy']}, beam 3 {steps['beam 3']} (the scan: {MAX_LEN}); captions identical to the scan's: "
+          f"{identical}")
+
     # what decides the ratio: positions computed and seconds per position
-    tf_s, greedy_s, beam_s = (stages.s(k) for k in ("(a) teacher-forced pass", "(b) greedy", "(b) beam 3"))
+    tf_s = stages.s("(a) teacher-forced pass")
     tf_positions = sum(w + 1 for w in widths) * tf_batch        # + 1: the image prefix position
     real_positions = int((pieces + 1).sum())
-    dec_rows = round_up(images, dec_batch)
-    greedy_steps, beam_steps = dec_rows * MAX_LEN, dec_rows * BEAM * MAX_LEN
     print(f"\nteacher forcing: {real_positions:,} real positions ({real_positions / images:.1f} per image), "
           f"{tf_positions:,} computed with padding and the image prefix ({tf_positions / images:.1f} per image; "
           f"batch widths {sorted(set(widths))}): {tf_s / tf_positions * 1e6:.0f} us per computed position, "
           f"{tf_s / real_positions * 1e6:.0f} us per real one")
-    print(f"greedy: {greedy_steps:,} row-steps ({MAX_LEN} per image): {greedy_s / greedy_steps * 1e6:.0f} us per step; "
-          f"beam 3: {beam_steps:,} row-steps ({BEAM * MAX_LEN} per image): {beam_s / beam_steps * 1e6:.0f} us per step")
-    work, per_step = beam_steps / tf_positions, (beam_s / beam_steps) / (tf_s / tf_positions)
-    print(f"beam-3 / teacher forcing = {beam_s / tf_s:.2f}x = {work:.2f}x the positions x {per_step:.2f}x the time "
-          f"per position (cached one-position steps against one parallel pass)")
-    tf_cpu, beam_cpu = stages.cpu("(a) teacher-forced pass"), stages.cpu("(b) beam 3")
-    print(f"in CPU seconds: {tf_cpu / tf_positions * 1e6:.0f} us per teacher-forced position, "
-          f"{beam_cpu / beam_steps * 1e6:.0f} us per beam-3 row-step: beam-3 / teacher forcing = "
-          f"{beam_cpu / tf_cpu:.2f}x = {work:.2f}x x {(beam_cpu / beam_steps) / (tf_cpu / tf_positions):.2f}x")
+    print(f"decoding, median of {reps} interleaved calls each (all: " + "; ".join(
+        f"{name[4:]} " + " ".join(f"{x:.2f}" for x in stages.rows[name]["all_s"])
+        for name in ("(b) greedy", "(b) greedy, scan", "(b) beam 3", "(b) beam 3, scan")) + ")")
+    row_steps = {}
+    for name, width in (("greedy", 1), ("beam 3", BEAM)):
+        for suffix, batch_steps in (("", steps[name]), (", scan", [MAX_LEN] * len(steps[name]))):
+            key = f"(b) {name}{suffix}"
+            row_steps[key] = sum(batch_steps) * dec_batch * width
+            seconds, cpu = stages.s(key), stages.cpu(key)
+            print(f"{key[4:]:14s} {seconds:8.2f} s, {row_steps[key]:,} row-steps "
+                  f"({row_steps[key] / images:.0f} per image): {seconds / row_steps[key] * 1e6:.0f} us per row-step "
+                  f"({cpu / row_steps[key] * 1e6:.0f} CPU us); / teacher forcing = {seconds / tf_s:.2f}x = "
+                  f"{row_steps[key] / tf_positions:.2f}x the positions x "
+                  f"{(seconds / row_steps[key]) / (tf_s / tf_positions):.2f}x the time per position")
+    for name in ("greedy", "beam 3"):
+        print(f"stopping vs scan, {name}: {stages.s(f'(b) {name}, scan') / stages.s(f'(b) {name}'):.2f}x faster")
     print(f"the same teacher-forced batch ({parallel['positions']:,} positions, 16 a row): one parallel pass "
           f"{parallel['parallel']:.2f} s, step by step through the key/value cache {parallel['stepwise']:.2f} s: "
           f"parallel positions are {parallel['stepwise'] / parallel['parallel']:.2f}x faster "
           f"(probabilities differ by {parallel['max_diff']:.1e} at most)")
-    stop = int(np.percentile(pieces_full + 1, 99))
-    print(f"decoding runs all {MAX_LEN} steps for every row ({(predicted == MAX_LEN).mean():.0%} of this random "
-          f"model's greedy captions never end). A decoder that stopped at {stop} steps (99% of the references end "
-          f"by then) would take about {beam_s * stop / MAX_LEN / tf_s:.2f}x the teacher-forced pass (beam 3; "
-          f"estimated from the time per step)")
+    greedy_s, beam_s = stages.s("(b) greedy"), stages.s("(b) beam 3")
+    beam_scan_s = stages.s("(b) beam 3, scan")
 
     coco_s = sum(coco.values())
     arrays_s = sum(arrays.values()) if arrays else None
@@ -422,8 +528,11 @@ def report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_ful
     print(f"\npre-gen {pregen_s:.2f} s{token_units}; "
           f"greedy {greedy_s:.2f} s; beam 3 {beam_s:.2f} s; post-gen {postgen_s:.2f} s "
           f"({'array scorers' if arrays else 'pycocoevalcap'}), {coco_s:.2f} s with pycocoevalcap")
-    print(f"beam-3 + post-gen / pre-gen = {speedup:.2f}x ({(beam_s + coco_s) / pregen_s:.2f}x with pycocoevalcap; "
-          f"greedy + post-gen: {(greedy_s + postgen_s) / pregen_s:.2f}x); post-gen alone / pre-gen "
+    scan_speedup = (beam_scan_s + postgen_s) / pregen_s
+    print(f"beam-3 + post-gen / pre-gen = {speedup:.2f}x with the stopping decoder, {scan_speedup:.2f}x with the scan "
+          f"({(beam_s + coco_s) / pregen_s:.2f}x / {(beam_scan_s + coco_s) / pregen_s:.2f}x with pycocoevalcap; "
+          f"greedy + post-gen: {(greedy_s + postgen_s) / pregen_s:.2f}x / "
+          f"{(stages.s('(b) greedy, scan') + postgen_s) / pregen_s:.2f}x); post-gen alone / pre-gen "
           f"{postgen_s / pregen_s:.2f}x")
 
     if full:
@@ -431,18 +540,22 @@ def report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_ful
         full_positions = sum(w + 1 for w in full_widths) * TF_BATCH
         est_tf = tf_s / tf_positions * full_positions
         est_words = stages.s("(a) pieces to words") / images * FULL_IMAGES
-        est_beam = beam_s / beam_steps * round_up(FULL_IMAGES, DECODE_BATCH) * BEAM * MAX_LEN
+        full_batches = round_up(FULL_IMAGES, DECODE_BATCH) // DECODE_BATCH  # the stopping decoder: the mean steps
+        est_beam = beam_s / row_steps["(b) beam 3"] * full_batches * DECODE_BATCH * BEAM * np.mean(steps["beam 3"])
+        est_scan = beam_scan_s / row_steps["(b) beam 3, scan"] * full_batches * DECODE_BATCH * BEAM * MAX_LEN
         full_coco = sum(full["coco"].values())
         full_post = sum(full["arrays"].values()) if full["arrays"] else full_coco
         est_pregen = est_tf + est_words + full["sweep"]
         print(f"\nfull size ({FULL_IMAGES:,} images), estimated from the per-position costs: teacher forcing "
               f"{est_tf:.0f} s ({full_positions:,} positions), pieces to words {est_words:.1f} s, sweep (measured) "
-              f"{full['sweep']:.2f} s, beam 3 {est_beam:.0f} s; post-gen measured: {full_post:.1f} s "
+              f"{full['sweep']:.2f} s, beam 3 {est_beam:.0f} s (scan {est_scan:.0f} s); post-gen measured: {full_post:.1f} s "
               f"({full_coco:.1f} s pycocoevalcap: " + ", ".join(f"{k} {v:.1f}" for k, v in full["coco"].items())
               + (")" if not full["arrays"] else "; arrays: " + ", ".join(
                   f"{k} {v:.1f}" for k, v in full["arrays"].items()) + ")"))
         print(f"full size estimate: beam-3 + post-gen / pre-gen = {(est_beam + full_post) / est_pregen:.2f}x "
-              f"({(est_beam + full_coco) / est_pregen:.2f}x with pycocoevalcap)")
+              f"with the stopping decoder, {(est_scan + full_post) / est_pregen:.2f}x with the scan "
+              f"({(est_beam + full_coco) / est_pregen:.2f}x / {(est_scan + full_coco) / est_pregen:.2f}x with "
+              "pycocoevalcap)")
 
     print(f"\ntarget pre-gen faster than beam-3 + post-gen: {'met' if speedup > 1 else 'MISSED'} ({speedup:.2f}x); "
           f"target >= 20x (bench_pregen_vs_generation's): {'met' if speedup >= 20 else 'MISSED'}; "
@@ -451,7 +564,8 @@ def report(stages, compile_s, sweep_first, images, ref_words, pieces, pieces_ful
     print(f"target mean greedy length (words) within 15% of the references': {'met' if length_ok else 'MISSED'}; "
           + (f"--quick under 3 minutes: {'met' if wall_s < 180 else 'MISSED'} " if quick else "")
           + f"(whole run {wall_s:.0f} s)")
-    print(f"pregen_s={pregen_s:.3f} beam3_s={beam_s:.3f} postgen_s={postgen_s:.3f} speedup={speedup:.2f}")
+    print(f"pregen_s={pregen_s:.3f} beam3_s={beam_s:.3f} postgen_s={postgen_s:.3f} speedup={speedup:.2f} "
+          f"beam3_scan_s={beam_scan_s:.3f} scan_speedup={scan_speedup:.2f} captions_identical={identical}")
 
 
 if __name__ == "__main__":
