@@ -427,10 +427,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run one command; returns its exit code. The Ctrl-C handling it sets up (a quiet handler
+    after the one line) is undone on return, so a caller in Python keeps its own."""
+    import signal
+    import threading
+
     from .processes import interrupts_never_swallowed
-    _interrupts_from_here()
-    with interrupts_never_swallowed():  # a Ctrl-C inside a gc callback is not lost
-        return _main(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main_thread else None
+    try:
+        _interrupts_from_here()
+        with interrupts_never_swallowed():  # a Ctrl-C inside a gc callback is not lost
+            return _main(argv)
+    finally:
+        if main_thread and previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _main(argv) -> int:

@@ -280,7 +280,30 @@ def test_a_child_started_to_die_with_its_parent_does(tmp_path):
     assert processes.watch_parent().daemon  # in this process: a watcher that never fires while pytest lives
 
 
-def test_a_ctrl_c_while_children_start_is_deferred_not_lost():
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler (KeyboardInterrupt) for the test, whatever an earlier test set."""
+    import signal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_cli_main_gives_back_the_callers_sigint_handler(tmp_path, crash_on, capsys):
+    """After a Ctrl-C, main() quietens further ones (its one line is said); on return the caller's
+    handler is back, so a test process or a Python caller is not left with an exiting handler."""
+    import signal
+
+    from pregen_jax.pipeline import export
+    mine = signal.getsignal(signal.SIGINT)
+    config = write_precomputed(tmp_path, models=1)
+    with crash_on(export, "read_corpus", call=1):
+        code = cli.main(["export-references", "--config", str(config), "--out", str(tmp_path / "refs.jsonl")])
+    assert code == 130 and "interrupted" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is mine
+
+
+def test_a_ctrl_c_while_children_start_is_deferred_not_lost(default_sigint):
     """Inside ``interrupts_deferred`` SIGINT is blocked, not ignored: a Ctrl-C there still ends up
     as KeyboardInterrupt (at the latest when the block ends), and a child started there inherits
     the block (it unblocks once its own quiet handler is set)."""
@@ -299,7 +322,7 @@ def test_a_ctrl_c_while_children_start_is_deferred_not_lost():
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask is back
 
 
-def test_a_ctrl_c_that_a_gc_callback_would_swallow_is_raised_again():
+def test_a_ctrl_c_that_a_gc_callback_would_swallow_is_raised_again(default_sigint):
     """A KeyboardInterrupt raised inside a garbage-collector callback (as JAX's ``_xla_gc_callback``
     can be, when Ctrl-C lands there) is printed and dropped by Python; the CLI raises it again."""
     import gc
