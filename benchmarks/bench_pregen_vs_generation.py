@@ -143,6 +143,8 @@ def main(argv=None) -> int:
     print(f"positions each batch ran, stopping: greedy {results['greedy'][1]}, beam 3 {steps3} (the scan: 50); "
           f"captions identical to the scan's: greedy {same['greedy']}, beam 3 {same['beam3']}")
     print(f"stopping vs scan: greedy {g1_scan_s / g1_s:.2f}x faster, beam 3 {g3_scan_s / g3_s:.2f}x faster")
+    for name, seconds in post_times.items():
+        print(f"{'(c) post-gen ' + name:40s} {seconds:9.3f} {'(start ' + format(startup[name], '.1f') + ' s)':>13}")
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     ratios = {}
     for decoder, (greedy_s, beam3_s) in (("stopping", (g1_s, g3_s)), ("scan", (g1_scan_s, g3_scan_s))):
