@@ -230,6 +230,7 @@ def needs(table: pd.DataFrame, column: str, at_most: float = 0.05) -> pd.DataFra
 def plot(table: pd.DataFrame, path: Path) -> None:
     """Error rate (P outside the MCB set) against cost, one panel per grid, one line per method."""
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     grids = list(dict.fromkeys(table["grid"]))
@@ -242,6 +243,7 @@ def plot(table: pd.DataFrame, path: Path) -> None:
         ax.axvline(0.05, color="grey", lw=0.8, ls="--")
         ax.axhline(0.05, color="grey", lw=0.8, ls="--")
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(grid, fontsize=9)
         ax.set_xlabel("cost (share of full CIDEr, pass included)")
     axes[0][0].set_ylabel("P(pick outside the MCB set)")
@@ -272,8 +274,54 @@ def merge(folder: Path) -> int:
     io.write_tsv(need, folder / "assisted_needs.tsv")
     plot(table, folder / "error_vs_cost.png")
     append_to_selection(table, folder / "selection.tsv")
+    io.write_text(summary_markdown(table, need, tables), folder / "assisted_summary.md")
     print(need.to_string(index=False))
     return 0
+
+
+def summary_markdown(table: pd.DataFrame, need: pd.DataFrame, tables: dict) -> str:
+    """The README's tables: per grid, each method at 5% and the cost it needs; the predictor's
+    R^2, the variance ratio, the screen and the coverage."""
+    lines = []
+    method = method_of(table["label"])
+    for grid in dict.fromkeys(table["grid"]):
+        part = table[(table["grid"] == grid) & (table["budget"] == 0.05)].assign(method=method)
+        needed = need[need["grid"] == grid].drop(columns="grid").set_index("method")
+        lines += [f"#### {grid}", "",
+                  "| method | cost at 5% (pass incl.) | without pass | P(outside MCB) at 5% | P(regret > 1%) at 5% "
+                  "| mean regret at 5% | variance ratio (pairs) | cost needed: P(outside MCB) <= 0.05 "
+                  "| cost needed: P(regret > 1%) <= 0.05 |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in part.itertuples():
+            ratio = "" if pd.isna(r.variance_ratio_pairs) else f"{r.variance_ratio_pairs:.3f}"
+            lines.append(f"| {r.method} | {r.cost_share_of_cider:.3f} | {r.cost_without_pass:.3f} | "
+                         f"{r.p_outside_mcb:.3f} | {r.p_regret_over_1pct:.3f} | {r.mean_regret:.1f}% | {ratio} | "
+                         f"{needed.loc[r.method].iloc[0]} | {needed.loc[r.method].iloc[1]} |")
+        lines.append("")
+    lines += ["#### Per grid: the predictor, the screen, the passes", "",
+              "| grid | R^2 single (perplexity / pregen / both) | R^2 pairs of the 6 best (perplexity / pregen / both) "
+              "| MCB set (of M) | screen keeps | full CIDEr s/ckpt | pass s/ckpt | per-image sweep s/ckpt |",
+              "|---|---|---|---|---|---|---|---|"]
+    r2 = tables["assisted_r2"].set_index(["grid", "assist"])
+    screen = tables["assisted_screen"].set_index("grid")
+    for grid in dict.fromkeys(table["grid"]):
+        single = " / ".join(f"{r2.loc[(grid, a), 'r2_single']:.3f}" for a in ASSISTS)
+        pairs = " / ".join(f"{r2.loc[(grid, a), 'r2_pairs_top6']:.3f}" for a in ASSISTS)
+        g = screen.loc[grid]
+        mcb = int(table[table["grid"] == grid]["mcb_set_size"].iloc[0])
+        lines.append(f"| {grid} | {single} | {pairs} | {mcb} of {int(g['checkpoints'])} | "
+                     f"{g['screen_keep_share']:.2f} (best screened out here: {bool(g['best_screened_out_here'])}) | "
+                     f"{g['seconds_full_cider']:.3f} | {g['seconds_pass']:.3f} | {g['seconds_sweep_images']:.3f} |")
+    coverage = tables["assisted_coverage"]
+    lines += ["", "#### Coverage of nominal 90% intervals for whole-split pairwise differences (1,000 draws)", "",
+              "| grid | images | none | perplexity | pregen | both | width / plain (pregen) | gated cells passing |",
+              "|---|---|---|---|---|---|---|---|"]
+    for (grid, n), part in coverage.groupby(["grid", "images"], sort=False):
+        by = part.set_index("assist")
+        passing = (f"{int(part['passes'].fillna(False).astype(bool).sum())} of {len(part)}"
+                   if part["gated"].astype(bool).all() else "not gated (< 30 images)")
+        lines.append(f"| {grid} | {n} | " + " | ".join(f"{by.loc[a, 'coverage']:.3f}" for a in ("none", *ASSISTS))
+                     + f" | {by.loc['pregen', 'width_over_plain']:.3f} | {passing} |")
+    return "\n".join(lines) + "\n"
 
 
 def append_to_selection(table: pd.DataFrame, path: Path) -> None:
