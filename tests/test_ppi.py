@@ -187,3 +187,29 @@ def test_an_extreme_feature_on_an_unscored_image_cannot_carry_the_estimate():
     assert np.abs(predictions).max() < 10
     est = ppi.group_estimates(masked, predictions)[0]
     assert abs(est.estimate - y[0].mean()) < 5 * est.se + 0.5
+
+
+def test_per_image_features_equal_a_sweep_of_each_image_alone():
+    from pregen_jax import tiers
+    from pregen_jax.ranking import features
+    from pregen_jax.refprobs import RefProbs
+    rng = np.random.default_rng(14)
+    images, refs, positions = 6, 3, 7
+    probs = rng.uniform(0.05, 1, (images, refs, positions)).astype(np.float32)
+    ranks = rng.integers(0, 4, (images, refs, positions)).astype(np.int32)
+    mask = np.arange(positions)[None, None] < rng.integers(2, positions + 1, (images, refs))[..., None]
+    ref_probs = RefProbs(probs, ranks, mask)
+    values, names = features.image_tier_space(ref_probs)
+    assert values.shape == (images, 84) and all(n.startswith("mean_") for n in names)
+    columns = [tiers.DEFAULT_SPACE.names.index(n) for n in names]
+    for i in (0, 5):
+        alone = tiers.sweep(RefProbs(probs[i:i + 1], ranks[i:i + 1], mask[i:i + 1]))[0, columns]
+        np.testing.assert_allclose(values[i], alone, rtol=1e-5)
+    log_ppl = features.image_log_perplexity(ref_probs)
+    want = [-np.log(probs[i][mask[i]].astype(np.float64)).mean() for i in range(images)]
+    np.testing.assert_allclose(log_ppl, want, rtol=1e-6)
+    both = features.assist_features("both", log_ppl, values, names)
+    assert both.shape == (images, 6) and np.isfinite(both).all()
+    assert features.assist_features("none") is None
+    with pytest.raises(ValueError, match="choose from"):
+        features.assist_features("tiers")
