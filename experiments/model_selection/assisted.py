@@ -284,16 +284,21 @@ def summary_markdown(table: pd.DataFrame, need: pd.DataFrame, tables: dict) -> s
     R^2, the variance ratio, the screen and the coverage."""
     lines = []
     method = method_of(table["label"])
+    sizes = tables["assisted_screen"].set_index("grid")
     for grid in dict.fromkeys(table["grid"]):
         part = table[(table["grid"] == grid) & (table["budget"] == 0.05)].assign(method=method)
         needed = need[need["grid"] == grid].drop(columns="grid").set_index("method")
-        lines += [f"#### {grid}", "",
-                  "| method | cost at 5% (pass incl.) | without pass | P(outside MCB) at 5% | P(regret > 1%) at 5% "
-                  "| mean regret at 5% | variance ratio (pairs) | cost needed: P(outside MCB) <= 0.05 "
-                  "| cost needed: P(regret > 1%) <= 0.05 |", "|---|---|---|---|---|---|---|---|---|"]
+        m, i = int(sizes.loc[grid, "checkpoints"]), int(sizes.loc[grid, "images"])
+        lines += [f"#### {grid} ({m} checkpoints x {i} images; full CIDEr: {m * i} images, "
+                  f"{m * sizes.loc[grid, 'seconds_full_cider']:.2f} s)", "",
+                  "| method | cost at 5% (pass incl.) | without pass | images, seconds at 5% | P(outside MCB) at 5% "
+                  "| P(regret > 1%) at 5% | mean regret at 5% | variance ratio (pairs) "
+                  "| cost needed: P(outside MCB) <= 0.05 | cost needed: P(regret > 1%) <= 0.05 |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in part.itertuples():
             ratio = "" if pd.isna(r.variance_ratio_pairs) else f"{r.variance_ratio_pairs:.3f}"
             lines.append(f"| {r.method} | {r.cost_share_of_cider:.3f} | {r.cost_without_pass:.3f} | "
+                         f"{r.cost_without_pass * m * i:.0f}, {r.seconds_per_eval * m:.2f} s | "
                          f"{r.p_outside_mcb:.3f} | {r.p_regret_over_1pct:.3f} | {r.mean_regret:.1f}% | {ratio} | "
                          f"{needed.loc[r.method].iloc[0]} | {needed.loc[r.method].iloc[1]} |")
         lines.append("")
