@@ -83,15 +83,33 @@ def possibly_best(per_image: np.ndarray, alpha: float = 0.05) -> np.ndarray:
     return out
 
 
-def screen_share(grids: dict, held_out: str, max_lost: float = 0.05) -> float:
+def screen_share(grids: dict, held_out: str, max_lost: float = 0.05, extra=()) -> float:
     """The smallest share of checkpoints a perplexity screen keeps such that the full-CIDEr best
-    is screened out on at most ``max_lost`` of the *other* grids (leave-one-grid-out)."""
-    others = [g for g in grids if g != held_out]
+    is screened out on at most ``max_lost`` of the *other* grids (leave-one-grid-out) and the
+    ``extra`` sets of models (the held-out search models)."""
+    others = [grids[g] for g in grids if g != held_out] + list(extra)
     for share in SHARES:
-        lost = [_best_screened(grids[g], share) for g in others]
+        lost = [_best_screened(arrays, share) for arrays in others]
         if not others or np.mean(lost) <= max_lost:
             return share
     return 1.0
+
+
+def search_models(folder: Path) -> dict | None:
+    """The 12 held-out search models (other seeds): per-image CIDEr on the shapes test split and
+    the validation perplexity their training logged (``cache/shapes/search``), or None."""
+    from pregen_jax.pipeline.select import logged_perplexity
+    base = folder / "cache" / "shapes"
+    per_image, prior = [], []
+    for path in sorted((base / "search").glob("*.npz")):
+        run, epoch = path.stem.rsplit("-e", 1)
+        snapshot = base / "train" / run / f"snapshot-epoch{epoch}.msgpack"
+        if not snapshot.is_file():
+            return None
+        with np.load(path) as data:
+            per_image.append(data["per_image"])
+        prior.append(logged_perplexity(snapshot))
+    return {"per_image": np.stack(per_image), "prior": np.array(prior)} if per_image else None
 
 
 def _best_screened(arrays: dict, share: float) -> bool:
@@ -360,12 +378,17 @@ def main(argv=None) -> int:
     if not grids:
         raise SystemExit(f"{folder}/cache has no arrays_*.npz: run run.py first")
     methods, r2, coverage, shares = [], [], [], []
+    search = search_models(folder)
+    held_out = [search] if search is not None else []
     for name, arrays in grids.items():
         if args.only and name not in args.only:
             continue
         start = time.perf_counter()
-        share = screen_share(grids, name)
+        share = screen_share(grids, name, extra=held_out)
         shares.append({"grid": name, "screen_keep_share": share, "best_screened_out_here": _best_screened(arrays, share),
+                       "search_models_in_rule": len(held_out),
+                       "search_best_prior_rank": (int(np.argsort(np.argsort(search["prior"]))[
+                           int(np.argmax(search["per_image"].mean(1)))]) + 1) if search else None,
                        "checkpoints": arrays["per_image"].shape[0], "images": arrays["per_image"].shape[1],
                        "seconds_full_cider": float(arrays["seconds_cider"]),
                        "seconds_pass": float(arrays["seconds_pass"]),
