@@ -316,10 +316,10 @@ def main(argv=None) -> int:
         m = r["retrieval"]
         variant_rows.append({"variant": r["variant"], "val_rsum": r["val_rsum"],
                              "val_rsum_ambiguous": r["val_rsum_ambiguous"], "best_epoch": r["best_epoch"],
-                             **{f"{d[:5]}_{key}": m[d][key][5] for d in m for key in ("recall", "recall_ambiguous")},
+                             **{f"{d[:5]}_{key}_at_5": m[d][key][5] for d in m for key in ("recall", "recall_ambiguous")},
                              **{f"{d[:5]}_map": m[d]["map"] for d in m},
-                             **{f"{d[:5]}_{key}_chance": m[d][key][5] for d in m
-                                for key in ("recall_chance", "recall_ambiguous_chance")},
+                             **{f"{d[:5]}_{key}": m[d][key][5] for d in m
+                                for key in ("recall_chance", "recall_ambiguous_chance")},  # at 5
                              **{f"{d[:5]}_map_chance": m[d]["map_chance"] for d in m}})
     reo_validation.write_rows(variant_rows, out / "variants.tsv")
     summary = {"mode": "quick" if args.quick else "full", "tokenizer": TOKENIZER_NAME,
