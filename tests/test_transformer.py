@@ -75,8 +75,8 @@ def test_parallel_pass_equals_cached_step_by_step_decoding():
                     np.testing.assert_allclose(rp.probs[n, r, t], jax.nn.softmax(logits[0])[target], atol=1e-5)
                     assert rp.ranks[n, r, t] == int(jnp.sum(logits[0] > logits[0, target]))
                     prev = target
-    # The cache holds each layer's keys and values, batch first: the image prefix and 8 tokens.
-    assert state.cache["layers_0"]["attention"]["key"].shape == (1, 9, 4, 4)
+    # The cache holds each layer's keys and values, batch first, then heads: the image prefix and 8 tokens.
+    assert state.cache["layers_0"]["attention"]["key"].shape == (1, 4, 9, 4)
 
 
 def uncached_beam_search(model, params, features, width, max_len, min_len):
