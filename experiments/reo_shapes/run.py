@@ -186,8 +186,7 @@ def run_variant(kind: str, loss: str, setup: dict, data: dict, out: Path, mask: 
     reo_validation.write_rows(table, folder / "reo_table.tsv")
     reo_validation.write_rows(decomposition, folder / "reo_decomposition.tsv")
     timings["reo_scoring_s"] = time.perf_counter() - tick
-    history = [{k: v for k, v in h.items() if k not in ("seconds",)} | {"seconds": h.get("seconds")}
-               for h in trained.history]
+    history = list(trained.history)
     best_epoch = max(range(len(history)), key=lambda e: history[e].get("val_rsum_ambiguous", history[e]["val_rsum"]))
     result = {"variant": name, "regions": kind, "loss": loss, "mask_false_negatives": mask,
               "regions_per_image": int(regions["test"].shape[1]), "history": history, "best_epoch": best_epoch + 1,
@@ -218,6 +217,7 @@ def main(argv=None) -> int:
     parser.add_argument("--keep-false-negatives", action="store_true",
                         help="do not leave captions true of another batch image out of the loss")
     parser.add_argument("--no-baselines", action="store_true", help="skip CIDEr/METEOR/BLEU-4 of the candidates")
+    parser.add_argument("--epochs", type=int, default=None, help="matcher epochs (default: 14; --quick: 8)")
     parser.add_argument("--cache", default=None, help="dataset and encoder cache (default: PREGEN_JAX_CACHE or "
                                                       "~/.cache/pregen-jax)")
     args = parser.parse_args(argv)
@@ -231,6 +231,8 @@ def main(argv=None) -> int:
         if loss not in ("hinge", "infonce"):
             parser.error(f"unknown loss {loss!r}")
     setup = QUICK if args.quick else FULL
+    if args.epochs:
+        setup = {**setup, "training": {k: dataclasses.replace(v, epochs=args.epochs) for k, v in setup["training"].items()}}
     out = Path(args.out)
     cache = Path(args.cache) if args.cache else default_cache_dir()
     progress = sys.stderr.isatty()

@@ -105,8 +105,8 @@ def fit_shapes_scorer(vocab: Vocabulary, train, val, scenes: dict, forms: dict, 
     train_regions = regions_of("learned", train.features, detector=detector)
     val_regions = regions_of("learned", val.features, detector=detector)
     matcher_config = matcher_config or MatcherConfig(region_size=int(train_regions.shape[-1]))
-    train_config = train_config or MatchTrainConfig(epochs=14, learning_rate=1e-3, loss="infonce",
-                                                    mask_false_negatives=True)
+    train_config = train_config or MatchTrainConfig(epochs=24, learning_rate=1e-3, loss="infonce",
+                                                    mask_false_negatives=True)  # 24: README, "Longer training"
     val_truth = truth_matrix([f for fs in forms["val"] for f in fs], scenes["val"])
     trained = train_matcher(matcher_config, train_config, vocab, train_regions, train.captions, workdir / "matcher",
                             val_regions, val.captions, progress, train_truth=batch_truth(forms["train"], scenes["train"]),
