@@ -13,8 +13,10 @@ def _search(config, args, source: str = "config") -> int:
     from .pipeline.distributed import run_local_processes
     from .pipeline.preflight import check_search
     alone = args.coordinator is None and args.process_id is None and not args.distributed
-    check_search(config, source, tier_modules=alone)  # before any work (run_search checks again from Python)
-    if alone and (args.num_processes or 1) > 1:  # N processes on this machine, started from here
+    starts_processes = alone and (args.num_processes or 1) > 1
+    if not alone or starts_processes:  # before processes start or join (a lone search: run_search checks first)
+        check_search(config, source, tier_modules=alone)
+    if starts_processes:  # N processes on this machine, started from here
         sys.stdout.flush()
         return run_local_processes(args.argv, args.num_processes)
     return _search_in_cluster(config, args, source)

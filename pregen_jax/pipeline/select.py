@@ -31,7 +31,7 @@ import numpy as np
 from .. import postgen
 from ..datasets import tokenize
 from ..ranking import features as cheap
-from ..ranking.racing import RaceResult, RaceSettings, race, screen_size
+from ..ranking.racing import RaceResult, RaceSettings, prior_order, race, screen_size
 
 SCREEN_KEEP = 0.5  # the share --screen keeps by default (see experiments/model_selection: screening)
 
@@ -171,8 +171,7 @@ def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metr
 
     prior = np.array([c.prior for c in candidates], np.float64)
     keep = None if screen is None else screen_size(len(candidates), screen)
-    order = np.argsort(np.where(np.isnan(prior), np.inf, prior), kind="stable")
-    racing = [int(c) for c in order[:keep]]
+    racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
     seconds["pass"] = 0.0
     features = assist_matrix(candidates, assist, racing, len(references), seconds)
     result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep)

@@ -150,10 +150,10 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         features = np.asarray(features, np.float64)
         if features.ndim != 3 or features.shape[:2] != (num_candidates, num_images):
             raise ValueError(f"features {features.shape}: expected f[{num_candidates}, {num_images}, C]")
-    order = np.argsort(np.where(np.isnan(prior), np.inf, prior), kind="stable")
+    order = prior_order(prior)
     prior_rank = np.empty(num_candidates, int)
     prior_rank[order] = np.arange(1, num_candidates + 1)
-    racing = [int(c) for c in order[:screen]] if screen is not None else [int(c) for c in order]
+    racing = [int(c) for c in order[:screen]]
     if not racing:
         raise ValueError(f"screen {screen}: no candidate left to race")
 
@@ -208,7 +208,8 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         half = np.array([_half_width(scores[c, :counts[c]], alpha) for c in range(num_candidates)])
         low, high = estimates - half, estimates + half
     else:
-        singles = _single_estimates(scores, placed, racing, alpha, settings.seed)
+        predictions = ppi.crossfit_predictions(placed[racing], scores[racing], seed=settings.seed)
+        singles = dict(zip(racing, ppi.group_estimates(scores[racing], predictions, 2 * alpha)))
         estimates = np.array([singles[c].estimate if c in singles else np.nan for c in range(num_candidates)])
         low = np.array([singles[c].low if c in singles else np.nan for c in range(num_candidates)])
         high = np.array([singles[c].high if c in singles else np.nan for c in range(num_candidates)])
@@ -223,7 +224,7 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         columns["pair_variance_ratio"] = [pairs[c].variance_ratio if c in pairs else np.nan
                                           for c in range(num_candidates)]
         ratios = [pairs[c].variance_ratio for c in pairs]
-        assist = {"r2_single": _single_r2(scores, placed, racing, settings.seed), "r2_pairs": r2_pairs,
+        assist = {"r2_single": ppi.crossfit_r2(predictions, scores[racing]), "r2_pairs": r2_pairs,
                   "variance_ratio_pairs": float(np.median(ratios)) if ratios else math.nan}
     assist["screened"] = num_candidates - len(racing)
     table = pd.DataFrame({
@@ -264,8 +265,9 @@ def _single_estimates(scores: np.ndarray, placed: np.ndarray, group: list[int], 
     return dict(zip(group, ppi.group_estimates(scores[group], predictions, 2 * alpha)))
 
 
-def _single_r2(scores: np.ndarray, placed: np.ndarray, group: list[int], seed: int) -> float:
-    return ppi.crossfit_r2(ppi.crossfit_predictions(placed[group], scores[group], seed=seed), scores[group])
+def prior_order(prior: np.ndarray) -> np.ndarray:
+    """Candidates best first by the prior (lower is better; NaN last; ties in candidate order)."""
+    return np.argsort(np.where(np.isnan(prior), np.inf, prior), kind="stable")
 
 
 def _pair_estimates_to(scores: np.ndarray, placed: np.ndarray, group: list[int], leader: int, alpha: float,

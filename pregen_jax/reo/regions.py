@@ -26,6 +26,7 @@ from flax import serialization
 
 from ..datasets.shapes import SIZE, Scene
 from ..training import checkpoints
+from .model import shapes_regions
 
 GRID = 6
 MAX_OBJECTS = 3
@@ -231,7 +232,7 @@ def regions_of(kind: str, features: np.ndarray, scenes: list[Scene] | None = Non
     """Regions f32[I, K, C] of one kind: "grid" (the 36 cells), "oracle" (the scenes' boxes) or
     "learned" (the detector's boxes), both of the latter RoI-pooled with the background first."""
     if kind == "grid":
-        return np.asarray(features, np.float32).reshape(len(features), GRID * GRID, -1)
+        return shapes_regions(features, GRID)  # (with its check that the features are a flattened grid map)
     if kind == "oracle":
         if scenes is None:
             raise ValueError("oracle regions need the scenes")

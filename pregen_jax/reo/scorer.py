@@ -96,7 +96,7 @@ def fit_shapes_scorer(vocab: Vocabulary, train, val, scenes: dict, forms: dict, 
     """
     from .truth import batch_truth, truth_matrix
     workdir = Path(workdir)
-    detector_path = workdir / "detector.msgpack"
+    detector_path = workdir / DETECTOR_FILE
     if detector_path.is_file():
         detector = load_detector(detector_path)
     else:

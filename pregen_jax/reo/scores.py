@@ -111,8 +111,6 @@ def reo_from_context(candidate, ground, precision, mask=None):
     return relevance, extraness, omission
 
 
-PARTS = ("abs_cos", "norm_a", "norm_g", "E_over_cos", "O_over_cos")
-
 
 def reo_parts_from_context(candidate, ground, precision, mask=None):
     """The factors E and O are products of, per region (region means returned, f[...] each):

@@ -68,16 +68,16 @@ def truth_matrix(forms: list[ReferenceForm] | dict, scenes: list[Scene] | dict, 
     s = scenes if isinstance(scenes, dict) else encode_scenes(scenes)
     out = np.zeros((len(f["said"]), len(s["count"])), bool)
     near = _RELATION["near"]
+    # objects assigned to mentions 0..2 under each permutation: [I, P, 3, 4]; their relations [I, P]
+    assigned = s["attrs"][:, _PERMUTATIONS]
+    pair_rel = s["relation"][:, _PERMUTATIONS[:, 0], _PERMUTATIONS[:, 1]]
     for start in range(0, len(out), chunk):
         part = slice(start, start + chunk)
         wants, said, rel = f["wants"][part], f["said"][part], f["relation"][part]
-        # objects assigned to mentions 0..2 under each permutation: [I, P, 3, 4]
-        assigned = s["attrs"][:, _PERMUTATIONS]
         fit = (wants[:, None, None] == -1) | (wants[:, None, None] == assigned[None])          # [C, I, P, 3, 4]
         fit = fit.all(axis=-1) & (assigned[None, ..., 0] >= 0)                                # [C, I, P, 3]
         fit = fit | (np.arange(MAX_OBJECTS)[None, None, None, :] >= said[:, None, None, None])
         ok = fit.all(axis=-1)                                                                  # [C, I, P]
-        pair_rel = s["relation"][:, _PERMUTATIONS[:, 0], _PERMUTATIONS[:, 1]]                 # [I, P]
         rel_ok = (rel[:, None, None] < 0) | (rel[:, None, None] == near) | (pair_rel[None] == rel[:, None, None])
         ok = (ok & rel_ok).any(axis=-1)                                                        # [C, I]
         count, background = f["count"][part], f["background"][part]
