@@ -1,0 +1,68 @@
+"""METEOR 1.5 as pycocoevalcap runs it (``-l en -norm``): the jar (``backend="coco"``).
+
+Per-image sufficient statistics (``stats``: f64[images, 23], ``scoring`` says the fields) and
+their corpus score (``aggregate``, EVAL's rule) are what every score here is made of.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import PostgenMetric, check_inputs
+from . import scoring
+from .jar import JarMeteor, jar_path, summed_stats
+
+BACKENDS = ("coco",)
+DEFAULT_BACKEND = "coco"
+
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "METEOR", "jar_path", "scoring", "summed_stats"]
+
+
+class METEOR(PostgenMetric):
+    """METEOR 1.5 (``-l en -norm``). ``backend="coco"``: pycocoevalcap's jar in one warm JVM,
+    its corpus and per-image scores from the jar's own EVAL; ``close()`` ends it.
+
+    Corpus scores of blocks of images come from the block's summed statistics (``summed_stats``):
+    one EVAL scores every block.
+    """
+
+    name = "METEOR"
+    corpus_is_mean = False
+
+    def __init__(self, backend: str = DEFAULT_BACKEND):
+        if backend not in BACKENDS:
+            raise ValueError(f"METEOR backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.backend = backend
+        self._jar = JarMeteor()
+
+    @property
+    def aligned(self) -> int:
+        """Segments aligned so far (the rest came from the memo)."""
+        return self._jar.aligned
+
+    def stats(self, gts: dict, res: dict) -> np.ndarray:
+        """f64[images, 23]: each image's statistics (the jar's SCORE reply), rows in ``gts`` order."""
+        check_inputs(gts, res)
+        lines = self._jar.stat_lines(gts, res)
+        return np.array([scoring.parse(lines[i]) for i in gts]).reshape(len(gts), scoring.K)
+
+    @staticmethod
+    def aggregate(stats: np.ndarray) -> np.ndarray:
+        """f64[...]: corpus METEOR of rows f64[..., images, 23] (EVAL's rule, computed here)."""
+        return scoring.aggregate(stats)
+
+    def compute_score(self, gts, res):
+        check_inputs(gts, res)
+        stats = self._jar.stat_lines(gts, res)
+        return self._jar.eval([stats[i] for i in gts])
+
+    def score_blocks(self, gts, res, blocks):
+        check_inputs(gts, res)
+        stats = self._jar.stat_lines(gts, res)
+        summed = [summed_stats([stats[i] for i in block]) for block in blocks]
+        _, scores = self._jar.eval([stats[i] for i in gts] + summed)
+        return np.array(scores[len(gts):]), np.asarray(scores[:len(gts)])
+
+    def close(self):
+        jar = getattr(self, "_jar", None)
+        if jar is not None:
+            jar.close()
