@@ -1,14 +1,13 @@
 """The METEOR oracle for tests: pycocoevalcap's meteor-1.5.jar, at every stage.
 
-``Probe`` compiles ``MeteorProbe.java`` (javac, into a temporary folder) against the jar and
-runs it warm: the jar's normalized text, stems, synonym sets and a pair's alignment and
-statistics. ``jar_stats`` runs the jar as pycocoevalcap does (``-stdio``) for SCORE lines.
-Both are kept for the test session. Nothing here ships with the package.
+``Probe`` runs the jar's own entry points: its normalizer (``edu.cmu.meteor.util.Normalizer en
+true``: the -norm text before lower-casing), its Snowball stemmer (``Stemmer en``) and the
+scorer's alignments (``-writeAlignments``: each pair's matches by stage); ``JarStats`` runs the
+jar as pycocoevalcap does (``-stdio``) for SCORE statistics and EVAL scores. Replies are kept for
+the test session. Nothing here ships with the package; Java is the only requirement (no javac).
 """
 from __future__ import annotations
 
-import functools
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -16,69 +15,65 @@ from pathlib import Path
 
 import numpy as np
 
-from pregen_jax.postgen.jvm import JavaProcess
+from pregen_jax.postgen.jvm import JavaProcess, find_java, java_command, java_env
 from pregen_jax.postgen.meteor import jar_path, scoring
 from pregen_jax.postgen.meteor.jar import JarMeteor
 
-SOURCE = Path(__file__).with_name("MeteorProbe.java")
-
 
 def java_available() -> bool:
-    return shutil.which("java") is not None and shutil.which("javac") is not None
-
-
-@functools.lru_cache(maxsize=1)
-def _compiled() -> str:
-    """The folder holding MeteorProbe.class (compiled once per session)."""
-    folder = tempfile.mkdtemp(prefix="meteor-probe-")
-    subprocess.run(["javac", "-nowarn", "-cp", str(jar_path()), "-d", folder, str(SOURCE)], check=True,
-                   capture_output=True)
-    return folder
+    return find_java() is not None
 
 
 @dataclass(frozen=True)
 class Aligned:
     """The jar's best alignment of a (test, reference) pair: matches as (reference start, length,
-    test start, length, stage), and the pair's statistics f64[23]."""
+    test start, length, stage), in reference order."""
 
     matches: tuple[tuple[int, int, int, int, int], ...]
-    stats: np.ndarray
 
 
 class Probe:
-    """MeteorProbe in one warm JVM; ``align=True`` also loads the scorer (the paraphrase table)."""
+    """The jar's normalizer and stemmer in warm JVMs (started on first use), its aligner per batch."""
 
-    def __init__(self, align: bool = False):
-        classpath = f"{_compiled()}:{jar_path()}"
-        self._java = JavaProcess(["java", "-Xmx2G", "-Dfile.encoding=UTF-8", "-cp", classpath, "MeteorProbe"]
-                                 + (["align"] if align else []), cwd=str(jar_path().parent))
-        self._memo: dict[str, str] = {}
+    def __init__(self):
+        self._java: dict[str, JavaProcess] = {}
+        self._memo: dict[tuple[str, str], str] = {}
 
-    def _ask(self, requests: list[str]) -> list[str]:
-        new = [r for r in dict.fromkeys(requests) if r not in self._memo]
-        self._memo.update(zip(new, self._java.ask(new)))
-        return [self._memo[r] for r in requests]
+    def _ask(self, tool: str, args: list[str], requests: list[str]) -> list[str]:
+        if tool not in self._java:
+            self._java[tool] = JavaProcess(java_command(["-cp", str(jar_path()), *args]), cwd=str(jar_path().parent))
+        new = [r for r in dict.fromkeys(requests) if (tool, r) not in self._memo]
+        self._memo.update(((tool, r), reply) for r, reply in zip(new, self._java[tool].ask(new)))
+        return [self._memo[tool, r] for r in requests]
 
     def normalize(self, texts: list[str]) -> list[str]:
-        return self._ask([f"NORM\t{t}" for t in texts])
+        """The jar's -norm normalization of each text (punctuation kept), before lower-casing."""
+        return self._ask("norm", ["edu.cmu.meteor.util.Normalizer", "en", "true"], texts)
 
     def stem(self, words: list[str]) -> list[str]:
-        return self._ask([f"STEM\t{w}" for w in words])
-
-    def synsets(self, words: list[str]) -> list[frozenset[int]]:
-        return [frozenset(map(int, r.split())) for r in self._ask([f"SYN\t{w}" for w in words])]
+        """The jar's English Snowball stem of each word (its Stemmer leaves number-like words as they are)."""
+        return self._ask("stem", ["Stemmer", "en"], words)
 
     def align(self, pairs: list[tuple[str, str]]) -> list[Aligned]:
-        replies = self._ask([f"ALIGN\t{test}\t{ref}" for test, ref in pairs])
+        """The scorer's alignment of each (test, reference) pair (raw text; -l en -norm)."""
+        with tempfile.TemporaryDirectory(prefix="meteor-probe-") as folder:
+            test, ref = Path(folder, "test.txt"), Path(folder, "ref.txt")
+            test.write_text("".join(t + "\n" for t, _ in pairs), encoding="utf-8")
+            ref.write_text("".join(r + "\n" for _, r in pairs), encoding="utf-8")
+            subprocess.run(java_command(["-Xmx2G", "-jar", str(jar_path()), str(test), str(ref), "-l", "en", "-norm",
+                                         "-writeAlignments", "-q", "-f", str(Path(folder, "probe"))]),
+                           check=True, capture_output=True, env=java_env(), cwd=folder)
+            blocks = Path(folder, "probe-align.out").read_text(encoding="utf-8").split("Alignment\t")[1:]
         out = []
-        for reply in replies:
-            matches, _, stats = reply.rpartition("\t")
-            parsed = tuple(tuple(int(x) for x in m.replace(":", " ").split()) for m in matches.split(",") if m.strip())
-            out.append(Aligned(parsed, scoring.parse(stats)))
+        for block in blocks:
+            rows = block.split("\n")[4:]
+            matches = [tuple(int(x) for x in row.replace(":", " ").split()[:5]) for row in rows if row.strip()]
+            out.append(Aligned(tuple(matches)))
         return out
 
     def close(self) -> None:
-        self._java.close()
+        for java in self._java.values():
+            java.close()
 
 
 class JarStats:
