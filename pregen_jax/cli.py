@@ -73,7 +73,7 @@ def _rank(args) -> int:
             raise ValueError(f"--postgen {args.postgen}: {both[0]!r} is a pre-gen column of {args.table}; "
                              "name post-gen columns only (they are what the pre-gen metrics are ranked against)")
     else:
-        post = ranking.postgen_columns(table, (*ranking.KNOWN_POSTGEN, *postgen.names()))
+        post = ranking.postgen_columns(table, (*ranking.KNOWN_POSTGEN, *postgen.metric_names()))
         if not post:
             raise ValueError(f"{args.table}: no post-gen columns found; name them with --postgen METEOR,CIDEr,...")
     if len(set(post)) != len(post):
@@ -139,7 +139,7 @@ def _refuse_unknown_columns(args, table, pregen: list[str], post: list[str]) -> 
     from . import postgen, ranking
     from .pipeline.config import ID_COLUMNS
     ignored = _named_columns(args.table, table, args.ignore, "--ignore", exclude=pregen + post)
-    known_post = {name.lower() for name in (*ranking.KNOWN_POSTGEN, *postgen.names())}
+    known_post = {name.lower() for name in (*ranking.KNOWN_POSTGEN, *postgen.metric_names())}
     known = {*ID_COLUMNS, *KNOWN_TEXT_COLUMNS, *pregen, *post, *ignored, args.group_by}
     unknown = [c for c in table.columns if c not in known and str(c).lower() not in known_post]
     if unknown:
@@ -264,7 +264,7 @@ def _doctor(args) -> int:
     print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
     options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
     print("post-gen metrics:")
-    for name, (ok, why) in postgen.availability(options).items():
+    for name, (ok, why) in postgen.metric_availability(options).items():
         print(f"  {name:8s} {'available' if ok else 'UNAVAILABLE'}: {why}")
     return 0
 

@@ -428,7 +428,7 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
         edit_config(config_path, section("postgen", metrics=["METEOR", "CIDEr"]))
         config = SearchConfig.load(config_path)
         check_metrics_can_run(config, "search.toml")
-        assert not postgen.availability(config.postgen.options, ["METEOR"])["METEOR"][0]
+        assert not postgen.metric_availability(config.postgen.options, ["METEOR"])["METEOR"][0]
     finally:
         registry.java_problem.cache_clear()
 
