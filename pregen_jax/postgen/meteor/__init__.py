@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import PostgenMetric, check_inputs
+from ..base import PostgenMetric, check_inputs, file_hash
+from ..registry import register_metric
 from . import scoring
 from .jar import JarMeteor, jar_path, summed_stats
 
@@ -26,7 +27,8 @@ class METEOR(PostgenMetric):
     """
 
     name = "METEOR"
-    corpus_is_mean = False
+    corpus = "summed"
+    needs_java = True
 
     def __init__(self, backend: str = DEFAULT_BACKEND):
         if backend not in BACKENDS:
@@ -66,3 +68,21 @@ class METEOR(PostgenMetric):
         jar = getattr(self, "_jar", None)
         if jar is not None:
             jar.close()
+
+
+def _availability(options) -> tuple[bool, str]:
+    """METEOR: Java starts, and its jar opens."""
+    from ..jvm import java_description, java_problem
+    from ..spice import jar_problem
+    problem = java_problem() or jar_problem(jar_path())
+    if problem:
+        return False, problem
+    return True, f"java {java_description()}"
+
+
+def _depends_on(options) -> dict:
+    return {"jar": file_hash(str(jar_path()))}
+
+
+register_metric("METEOR", METEOR, _availability, "METEOR 1.5 (pycocoevalcap, Java; -l en -norm)",
+                depends_on=_depends_on)
