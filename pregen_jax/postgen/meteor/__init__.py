@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import PostgenMetric, check_inputs, file_hash
+from ..base import PostgenMetric, file_hash
 from ..registry import register_metric
 from . import scoring
 from .jar import JarMeteor, jar_path, summed_stats
@@ -19,11 +19,12 @@ __all__ = ["BACKENDS", "DEFAULT_BACKEND", "METEOR", "jar_path", "scoring", "summ
 
 
 class METEOR(PostgenMetric):
-    """METEOR 1.5 (``-l en -norm``). ``backend="coco"``: pycocoevalcap's jar in one warm JVM,
-    its corpus and per-image scores from the jar's own EVAL; ``close()`` ends it.
+    """METEOR 1.5 (``-l en -norm``). ``backend="coco"``: pycocoevalcap's jar in one warm JVM
+    (``close()`` ends it), whose SCORE replies are the statistics.
 
-    Corpus scores of blocks of images come from the block's summed statistics (``summed_stats``):
-    one EVAL scores every block.
+    ``stats`` rows are the SCORE statistics with EVAL's chunk rule applied (a perfect match, every
+    word matched in one chunk, counts no chunk: its own score is the same either way), so the
+    corpus score of any rows is ``scoring.score`` of their column sums, as the jar's EVAL gives it.
     """
 
     name = "METEOR"
@@ -41,28 +42,15 @@ class METEOR(PostgenMetric):
         """Segments aligned so far (the rest came from the memo)."""
         return self._jar.aligned
 
-    def stats(self, gts: dict, res: dict) -> np.ndarray:
-        """f64[images, 23]: each image's statistics (the jar's SCORE reply), rows in ``gts`` order."""
-        check_inputs(gts, res)
+    def _checked_stats(self, gts: dict, res: dict) -> np.ndarray:
+        """f64[images, 23]: each image's statistics (the jar's SCORE reply, EVAL's chunk rule), in ``gts`` order."""
         lines = self._jar.stat_lines(gts, res)
-        return np.array([scoring.parse(lines[i]) for i in gts]).reshape(len(gts), scoring.K)
+        stats = np.array([scoring.parse(lines[i]) for i in gts]).reshape(len(gts), scoring.K)
+        return scoring.eval_rows(stats)
 
-    @staticmethod
-    def aggregate(stats: np.ndarray) -> np.ndarray:
-        """f64[...]: corpus METEOR of rows f64[..., images, 23] (EVAL's rule, computed here)."""
-        return scoring.aggregate(stats)
-
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
-        stats = self._jar.stat_lines(gts, res)
-        return self._jar.eval([stats[i] for i in gts])
-
-    def score_blocks(self, gts, res, blocks):
-        check_inputs(gts, res)
-        stats = self._jar.stat_lines(gts, res)
-        summed = [summed_stats([stats[i] for i in block]) for block in blocks]
-        _, scores = self._jar.eval([stats[i] for i in gts] + summed)
-        return np.array(scores[len(gts):]), np.asarray(scores[:len(gts)])
+    def from_sums(self, sums: np.ndarray, images) -> np.ndarray:
+        """f64[...]: METEOR of summed statistics f64[..., 23] (the jar's computeMetrics)."""
+        return scoring.score(sums)
 
     def close(self):
         jar = getattr(self, "_jar", None)

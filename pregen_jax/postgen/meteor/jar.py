@@ -57,7 +57,8 @@ class JarMeteor:
         if len(self._memo) + len(new) > MEMO_LIMIT:
             self._memo.clear()
             new = list(dict.fromkeys(lines.values()))
-        self._memo.update(zip(new, self._java.ask(new)))
+        if new:  # segments all in the memo need no JVM (even a closed one)
+            self._memo.update(zip(new, self._java.ask(new)))
         self.aligned += len(new)
         return {i: self._memo[line] for i, line in lines.items()}
 

@@ -30,13 +30,18 @@ def perfect(stats: np.ndarray) -> np.ndarray:
     return (test == stats[..., TEST_LEN]) & (reference == stats[..., REF_LEN]) & (stats[..., CHUNKS] == 1)
 
 
+def eval_rows(stats: np.ndarray) -> np.ndarray:
+    """f64[..., k]: SCORE rows as the jar's EVAL adds them (``MeteorStats.addStats``): a perfect row
+    adds no chunk. A row's own score is unchanged (a perfect row has no fragmentation either way),
+    so sums of these rows are the jar's summed statistics."""
+    stats = np.array(stats, np.float64)
+    stats[..., CHUNKS] = np.where(perfect(stats), 0.0, stats[..., CHUNKS])
+    return stats
+
+
 def summed(stats: np.ndarray) -> np.ndarray:
-    """f64[..., k]: the rows of ``stats`` (f64[..., images, k]) added as the jar's EVAL adds them
-    (``MeteorStats.addStats``): field by field, except that a perfect row adds no chunk."""
-    chunks = np.where(perfect(stats), 0.0, stats[..., CHUNKS])
-    total = stats.sum(-2)
-    total[..., CHUNKS] = chunks.sum(-1)
-    return total
+    """f64[..., k]: the SCORE rows of ``stats`` (f64[..., images, k]) added as EVAL adds them."""
+    return eval_rows(stats).sum(-2)
 
 
 def score(stats: np.ndarray) -> np.ndarray:
