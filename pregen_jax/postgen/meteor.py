@@ -1,13 +1,13 @@
 """METEOR 1.5 from pycocoevalcap's jar (``-l en -norm``), one warm JVM fed in batches."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 
 from .base import PostgenMetric, check_inputs
-from .jvm import JavaProcess
+from .jvm import JavaProcess, java_command
+from .registry import register_metric
 
 MEMO_LIMIT = 500_000  # segments whose statistics are kept (about 150 MB); past it the memo starts afresh
 
@@ -51,17 +51,16 @@ class METEOR(PostgenMetric):
     """
 
     name = "METEOR"
-    corpus_is_mean = False
+    corpus = "summed"
+    needs_java = True
 
     def __init__(self):
-        if not shutil.which("java"):
-            raise RuntimeError("METEOR unavailable: java not found on PATH")
         jar = jar_path()
         # The serial collector: METEOR aligns on one thread, and the default collector's threads only
         # compete with the training beside it (about 20% less time for the same scores, measured
         # on the demo's captions).
-        self._java = JavaProcess(["java", "-XX:+UseSerialGC", "-jar", "-Xmx2G", jar.name, "-", "-", "-stdio",
-                                  "-l", "en", "-norm"], cwd=str(jar.parent))
+        self._java = JavaProcess(java_command(["-XX:+UseSerialGC", "-jar", "-Xmx2G", jar.name, "-", "-", "-stdio",
+                                               "-l", "en", "-norm"]), cwd=str(jar.parent))
         self._memo: dict[str, str] = {}  # SCORE line -> its statistics
         self.aligned = 0  # segments sent to the JVM for alignment (the rest came from the memo)
 
@@ -100,3 +99,22 @@ class METEOR(PostgenMetric):
         java = getattr(self, "_java", None)
         if java is not None:
             java.close()
+
+
+def _availability(options) -> tuple[bool, str]:
+    """METEOR: Java starts, and its jar opens."""
+    from .jvm import java_description, java_problem
+    from .spice import jar_problem
+    problem = java_problem() or jar_problem(jar_path())
+    if problem:
+        return False, problem
+    return True, f"java {java_description()}"
+
+
+def _depends_on(options) -> dict:
+    from .base import file_hash
+    return {"jar": file_hash(str(jar_path()))}
+
+
+register_metric("METEOR", METEOR, _availability, "METEOR 1.5 (pycocoevalcap, Java; -l en -norm)",
+                depends_on=_depends_on)
