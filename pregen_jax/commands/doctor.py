@@ -11,13 +11,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import shutil
-
     import jax
 
     from .. import postgen
-    java = shutil.which("java")
-    print(f"java: {java or 'NOT FOUND (METEOR and SPICE need it: apt-get install default-jre-headless)'}")
+    from ..postgen.jvm import java_description
+    print(f"java: {java_description()}")  # which Java METEOR, SPICE and the PTB tokenizer run, and why that one
     print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
     options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
     print("post-gen metrics:")
