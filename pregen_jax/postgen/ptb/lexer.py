@@ -1,129 +1,28 @@
-"""The PTB tokenizer in Python: the lexer's rules (rules.py) run as the jar's scanner runs them.
+"""The PTB tokenizer in Python: lines of captions through the scanner (scanner.py), with shortcuts.
 
-The scanner at a position takes the longest match over all rules (a lookahead counts toward its
-rule's length), the first rule on a tie, makes a token of it (or none), and goes on after the
-token's text. Lines are one text joined by newlines, as the jar reads its input file, so a
-lookahead at the end of one caption sees the next, as in COCOEvalCap.
+Lines are one text joined by newlines, as the jar reads its input file, so a lookahead at the end
+of one caption sees the next, as in COCOEvalCap.
 
 Most of a caption takes a shortcut that gives what the rules give: a run of ASCII letters and
 digits that starts with a letter and ends at a space or the line's end is one word token
 (unless it is one of the split forms: cannot, gonna, ...); a lone "." before a space that does
-not start a spaced ellipsis is a period. A word of ASCII letters and punctuation with no period,
-digit or "<" cannot reach more than two characters past its end, so its tokens are remembered
-per (word, next two characters).
+not start a spaced ellipsis is a period; a line of only such words and a final " ." is its
+words. A word of ASCII letters and punctuation with no period, digit or "<" cannot reach more
+than two characters past its end, so its tokens are remembered per (word, next two characters).
 """
 from __future__ import annotations
 
-import functools
+import bisect
+import itertools
 import re
 
-import regex
-
-from . import patterns
-from .rules import RULES, Action
-
-_SHAPES = patterns.shapes()
-
-
-def _compile(pattern: str, posix: bool) -> regex.Pattern:
-    flags = regex.V0 | (regex.POSIX if posix else 0)
-    return regex.compile(patterns.expand(_SHAPES, patterns.caseless(pattern)), flags)
-
-
-# per rule: the pattern with its lookahead (POSIX: the longest match), the pattern and lookahead alone
-_WHOLE = [_compile(f"(?:{body})" + (f"(?:{ahead})" if ahead else ""), True) for body, ahead, _ in RULES]
-_BODY = [_compile(body, False) if ahead else None for body, ahead, _ in RULES]
-_AHEAD = [_compile(ahead, False) if ahead else None for _, ahead, _ in RULES]
-_ACTION = [action for _, _, action in RULES]
-
-
-@functools.lru_cache(maxsize=65536)
-def _candidates(char: str) -> tuple[int, ...]:
-    """The rules whose match can start with ``char``, in rule order."""
-    return tuple(k for k, whole in enumerate(_WHOLE) if whole.match(char, partial=True))
-
-
-def _cut(rule: int, text: str, start: int, end: int) -> int:
-    """Where a lookahead rule's token ends: the longest body whose lookahead matches the rest."""
-    body, ahead = _BODY[rule], _AHEAD[rule]
-    for cut in range(end - 1, start, -1):
-        if body.fullmatch(text, start, cut) and ahead.fullmatch(text, cut, end):
-            return cut
-    raise AssertionError(f"PTB lexer: no split of {text[start:end]!r} for rule {rule}")
-
-
-_AMP = re.compile("&amp;", re.I | re.A)
-_FRACTIONS = str.maketrans({"\u00BC": "1/4", "\u00BD": "1/2", "\u00BE": "3/4", "\u2153": "1/3", "\u2154": "2/3"})
-_CURRENCY = str.maketrans({"\u00A2": "cents", "\u00A3": "#", "\u0080": "$", "\u00A4": "$", "\u20A0": "$",
-                           "\u20AC": "$"})
-_PARENS = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
-_QUOTES_ANY = str.maketrans({"\u0091": "`", "\u2018": "`", "\u201B": "`", "\u2039": "`", "\u0092": "'", "\u2019": "'",
-                             "\u203A": "'", "\u0093": "``", "\u201C": "``", "\u00AB": "``", "\u0094": "''",
-                             "\u201D": "''", "\u00BB": "''"})
-_LEFT = (re.compile("&apos;|'"), "`", re.compile('"|&quot;'), "``")
-_RIGHT = (re.compile("&apos;|'"), "'", re.compile('"|&quot;'), "''")
-_CONSTANT = {Action.MDASH: "--", Action.LESS: "<", Action.GREATER: ">", Action.LCB: "-LCB-", Action.RCB: "-RCB-",
-             Action.LSB: "-LSB-", Action.RSB: "-RSB-", Action.LRB: "-LRB-", Action.RRB: "-RRB-",
-             Action.ELLIPSIS: "..."}
-
-
-def _quotes(text: str, left: bool) -> str:
-    single, single_to, double, double_to = _LEFT if left else _RIGHT
-    return double.sub(double_to, single.sub(single_to, text)).translate(_QUOTES_ANY)
-
-
-def _token(action: Action, text: str) -> str | None:
-    """The token ``action`` makes of ``text`` (None: no token), for the actions that read nothing again."""
-    if action is Action.TEXT:
-        return text
-    if action is Action.SOFT:
-        return (text.replace("\u00AD", "") or "-") if "\u00AD" in text else text
-    if action in _CONSTANT:
-        return _CONSTANT[action]
-    if action is Action.NBSP:
-        return text.replace(" ", "\u00A0")
-    if action is Action.AMP:
-        return _AMP.sub("&", text)
-    if action is Action.FRACTION:
-        return text.translate(_FRACTIONS)
-    if action is Action.CURRENCY:
-        return text.translate(_CURRENCY)
-    if action is Action.PHONE:
-        return text.replace(" ", "\u00A0").translate(_PARENS)
-    if action is Action.PARENS:
-        return text.translate(_PARENS)
-    if action is Action.QUOTE_LEFT or action is Action.QUOTE_RIGHT:
-        return _quotes(text, action is Action.QUOTE_LEFT)
-    if action is Action.DASHES:
-        return "--" if 3 <= len(text) <= 4 else text
-    return None  # SKIP, NEWLINE
-
-
-def step(text: str, start: int, view: int) -> tuple[str | None, int]:
-    """The token the scanner makes at ``start`` of text[:view] (None: none) and where it goes on."""
-    best, length = -1, 0
-    for rule in _candidates(text[start]):
-        match = _WHOLE[rule].match(text, start, view)
-        if match is not None and match.end() - start > length:
-            best, length = rule, match.end() - start
-    end = start + length
-    if _AHEAD[best] is not None:
-        end = _cut(best, text, start, end)
-    action, matched = _ACTION[best], text[start:end]
-    if action is Action.BACK2 or action is Action.BACK3:
-        back = 2 if action is Action.BACK2 else 3
-        return matched[:-back], end - back
-    if action is Action.ACRONYM:  # "I." gives "I" then "."; "U.S." gives "U.S." then "."
-        return (matched[:1] if len(matched) == 2 else matched), end - 1
-    if action is Action.PERIOD_AGAIN:
-        return matched, end - 1
-    return _token(action, matched), end
-
+from .punctuation import drop_punctuation
+from .scanner import step
 
 CONTEXT = 256  # characters of the following lines that the scanner sees past a line's end
-# A line of such words, and at most one period at its end, is its words (lexed, each gives itself)
-_PLAIN_LINE = re.compile(r" *[A-Za-z][A-Za-z0-9]*(?: +[A-Za-z][A-Za-z0-9]*)*(?: +\.)? *")
-_SPLIT_WORD = re.compile(r"\b(?:cannot|gonna|gotta|lemme|gimme|wanna)\b", re.I | re.A)
+# A line of such words, single spaces between, a period at its end or not, is its words (each lexes as itself)
+_PLAIN_LINE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)*(?: \.)?")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _SPACES = re.compile("[ \t\u00a0\u2000-\u200a\u3000]+")
 _SIMPLE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?=[ \n]|\Z)")
 _SPLIT_FORMS = frozenset(["cannot", "gonna", "gotta", "lemme", "gimme", "wanna"])
@@ -211,18 +110,43 @@ def _context_end(text: str, stop: int) -> int:
     return end
 
 
+def _split_form_lines(text: str, starts: list[int]) -> set[int]:
+    """The lines of ``text`` (starting at ``starts``) that hold a split form (cannot, gonna, ...) in any
+    case, inside a word or not: they skip the plain-line shortcut (a few too many does no harm)."""
+    low = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)  # str.find is far faster than a regex
+    found = set()
+    for form in _SPLIT_FORMS:
+        at = low.find(form)
+        while at >= 0:
+            found.add(bisect.bisect_right(starts, at) - 1)
+            at = low.find(form, at + 1)
+    return found
+
+
+def _lines(lines: list[str], clean: bool) -> list[str]:
+    units = [_utf16(line) for line in lines]
+    text = "\n".join(units)
+    starts = [0, *itertools.accumulate(len(line) + 1 for line in units)]
+    split = _split_form_lines(text, starts)
+    out, pos = [], 0
+    for k, line in enumerate(units):
+        start, stop = starts[k], starts[k] + len(line)
+        if pos <= start and k not in split and _PLAIN_LINE.fullmatch(line):
+            out.append((line[:-2] if clean and line.endswith(" .") else line).lower())
+            continue
+        tokens, pos = lex(text, max(pos, start), stop, _context_end(text, stop))
+        written = " ".join(map(_lower, tokens))
+        out.append(drop_punctuation(written) if clean else written)
+    return out
+
+
 def tokenize_lines(lines: list[str]) -> list[str]:
     """What the jar writes for each of ``lines`` (str[n] -> str[n]; no line may hold a line break):
     its tokens, lower-cased, joined by single spaces."""
-    units = [_utf16(line) for line in lines]
-    text = "\n".join(units)
-    out, pos, start = [], 0, 0
-    for line in units:
-        stop = start + len(line)
-        if pos <= start and _PLAIN_LINE.fullmatch(line) and not _SPLIT_WORD.search(line):
-            out.append(" ".join(line.split()).lower())
-        else:
-            tokens, pos = lex(text, max(pos, start), stop, _context_end(text, stop))
-            out.append(" ".join(map(_lower, tokens)))
-        start = stop + 1
-    return out
+    return _lines(lines, clean=False)
+
+
+def tokenize(lines: list[str]) -> list[str]:
+    """pycocoevalcap's PTBTokenizer output for each of ``lines`` (str[n] -> str[n]; no line breaks):
+    ``drop_punctuation`` of what the jar writes, a plain line's final " ." dropped directly."""
+    return _lines(lines, clean=True)

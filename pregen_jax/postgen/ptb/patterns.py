@@ -3,8 +3,9 @@
 Written from the lexer's documented behaviour and checked against the jar token for token (the
 jar is the oracle, tests/test_ptb_oracle.py). The jar's scanner is case-insensitive for letters
 written outside a character class and case-sensitive inside one ("[A-Z]" stays upper case):
-``caseless`` turns every ASCII letter outside a class into ``[xX]`` (never Python's IGNORECASE,
-whose Unicode folding also lets "k" match the Kelvin sign). Its letter, digit and upper-case
+``caseless`` turns every ASCII letter outside a class into ``[xX]``, plus the three letters
+whose Java case mapping reaches an ASCII one (I with a dot, dotless i, long s, Kelvin sign), as
+the scanner's generator does (not Python's IGNORECASE, whose folding differs). Its letter, digit and upper-case
 classes are Java's ``Character.isLetter``, ``isDigit`` and ``isUpperCase`` on 16-bit chars
 (``\\p{L}``, ``\\p{Nd}``, ``\\p{Lu}`` here, applied to the text in UTF-16 code units). A shape
 refers to another one as ``<NAME>``; ``expand`` substitutes it, grouped.
@@ -15,6 +16,11 @@ import re
 
 _REF = re.compile(r"<([A-Z_0-9]+)>")
 _ESCAPE = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|[pP]\{[^}]*\}|.)", re.S)
+
+
+# Characters whose Java case mapping (one char to one char) reaches an ASCII letter: the scanner's
+# caseless "i" also matches U+0130 and U+0131, "s" the long s, "k" the Kelvin sign.
+_OTHER_CASES = {"i": "\u0130\u0131", "s": "\u017f", "k": "\u212a"}
 
 
 def caseless(pattern: str) -> str:
@@ -40,7 +46,7 @@ def caseless(pattern: str) -> str:
             k = ref.end()
             continue
         elif c.isascii() and c.isalpha():
-            c = f"[{c.lower()}{c.upper()}]"
+            c = f"[{c.lower()}{c.upper()}{_OTHER_CASES.get(c.lower(), '')}]"
         out.append(c)
         k += 1
     return "".join(out)
