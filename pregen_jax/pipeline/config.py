@@ -109,7 +109,7 @@ class PostgenConfig(PostgenOptions):
         from ..postgen import registry
         if not metrics:
             raise ValueError("name at least one post-gen metric")
-        registry.check_names(metrics, "metrics")
+        registry.check_metric_names(metrics, "metrics")
         if len(set(metrics)) != len(metrics):
             raise ValueError(f"lists a metric twice: {metrics}")
         return metrics

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import processes
-from .base import PostgenMetric, PostgenOptions, check_inputs
+from .base import PostgenMetric, PostgenOptions
 from .jvm import find_java, java_command, java_env, java_problem
+from .registry import register_metric
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
 
@@ -148,6 +149,7 @@ class SPICE(PostgenMetric):
     """SPICE F-score per image; the corpus score is the mean over images."""
 
     name = "SPICE"
+    needs_java = True
 
     def __init__(self, corenlp_dir=None):
         ok, why = availability(PostgenOptions(corenlp_dir=str(corenlp_dir or "")))
@@ -155,7 +157,14 @@ class SPICE(PostgenMetric):
             raise RuntimeError(f"SPICE unavailable: {why}")
         self.corenlp = find_corenlp(corenlp_dir)
 
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
+    @classmethod
+    def from_options(cls, name, options):
+        return cls(options.corenlp_dir or None)
+
+    def _checked_stats(self, gts, res):
         per_image = _run_spice(self.corenlp, gts, res)  # SpiceScorer is a batch program: one JVM per call
-        return float(np.mean(per_image)), per_image
+        return np.array(per_image, np.float64).reshape(-1, 1)
+
+
+register_metric("SPICE", SPICE, availability, "SPICE 1.0 (pycocoevalcap; needs Stanford CoreNLP 3.6.0 jars)",
+                depends_on=depends_on)
