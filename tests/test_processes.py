@@ -104,7 +104,7 @@ def test_postgen_workers_give_the_sequential_result(tmp_path):
     data = sources.load_data(config, False)
     candidate = sources.precomputed_candidates(config, data)[0]
     settings = flow.FlowSettings(config, None)
-    (model,) = flow.start(candidate, flow.Context(data, settings, NoCache()))
+    (model,) = flow.start_unit(candidate, flow.Context(data, settings, NoCache()))
     flow.advance(model, flow.Context(data, settings, NoCache()))
     with workers.PostgenPool(1, data, config.postgen, tmp_path / "threads" / "cache", kind="thread") as pool:
         scored = pool.submit(model).result()
@@ -294,7 +294,7 @@ def test_cli_main_gives_back_the_callers_sigint_handler(tmp_path, crash_on, caps
     handler is back, so a test process or a Python caller is not left with an exiting handler."""
     import signal
 
-    from pregen_jax.pipeline import export
+    from pregen_jax.external import references as export
     mine = signal.getsignal(signal.SIGINT)
     config = write_precomputed(tmp_path, models=1)
     with crash_on(export, "read_corpus", call=1):

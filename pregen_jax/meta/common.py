@@ -10,7 +10,7 @@ from ..pipeline.unit_test_results import markdown_table  # noqa: F401  (one tabl
 METRIC_ORDER = POSTGEN_NAMES  # display order of the registered post-gen metrics (any other registered name follows)
 
 
-def metric_names(spec: str | None) -> list[str]:
+def requested_metrics(spec: str | None) -> list[str]:
     """The metric names of a ``--metrics A,B`` value; every registered metric when ``spec`` is None."""
     from .. import postgen
     text_only = [n for n in postgen.metric_names() if not postgen.REGISTRY[n].needs_images]  # no images here
