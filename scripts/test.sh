@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# The README's test command: install the package with its test extras, check the house rules
+# The README's test command: install the package with its test and java extras, check the house rules
 # (ruff: lint and import order; lint-imports: the package's layers and no import circles;
 # deptry: every third-party import declared, nothing declared unused; all three configured in
 # pyproject.toml), then run the tests (slow tests excluded; run them with:
 # python -m pytest -m slow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/_java.sh
-python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,java]"
 python3 -m ruff check .
 lint-imports --no-cache
 deptry .

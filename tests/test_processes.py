@@ -190,7 +190,7 @@ def start_search(tmp_path, metrics):
 
 
 @pytest.mark.slow  # about 25 s: a worker and its JVM must start first
-@pytest.mark.skipif(not Path("/proc").is_dir() or __import__("shutil").which("java") is None,
+@pytest.mark.skipif(not Path("/proc").is_dir() or __import__("pregen_jax.postgen.jvm").postgen.jvm.find_java() is None,
                     reason="needs /proc and java")
 def test_kill_9_of_a_search_leaves_no_process_behind(tmp_path):
     """The post-gen worker, multiprocessing's resource tracker and the worker's METEOR JVM all end

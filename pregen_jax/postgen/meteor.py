@@ -1,13 +1,12 @@
 """METEOR 1.5 from pycocoevalcap's jar (``-l en -norm``), one warm JVM fed in batches."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 
 from .base import PostgenMetric, check_inputs
-from .jvm import JavaProcess
+from .jvm import JavaProcess, java_command
 
 MEMO_LIMIT = 500_000  # segments whose statistics are kept (about 150 MB); past it the memo starts afresh
 
@@ -54,14 +53,12 @@ class METEOR(PostgenMetric):
     corpus_is_mean = False
 
     def __init__(self):
-        if not shutil.which("java"):
-            raise RuntimeError("METEOR unavailable: java not found on PATH")
         jar = jar_path()
         # The serial collector: METEOR aligns on one thread, and the default collector's threads only
         # compete with the training beside it (about 20% less time for the same scores, measured
         # on the demo's captions).
-        self._java = JavaProcess(["java", "-XX:+UseSerialGC", "-jar", "-Xmx2G", jar.name, "-", "-", "-stdio",
-                                  "-l", "en", "-norm"], cwd=str(jar.parent))
+        self._java = JavaProcess(java_command(["-XX:+UseSerialGC", "-jar", "-Xmx2G", jar.name, "-", "-", "-stdio",
+                                               "-l", "en", "-norm"]), cwd=str(jar.parent))
         self._memo: dict[str, str] = {}  # SCORE line -> its statistics
         self.aligned = 0  # segments sent to the JVM for alignment (the rest came from the memo)
 

@@ -7,7 +7,6 @@ reported with one line saying why, never replaced by a fake score. Register your
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections.abc import Callable
 
 from .base import PostgenMetric, PostgenOptions, file_hash  # noqa: F401  (file_hash: re-exported)
@@ -133,7 +132,8 @@ def _java(options: PostgenOptions) -> tuple[bool, str]:
     problem = jar_problem(jar_path())
     if problem:
         return False, problem
-    return True, f"java at {shutil.which('java')}"
+    from .jvm import java_description
+    return True, f"java {java_description()}"
 
 
 def _backend(options: PostgenOptions) -> dict:

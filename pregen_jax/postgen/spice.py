@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 
 from .. import processes
 from .base import PostgenMetric, PostgenOptions, check_inputs
+from .jvm import java_command, java_env, java_problem
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
 
@@ -91,6 +91,14 @@ def depends_on(options: PostgenOptions) -> dict:
     return {"jars": [file_hash(str(jar)) for jar in jars]}
 
 
+def spice_command(classpath: str, in_file: Path, out_file: Path) -> list[str]:
+    """The JVM command that scores ``in_file`` into ``out_file``: with the ``--add-opens`` flags
+    SPICE's libraries need on Java 16+ (``jvm.ADD_OPENS_PACKAGES``), no parse cache (``-cache``
+    would write LMDB files; the run's own cache holds the scores)."""
+    return java_command(["-Xmx8G", "-cp", classpath, "edu.anu.spice.SpiceScorer", str(in_file),
+                         "-out", str(out_file), "-subset", "-silent"], add_opens=True)
+
+
 def _run_spice(corenlp: Path, gts: dict, res: dict) -> list[float]:
     """Per-image SPICE F of (gts, res), in ``gts`` order, from one JVM run over all of them."""
     ids = list(gts)
@@ -99,8 +107,7 @@ def _run_spice(corenlp: Path, gts: dict, res: dict) -> list[float]:
         in_file, out_file = Path(tmp) / "in.json", Path(tmp) / "out.json"
         in_file.write_text(json.dumps([{"image_id": str(i), "test": res[i][0], "refs": gts[i]} for i in ids]))
         classpath = os.pathsep.join([str(spice / "spice-1.0.jar"), str(spice / "lib" / "*"), str(corenlp / "*")])
-        subprocess.run(["java", "-Xmx8G", "-cp", classpath, "edu.anu.spice.SpiceScorer", str(in_file),
-                        "-out", str(out_file), "-subset", "-silent"], check=True, cwd=spice,
+        subprocess.run(spice_command(classpath, in_file, out_file), check=True, cwd=tmp, env=java_env(),
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        preexec_fn=processes.die_with_parent)  # no JVM outlives the run
         results = {r["image_id"]: r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
@@ -122,26 +129,3 @@ class SPICE(PostgenMetric):
         check_inputs(gts, res)
         per_image = _run_spice(self.corenlp, gts, res)  # SpiceScorer is a batch program: one JVM per call
         return float(np.mean(per_image)), per_image
-
-
-def java_problem() -> str | None:
-    """Why Java cannot run here (not on PATH, or it does not start), else None; Java is really started
-    (once per process and path)."""
-    java = shutil.which("java")
-    if not java:
-        return "java not found on PATH (install a JRE, e.g. apt-get install default-jre-headless)"
-    return _java_starts(java)
-
-
-@functools.lru_cache(maxsize=8)
-def _java_starts(java: str) -> str | None:
-    try:
-        done = subprocess.run([java, "-version"], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"java at {java} does not start ({type(err).__name__}: {err})"
-    if done.returncode != 0:
-        return f"java at {java} does not start (exit code {done.returncode})"
-    return None
-
-
-java_problem.cache_clear = _java_starts.cache_clear  # what tests that change PATH call

@@ -1,0 +1,53 @@
+"""What a subcommand is (``Command``) and the argument types several of them share."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One subcommand of ``pregen-search``.
+
+    name: what the user types; help: the line ``pregen-search --help`` shows; arguments: adds the
+    options to the subcommand's parser; run: (parsed arguments) -> exit code, raising
+    ``ValueError``/``OSError`` for bad input (the CLI prints it as one line, exit code 2);
+    aliases: older names that still work (each run under an alias says so, see ``renamed``).
+    """
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    aliases: tuple[str, ...] = ()
+
+
+def renamed(args: argparse.Namespace, name: str) -> None:
+    """Say once, on stderr, that the command was run under an old name kept for one version."""
+    import sys
+    if args.command != name:
+        print(f"pregen-search {args.command}: renamed to `pregen-search {name}`; the old name `{args.command}` "
+              "works for this version only", file=sys.stderr)
+
+
+def seed(text: str) -> int:
+    """argparse type: a seed (0..settings.MAX_SEED)."""
+    from ..settings import MAX_SEED
+    if not text.isdigit() or int(text) > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed (an integer 0..{MAX_SEED})")
+    return int(text)
+
+
+def workers(text: str) -> int:
+    """argparse type: a number of post-gen worker processes (0: none)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"not a number of workers (0, 1, 2, ...): {text!r}")
+    return int(text)
+
+
+def trainers(text: str) -> int:
+    """argparse type: a number of models trained at once (at least 1)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a number of trainers (1, 2, ...): {text!r}")
+    return int(text)

@@ -1,0 +1,27 @@
+"""``pregen-search doctor``: which post-gen metrics and JAX devices this machine has."""
+from __future__ import annotations
+
+import argparse
+
+from .base import Command
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corenlp-dir", default=None, help="folder with the Stanford CoreNLP 3.6.0 jars (SPICE)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    import jax
+
+    from .. import postgen
+    from ..postgen.jvm import java_description
+    print(f"java: {java_description()}")  # which Java METEOR, SPICE and the PTB tokenizer run, and why that one
+    print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
+    options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
+    print("post-gen metrics:")
+    for name, (ok, why) in postgen.availability(options).items():
+        print(f"  {name:8s} {'available' if ok else 'UNAVAILABLE'}: {why}")
+    return 0
+
+
+COMMAND = Command("doctor", "which post-gen metrics and JAX devices this machine has", _arguments, _run)
