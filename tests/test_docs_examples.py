@@ -2,9 +2,9 @@
 
 The convention (docs/development.md, "Examples that run"):
 
-- Each Markdown file is one session: its blocks run in order, in a fresh temporary folder, as a
-  reader would type them in one terminal and one Python interpreter (Python blocks share one
-  namespace per file).
+- Each Markdown file is one session: its blocks run in order, in a fresh temporary folder and a
+  fresh Python process, as a reader would type them in one terminal and one Python interpreter
+  (Python blocks share one namespace per file).
 - ```` ```python ````: executed. ```` ```toml ```` whose first line is ``# NAME``: written to the
   file NAME (a config the next blocks read). ```` ```bash ````: each command line runs;
   ``pregen-search ...`` runs in this process (``cli.main``) and must exit 0.
@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,7 +81,7 @@ def command_lines(code: str) -> list[list[str]]:
     return [argv for argv in (shlex.split(line, comments=True) for line in joined.splitlines()) if argv]
 
 
-def run_block(block: Block, namespace: dict, capsys) -> None:
+def run_block(block: Block, namespace: dict, capsys=None) -> None:
     """Run one block as a reader would: Python in the file's namespace, TOML saved under the name
     its first line gives, each shell line as that command."""
     if block.language == "python":
@@ -97,7 +100,9 @@ def run_block(block: Block, namespace: dict, capsys) -> None:
                 f"{block.where}: only pregen-search lines run in the tests; mark the block "
                 f"'<!-- not tested: REASON -->' if it must not run ({shlex.join(argv)})")
             code = cli.main(argv[1:])
-            assert code == 0, f"{block.where}: {shlex.join(argv)}: exit {code}: {capsys.readouterr().err}"
+            if code != 0:
+                err = capsys.readouterr().err if capsys is not None else "(its stderr is above)"
+                raise AssertionError(f"{block.where}: {shlex.join(argv)}: exit {code}: {err}")
 
 
 # Pages whose blocks another test runs, with checks of what they make: not run twice.
@@ -108,12 +113,21 @@ def _files_with_code() -> list[Path]:
     return [path for path in doc_files() if runnable(path) and str(path.relative_to(ROOT)) not in RUN_ELSEWHERE]
 
 
-@pytest.mark.parametrize("path", _files_with_code(), ids=lambda path: str(path.relative_to(ROOT)))
-def test_examples_run_as_written(path, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+def run_file(path: Path) -> None:
+    """Run every runnable block of ``path`` in order, in the current folder and this interpreter."""
     namespace = {"__name__": "__main__"}
     for block in runnable(path):
-        run_block(block, namespace, capsys)
+        run_block(block, namespace)
+
+
+@pytest.mark.parametrize("path", _files_with_code(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_examples_run_as_written(path, tmp_path):
+    """Each file in a fresh interpreter, as a reader would start one: what a page registers (a tier
+    function, a metric) or switches on (float64) stays out of the other tests."""
+    code = f"from tests.test_docs_examples import run_file; from pathlib import Path; run_file(Path({str(path)!r}))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, f"{path.relative_to(ROOT)}:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
 
 
 def test_every_untested_block_gives_a_reason():
@@ -122,6 +136,15 @@ def test_every_untested_block_gives_a_reason():
             if block.not_tested is not None:
                 assert len(block.not_tested.split()) >= 3, f"{block.where}: say why it is not tested"
                 assert block.language in RUN, f"{block.where}: a text block needs no marker"
+
+
+def test_no_indented_code_blocks():
+    """An indented block is code that no test would run: write it fenced (and marked if it must
+    not run)."""
+    for path in doc_files():
+        text = FENCE.sub("", path.read_text(encoding="utf-8"))
+        indented = re.findall(r"\n\n((?: {4}|\t)\S[^\n]*)", text)
+        assert not indented, f"{path.relative_to(ROOT)}: indented code block {indented[0]!r}"
 
 
 def test_the_collector_reads_markers_and_commands(tmp_path):

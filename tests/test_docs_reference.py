@@ -78,3 +78,29 @@ def test_every_repository_path_the_docs_name_exists():
             if not (ROOT / named).exists():
                 missing.append(f"{path.relative_to(ROOT)}: {named}")
     assert not missing, missing
+
+
+LINK = re.compile(r"\]\((?!https?:|mailto:|#)(?P<target>[^)#\s]+)(?:#(?P<anchor>[^)\s]+))?\)")
+READMES = ["README.md", "search/README.md", "experiments/README.md", "benchmarks/README.md"]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_of_the_readmes_resolve():
+    """Relative links of the READMEs (mkdocs checks the docs/ pages' own) point at files that
+    exist, and at headings that exist there."""
+    broken = []
+    for name in READMES:
+        path = ROOT / name
+        for match in LINK.finditer(path.read_text(encoding="utf-8")):
+            target = (path.parent / match["target"]).resolve()
+            if not target.exists():
+                broken.append(f"{name}: {match['target']}")
+            elif match["anchor"] and target.suffix == ".md":
+                headings = re.findall(r"^#+ (.*)$", target.read_text(encoding="utf-8"), re.M)
+                if match["anchor"] not in {slug(h) for h in headings}:
+                    broken.append(f"{name}: {match['target']}#{match['anchor']}")
+    assert not broken, broken
