@@ -22,7 +22,7 @@ UNKNOWN_VOCABULARY = "unknown"  # the vocabulary of models given ready-made
 
 
 @dataclasses.dataclass(frozen=True)
-class References:
+class ReferenceFingerprint:
     """The fingerprint of the references a RefProbs was computed on.
 
     Attributes:
@@ -38,7 +38,7 @@ class References:
     vocabulary_fingerprint: str
     units: str = "word"
 
-    def difference(self, other: References) -> str | None:
+    def difference(self, other: ReferenceFingerprint) -> str | None:
         """The first way ``other`` differs from these references (units, vocabulary, references), or None.
 
         A vocabulary ``unknown`` here (models given ready-made) matches any vocabulary.
@@ -57,7 +57,7 @@ class References:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str, where: str) -> References:
+    def from_json(cls, text: str, where: str) -> ReferenceFingerprint:
         try:
             fields = json.loads(text)
             return cls(**{f.name: str(fields[f.name]) for f in dataclasses.fields(cls)})
@@ -65,7 +65,7 @@ class References:
             raise ValueError(f"{where}: not a reference fingerprint ({type(err).__name__}: {err})") from None
 
 
-def reference_fingerprint(captions, vocab, units: str = "word") -> References:
+def reference_fingerprint(captions, vocab, units: str = "word") -> ReferenceFingerprint:
     """The fingerprint of references ``captions[i][r]`` (token lists) read with ``vocab``
     (anything with ``tokens``, a list of the vocabulary's tokens in id order, and ``fingerprint()``;
     ``vocab.name`` when it has one, else ``word-<size>``)."""
@@ -74,7 +74,7 @@ def reference_fingerprint(captions, vocab, units: str = "word") -> References:
         digest.update(json.dumps([list(ref) for ref in refs]).encode("utf-8"))
         digest.update(b"\n")
     name = getattr(vocab, "name", None) or f"word-{len(vocab.tokens)}"
-    return References(digest.hexdigest()[:16], str(name), str(vocab.fingerprint()), units)
+    return ReferenceFingerprint(digest.hexdigest()[:16], str(name), str(vocab.fingerprint()), units)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +98,7 @@ class RefProbs:
     ``vocabulary`` names the model's vocabulary (``word-72``, ``bpe-1000``) when known. With a
     word vocabulary the two units are the same positions. ``pieces`` holds the rule that takes
     pieces to words. ``references`` (optional) fingerprints the references and vocabulary the
-    numbers were computed on (``References``); ``save`` writes it and ``load`` reads it, so that
+    numbers were computed on (``ReferenceFingerprint``); ``save`` writes it and ``load`` reads it, so that
     a reader compares fingerprints.
     """
 
@@ -106,7 +106,7 @@ class RefProbs:
     ranks: Array
     mask: Array
     source: str | None = None
-    references: References | None = None
+    references: ReferenceFingerprint | None = None
     units: str = "word"
     vocabulary: str | None = None
 
@@ -217,7 +217,7 @@ class RefProbs:
 
     def save(self, path) -> None:
         """Write the documented ``.npz`` format: arrays ``probs``, ``ranks``, ``mask``, and with a
-        fingerprint ``references`` (a 0-d string array holding ``References`` as JSON)."""
+        fingerprint ``references`` (a 0-d string array holding ``ReferenceFingerprint`` as JSON)."""
         extra = {"references": np.array(self.references.to_json())} if self.references is not None else {}
         extra["units"] = np.array(self.units)
         if self.vocabulary is not None:
@@ -241,7 +241,7 @@ class RefProbs:
             if stored.shape != () or stored.dtype.kind != "U":
                 raise ValueError(f"{path}: array 'references' must be one string (a reference fingerprint), "
                                  f"got {stored.dtype} of shape {stored.shape}")
-            references = References.from_json(str(stored), f"{path}: array 'references'")
+            references = ReferenceFingerprint.from_json(str(stored), f"{path}: array 'references'")
         labels = {}
         for name in ("units", "vocabulary"):
             if name in arrays:

@@ -33,6 +33,10 @@ class Registered:
     facts: dict = dataclasses.field(default_factory=dict)
 
 
+def _registered(name: str, obj: Any, **facts) -> Registered:
+    return Registered(name, obj, facts)
+
+
 class Registry(Generic[Entry]):
     """Named entries of one kind (``kind``: how messages call one, e.g. "architecture").
 
@@ -41,7 +45,7 @@ class Registry(Generic[Entry]):
     ``values``, ``len``) but changes only through ``add``, ``remove`` and ``register``.
     """
 
-    def __init__(self, kind: str, make: Callable[..., Entry] = Registered):
+    def __init__(self, kind: str, make: Callable[..., Entry] = _registered):
         self.kind = kind
         self._make = make
         self._entries: dict[str, Entry] = {}
@@ -79,12 +83,17 @@ class Registry(Generic[Entry]):
 
     def add(self, name: str, entry: Entry, *, overwrite: bool = False) -> Entry:
         """Register ``entry`` as ``name``; ``ValueError`` if the name is taken (unless ``overwrite``)."""
+        self.check_free(name, overwrite)
+        self._entries[name] = entry
+        return entry
+
+    def check_free(self, name: str, overwrite: bool = False) -> None:
+        """``ValueError`` if ``name`` is taken (and not to be overwritten): what ``add`` checks, for an
+        owner that adds one thing to several registries only when every name is free."""
         if name in self._entries and not overwrite:
             article = "an" if self.kind[:1].lower() in "aeiou" else "a"
             raise ValueError(f"{article} {self.kind} named {name!r} is already registered "
                              "(choose another name, or pass overwrite=True)")
-        self._entries[name] = entry
-        return entry
 
     def remove(self, name: str) -> None:
         """Forget ``name`` (a user module imported again registers its new version)."""

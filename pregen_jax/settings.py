@@ -1,7 +1,7 @@
 """Typed settings: frozen dataclasses validated on construction (pydantic, strict).
 
 Strict means no silent coercion: ``epochs = "1"`` or ``seed = "zero"`` is an error, not 1 or
-a crash later. ``one_line`` turns pydantic's report into the one-line error users see:
+a crash later. ``validation_message`` turns pydantic's report into the one-line error users see:
 ``search.toml: [training] epochs = 0: Input should be greater than or equal to 1``.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ MISSING = frozenset({"missing", "missing_argument", "missing_keyword_only_argume
 UNKNOWN = frozenset({"unexpected_keyword_argument", "unexpected_positional_argument", "extra_forbidden"})
 
 
-def one_line(err: pydantic.ValidationError, source: str, section: str = "") -> str:
+def validation_message(err: pydantic.ValidationError, source: str, section: str = "") -> str:
     """The first problem of a validation error as ``source: [section] key = value: what is allowed``.
 
     Only the key, the value the user wrote and pydantic's short message reach the user: never
@@ -69,7 +69,7 @@ def build(cls, values, source: str, section: str = ""):
     try:
         return cls(**values)
     except pydantic.ValidationError as err:
-        raise ValueError(one_line(err, source, section)) from None
+        raise ValueError(validation_message(err, source, section)) from None
     except (TypeError, ValueError) as err:
         raise ValueError(f"{source}: {f'[{section}] ' if section else ''}{' '.join(str(err).split())}") from None
 

@@ -416,10 +416,10 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
     from pregen_jax import postgen
     from pregen_jax.pipeline import SearchConfig
     from pregen_jax.pipeline.preflight import check_metrics_can_run
-    from pregen_jax.postgen import registry
+    from pregen_jax.postgen import jvm
     config_path = write_precomputed(tmp_path)
     monkeypatch.setenv("PREGEN_JAVA", str(tmp_path / "no-java"))  # an explicit Java that does not run: no other tried
-    registry.java_problem.cache_clear()
+    jvm.java_problem.cache_clear()
     try:
         edit_config(config_path, section("postgen", metrics=["METEOR"]))
         with pytest.raises(ValueError, match=r"\[postgen\] metrics = \['METEOR'\]: METEOR cannot run here "
@@ -428,9 +428,9 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
         edit_config(config_path, section("postgen", metrics=["METEOR", "CIDEr"]))
         config = SearchConfig.load(config_path)
         check_metrics_can_run(config, "search.toml")
-        assert not postgen.availability(config.postgen.options, ["METEOR"])["METEOR"][0]
+        assert not postgen.metric_availability(config.postgen.options, ["METEOR"])["METEOR"][0]
     finally:
-        registry.java_problem.cache_clear()
+        jvm.java_problem.cache_clear()
 
 
 def test_a_failing_tier_module_is_found_before_any_data_is_built(tmp_path, capsys, monkeypatch):

@@ -8,14 +8,14 @@ import pytest
 from pregen_jax import RefProbs, cli
 from pregen_jax.datasets import read_flickr8k, tokenize
 from pregen_jax.datasets.tokenizer import train_bpe
-from pregen_jax.pipeline import SearchConfig
-from pregen_jax.pipeline.export import (
+from pregen_jax.external.references import (
     attach_references,
     export_references,
     read_references,
     read_test_split,
     references,
 )
+from pregen_jax.pipeline import SearchConfig
 from pregen_jax.pipeline.sources import load_data
 from pregen_jax.refprobs import reference_fingerprint
 from tests.builders import write_config, write_precomputed, write_training_corpus

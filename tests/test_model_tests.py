@@ -12,7 +12,7 @@ import pytest
 from pregen_jax import cli, tiers
 from pregen_jax.captioning import decode
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import ARCHITECTURES, Captioner, CaptionerConfig
+from pregen_jax.captioning.models import RNN_ARCHITECTURES, Captioner, CaptionerConfig
 from pregen_jax.meta import model_corruptions as mc
 from pregen_jax.meta import model_tests, model_tests_report
 from pregen_jax.pipeline.finished import FinishedSearch
@@ -34,7 +34,7 @@ def features(images=6, seed=0, scale=3.0):
 # ------------------------------------------------------------------ corruptions
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_temperature_by_kernel_scaling_is_logits_over_t(arch):
     model, params = tiny_model(arch)
     inputs = jnp.asarray(np.random.default_rng(1).integers(0, VOCAB_SIZE, (6, 7)), jnp.int32)
@@ -52,7 +52,7 @@ def test_temperature_by_kernel_scaling_is_logits_over_t(arch):
         mc.scale_temperature(params, 0.0)
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_temperature_leaves_greedy_captions_unchanged(arch):
     model, params = tiny_model(arch, seed=3)
     greedy = np.asarray(decode.greedy(model, params, features(8, seed=4), 10, 2))
@@ -134,7 +134,7 @@ def test_ordered_like_counts_only_cider_differences_and_fails_metric_ties():
 
 
 def scores(base, temp, shuffled, noise, cider):
-    return model_tests.ModelScores(np.array(base, float), np.array(temp, float), np.array(shuffled, float),
+    return model_tests.CorruptionScores(np.array(base, float), np.array(temp, float), np.array(shuffled, float),
                                    np.array(noise, float), np.array(cider, float), np.float64(0.0),
                                    np.array([True, True]))
 

@@ -7,7 +7,7 @@ import pytest
 
 from pregen_jax.captioning import decode, evaluate, input_pipeline
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import ARCHITECTURES, FEATURE_STATS, Captioner, CaptionerConfig, with_feature_mean
+from pregen_jax.captioning.models import FEATURE_STATS, RNN_ARCHITECTURES, Captioner, CaptionerConfig, with_feature_mean
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.training import checkpoints
 
@@ -25,7 +25,7 @@ def toy_data(seed=0, images=24):
 VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])  # "small" is unknown
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 @pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
 def test_one_train_step_changes_every_parameter(arch, cell):
     config = CaptionerConfig(cell=cell, learn_init_state=True, normalize_image=True, **TINY)
@@ -49,7 +49,7 @@ def test_one_train_step_changes_every_parameter(arch, cell):
                                       new[FEATURE_STATS]["image_proj"]["mean"])
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_image_is_never_dropped(arch):
     """Dropout is on words and RNN outputs only: the decoder state an image starts from (for pre,
     the state after the image word) does not depend on the dropout draw."""
@@ -100,7 +100,7 @@ def test_pre_learns_to_use_the_image(tmp_path):
     assert rp.probs[:, 0, 3].mean() > 0.8  # the colour word, given the image
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 @pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
 def test_teacher_forcing_in_one_scan_equals_the_step_loop(arch, cell):
     """``teacher_forced`` (embedding and output layer over all positions, only the cell scanned)
@@ -121,7 +121,7 @@ def test_teacher_forcing_in_one_scan_equals_the_step_loop(arch, cell):
     assert dropped.shape == together.shape and not np.allclose(dropped, together)
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_ref_probs_equal_step_by_step_decoding(arch):
     config = CaptionerConfig(cell="lstm", **TINY)
     model = Captioner(arch, config, len(VOCAB))
@@ -145,7 +145,7 @@ def test_ref_probs_equal_step_by_step_decoding(arch):
             assert not rp.mask[n, r, len(ids):].any()
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_beam_width_one_equals_greedy(arch):
     model = Captioner(arch, CaptionerConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 2)
@@ -191,7 +191,7 @@ def _train(workdir, epochs=2, arch="merge", **overrides):
                                     features[:10], captions[:10], workdir, progress=False)
 
 
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_training_checkpoints_snapshots_and_resume(tmp_path, crash_on, arch):
     straight = _train(tmp_path / "a", arch=arch)
     assert (tmp_path / "a" / "snapshot-epoch1.msgpack").is_file()

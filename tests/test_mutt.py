@@ -136,8 +136,8 @@ def test_missing_folder_and_unknown_metric(tmp_path):
     with pytest.raises(ValueError, match="MUTT folder not found"):
         mutt.read_mutt(tmp_path / "nowhere")
     with pytest.raises(ValueError, match=r"--metrics: unknown metric\(s\) \['BLEU'\]"):
-        common.metric_names("CIDEr,BLEU")
-    assert common.metric_names(None)[:4] == ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"]
+        common.requested_metrics("CIDEr,BLEU")
+    assert common.requested_metrics(None)[:4] == ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"]
 
 
 def test_bad_input_writes_nothing(tiny_mutt, tmp_path):

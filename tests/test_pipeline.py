@@ -106,7 +106,7 @@ def test_demo_quick_end_to_end_then_cached(tmp_path, monkeypatch):
     assert cli.main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     table = pd.read_csv(out / "table.tsv", sep="\t")
     assert len(table) == 10 * 15 and set(table["architecture"]) == {"init", "pre", "par", "merge", "transformer"}
-    available = {name for name, (ok, _) in postgen.availability().items() if ok}
+    available = {name for name, (ok, _) in postgen.metric_availability().items() if ok}
     assert {"CIDEr", "WMD", "Bleu_4", "ROUGE_L"} | ({"METEOR"} & available) <= set(table.columns)
     (model_file,) = (out / "cache" / "train").glob("merge-1-*/model.msgpack")
     stamp = model_file.stat().st_mtime_ns

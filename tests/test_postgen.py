@@ -155,7 +155,7 @@ def test_missing_glove_is_reported(monkeypatch):
 
 def test_spice_without_corenlp_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.delenv("PREGEN_JAX_CORENLP", raising=False)
-    ok, why = postgen.availability(postgen.PostgenOptions(corenlp_dir=str(tmp_path)))["SPICE"]
+    ok, why = postgen.metric_availability(postgen.PostgenOptions(corenlp_dir=str(tmp_path)))["SPICE"]
     if find_java() is None:
         assert not ok
         return

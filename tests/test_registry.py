@@ -53,7 +53,7 @@ def test_check_compares_with_the_reference(user_functions):
         with pytest.raises(ValueError, match="differs from its reference"):
             tiers.check("wrongref")
     finally:
-        del tiers.REGISTRIES[3]["wrongref"]
+        tiers.REGISTRIES[3].remove("wrongref")
 
 
 def test_check_needs_a_tier_for_an_unregistered_function():
@@ -85,8 +85,8 @@ def user_functions():
     tiers.register_filter("top2prefix", reference=lambda probs, ranks: _top2prefix_reference(ranks))(_top2prefix)
     tiers.register_aggregator("trimmed_mean", tiers=(3,), reference=_trimmed_mean_reference)(_trimmed_mean)
     yield
-    del tiers.REGISTRIES[1]["top2prefix"]
-    del tiers.REGISTRIES[3]["trimmed_mean"]
+    tiers.REGISTRIES[1].remove("top2prefix")
+    tiers.REGISTRIES[3].remove("trimmed_mean")
 
 
 def _top2prefix_reference(ranks):

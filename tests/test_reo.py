@@ -369,12 +369,12 @@ def test_candidates_count_tuples_exactly():
 
 def test_reo_scores_are_post_gen_metrics_of_a_search(tmp_path):
     from pregen_jax import postgen
-    assert "no REO matching model" in postgen.availability(postgen.PostgenOptions())["REO_R_image"][1]
+    assert "no REO matching model" in postgen.metric_availability(postgen.PostgenOptions())["REO_R_image"][1]
     trained = _train(tmp_path / "m", epochs=1)
     scorer = reo.ReoScorer(trained.matcher, trained.params, reo.Covariance.identity(TINY.joint_size))
     reo.save_scorer(scorer, tmp_path / "m" / "matcher.msgpack", tmp_path / "scorer", "toy-features")
     options = postgen.PostgenOptions(reo_model=str(tmp_path / "scorer"))
-    assert all(ok for name, (ok, _) in postgen.availability(options).items() if name.startswith("REO_"))
+    assert all(ok for name, (ok, _) in postgen.metric_availability(options).items() if name.startswith("REO_"))
     regions, captions = _toy(images=5)
     ids = [f"im{k}" for k in range(5)]
     gts = {i: [" ".join(ref) for ref in refs] for i, refs in zip(ids, captions)}

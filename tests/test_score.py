@@ -13,7 +13,7 @@ from pregen_jax import RefProbs, cli
 from pregen_jax.pipeline import SearchConfig
 from pregen_jax.pipeline.finished import MANIFEST, FinishedSearch
 from pregen_jax.pipeline.sources import load_data, precomputed_candidates
-from pregen_jax.refprobs import References, reference_fingerprint
+from pregen_jax.refprobs import ReferenceFingerprint, reference_fingerprint
 from tests.builders import write_precomputed
 
 
@@ -169,7 +169,7 @@ def test_fingerprints_follow_tokens_order_and_vocabulary(tmp_path):
     assert RefProbs.load(tmp_path / "rp.npz").references == base
     RefProbs(rp.probs, rp.ranks, rp.mask).save(tmp_path / "plain.npz")
     assert RefProbs.load(tmp_path / "plain.npz").references is None
-    assert References.from_json(base.to_json(), "x") == base
+    assert ReferenceFingerprint.from_json(base.to_json(), "x") == base
 
 
 def test_run_folder_without_manifest_or_changed_is_refused(search, tmp_path, capsys):

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from pregen_jax import postgen
-from pregen_jax.pipeline.select import Candidate, check_metric, lookup, select
 from pregen_jax.ranking.racing import RaceSettings
+from pregen_jax.selection import Candidate, check_metric, lookup, select
 
 WORDS = "a dog cat runs sits on the grass red ball man woman rides bike in park water".split()
 
@@ -60,7 +60,7 @@ def test_metrics_whose_corpus_score_is_not_a_mean_are_refused(metric):
 
 
 def test_assisted_and_screened_select_counts_passes_and_never_decodes_the_screened():
-    from pregen_jax.pipeline.select import PassFeatures
+    from pregen_jax.selection import PassFeatures
     refs = _references(200)
     rng = np.random.default_rng(2)
     good = [r[0] for r in refs]

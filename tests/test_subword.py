@@ -9,6 +9,7 @@ from pregen_jax.captioning.input_pipeline import encode_references, reference_wo
 from pregen_jax.datasets import Vocabulary, load_vocabulary, tokenize
 from pregen_jax.datasets.tokenizer import BpeVocabulary, run_bpe, train_bpe
 from pregen_jax.pieces import words_from_pieces
+from tests.conftest import shared
 
 CAPTIONS = [[tokenize(c) for c in refs] for refs in [
     ["A red ball above a blue box.", "a small red-ball", "Two balls, both red"],
@@ -141,3 +142,23 @@ def test_token_level_numbers_against_word_references_are_called_a_tokenization_p
                                         [[np.zeros(len(p), int) for p in refs] for refs in pieces])
     with pytest.raises(ValueError, match="image 0, reference 0 has .* a tokenization problem.*word_starts"):
         tokens.check_references(CAPTIONS[:3])
+
+
+def test_bpe_encodes_word_by_word_as_the_tokenizer_encodes_whole_captions():
+    """Each distinct word is encoded once and captions joined from their words' pieces: the same ids,
+    word starts and unknown-word counts as the tokenizer's own encoding of every Flickr8k caption."""
+    from pregen_jax.datasets import read_flickr8k
+    data = read_flickr8k(shared("flickr8k"))
+    captions = [refs for split in ("train", "val", "test") for refs in data[split].captions]
+    vocab = train_bpe(captions[:2000], 1000)  # small: many test words split into pieces, some unknown letters
+    unknown = 0
+    for refs in captions[::4]:
+        for words in refs:
+            whole = vocab.tokenizer.encode(list(words), is_pretokenized=True, add_special_tokens=False)
+            word_ids = whole.word_ids
+            assert vocab.encode(words) == whole.ids, words
+            assert vocab.word_starts(words) == [k == 0 or word_ids[k] != word_ids[k - 1] for k in range(len(word_ids))]
+            expected = len({w for i, w in zip(whole.ids, word_ids) if i == vocab.unk_id})
+            assert vocab.unknown_words(words) == expected, words
+            unknown += expected
+    assert unknown > 0  # the unknown-word path was exercised

@@ -196,7 +196,7 @@ def segment_space():
     yield tiers.Space.from_names(filters=("none", "prefix0"), caption_scores=("prob", "pplx", "count"),
                                  image_aggregators=("median", "geomean", "trimmed_mean", "join"),
                                  dataset_aggregators=("sum", "mean", "median", "geomean", "max", "min", "trimmed_mean"))
-    del tiers.REGISTRIES[3]["trimmed_mean"], tiers.REGISTRIES[4]["trimmed_mean"]
+    tiers.REGISTRIES[3].remove("trimmed_mean"), tiers.REGISTRIES[4].remove("trimmed_mean")
 
 
 def oracle_sweep(ref_probs, strata, space):

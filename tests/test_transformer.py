@@ -32,7 +32,7 @@ def tiny_model(seed=0, **sizes):
 
 
 def test_registered_and_named_in_the_config():
-    assert "transformer" in registry.names()
+    assert "transformer" in registry.ARCHITECTURES.names()
     assert isinstance(registry.make_model("transformer", CaptionerConfig(**TINY), 7), TransformerCaptioner)
     config = SearchConfig.from_dict({"models": {"architectures": ["transformer", "merge"]}})
     assert config.models.architectures == ["transformer", "merge"]
@@ -55,7 +55,7 @@ def test_a_registered_architecture_is_accepted_by_the_config():
         with pytest.raises(ValueError, match="already registered"):
             registry.register_architecture("transformer")(wide)
     finally:
-        registry.REGISTRY.pop("transformer-wide")
+        registry.ARCHITECTURES.remove("transformer-wide")
 
 
 def test_parallel_pass_equals_cached_step_by_step_decoding():

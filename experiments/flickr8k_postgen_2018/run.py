@@ -28,7 +28,7 @@ from pregen_jax.datasets import TOKENIZER_NAME, CaptionDataset, CaptionSplit, re
 from pregen_jax.pipeline.config import PostgenConfig, SearchConfig
 from pregen_jax.pipeline.flow import FlowSettings, score_model
 from pregen_jax.pipeline.postgen_metrics import LazyMetrics
-from pregen_jax.pipeline.sources import Candidate, Data
+from pregen_jax.pipeline.sources import Data, SearchModel
 
 SHARED = io.SHARED_DATA
 ARCHITECTURES, RUNS, METRICS = ("init", "pre", "par", "merge"), (1, 2, 3), ("METEOR", "CIDEr", "WMD")
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
             print(f"{name} unavailable: {why}")
         for arch, run in tqdm([(a, r) for a in ARCHITECTURES for r in RUNS], desc="models"):
             lines = (captions_dir / f"flickr8k_{arch}_{run}.txt").read_text().splitlines()
-            model = Candidate(arch, str(run), "final", f"where-image2 {arch} {run}",
+            model = SearchModel(arch, str(run), "final", f"where-image2 {arch} {run}",
                               captions=[tokenize(line) for line in lines])
             scored = score_model(model, data, settings, only={"captions", "strata", "postgen"})
             strata = scored.values["strata"]

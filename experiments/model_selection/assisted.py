@@ -98,7 +98,7 @@ def screen_share(grids: dict, held_out: str, max_lost: float = 0.05, extra=()) -
 def search_models(folder: Path) -> dict | None:
     """The 12 held-out search models (other seeds): per-image CIDEr on the shapes test split and
     the validation perplexity their training logged (``cache/shapes/search``), or None."""
-    from pregen_jax.pipeline.select import logged_perplexity
+    from pregen_jax.selection import logged_perplexity
     base = folder / "cache" / "shapes"
     per_image, prior = [], []
     for path in sorted((base / "search").glob("*.npz")):

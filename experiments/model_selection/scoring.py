@@ -32,7 +32,7 @@ from pregen_jax.datasets import CaptionDataset
 from pregen_jax.pipeline.config import GenerationConfig, PostgenConfig, SearchConfig
 from pregen_jax.pipeline.flow import FlowSettings, score_model
 from pregen_jax.pipeline.postgen_metrics import LazyMetrics
-from pregen_jax.pipeline.sources import Candidate, Data
+from pregen_jax.pipeline.sources import Data, SearchModel
 from pregen_jax.ranking import features
 
 WINNER_2018 = "mean_max_normcount_prefix0"
@@ -177,7 +177,7 @@ def score_search_model(trained, split, vocab, cider_metric, path: Path) -> dict:
     metrics = LazyMetrics(PostgenConfig(metrics=["CIDEr"]), data, started={"CIDEr": cider_metric})
     settings = FlowSettings(SearchConfig(generation=GenerationConfig(beam_width=3)), metrics, tiers.DEFAULT_SPACE,
                             progress=False, warn_unknown=False)
-    model = score_model(Candidate(trained.model.arch, "search", "final", "search model", trained), data, settings)
+    model = score_model(SearchModel(trained.model.arch, "search", "final", "search model", trained), data, settings)
     strata = model.values["strata"]
     _save_npz(path, pregen=np.asarray(model.values["pregen"], np.float64),
               cider=np.asarray(model.post["CIDEr"], np.float64), per_image=np.asarray(model.per_image["CIDEr"], np.float64),

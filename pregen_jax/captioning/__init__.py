@@ -6,13 +6,14 @@ on a whole split: reference probabilities and captions)."""
 from . import registry, transformer  # noqa: F401  (transformer registers "transformer")
 from .evaluate import generate_captions, perplexity, reference_probs
 from .models import CELLS, FEATURE_STATS, Captioner, CaptionerConfig, with_feature_mean
-from .registry import make_model, register_architecture
+from .registry import ARCHITECTURES, make_model, register_architecture
 from .train import TrainConfig, TrainedModel, load_trained, train_captioner
 from .transformer import TransformerCaptioner
 
-ARCHITECTURES = registry.names()
-"""The built-in architectures (``[models] architectures`` accepts any registered later too)."""
+BUILTIN_ARCHITECTURES = ARCHITECTURES.names()
+"""The built-in architectures, the default of ``[models] architectures`` (which accepts any
+registered later too: ``ARCHITECTURES`` is the registry)."""
 
-__all__ = ["ARCHITECTURES", "CELLS", "FEATURE_STATS", "Captioner", "CaptionerConfig", "TrainConfig", "TrainedModel",
+__all__ = ["ARCHITECTURES", "BUILTIN_ARCHITECTURES", "CELLS", "FEATURE_STATS", "Captioner", "CaptionerConfig", "TrainConfig", "TrainedModel",
            "TransformerCaptioner", "generate_captions", "load_trained", "make_model", "perplexity",
            "reference_probs", "register_architecture", "train_captioner", "with_feature_mean"]

@@ -34,7 +34,6 @@ from ..settings import PositiveInt, Probability, settings
 from .registry import register_architecture
 
 RNN_ARCHITECTURES = ("init", "pre", "par", "merge")
-ARCHITECTURES = RNN_ARCHITECTURES  # the Captioner's variants; every registered one: registry.names()
 CELLS = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell, "rnn": nn.SimpleCell}
 FEATURE_STATS = "feature_stats"  # variable collection set from the training features, never trained
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from ..registry import Registry
 from ..settings import as_dict
 
 
@@ -44,45 +45,26 @@ class Architecture:
     description: str = ""
 
 
-REGISTRY: dict[str, Architecture] = {}
+ARCHITECTURES: Registry[Architecture] = Registry("architecture", make=Architecture)
+"""Every registered architecture by name, in registration order (``ARCHITECTURES.get(name)``
+names the registered ones when ``name`` is not)."""
 
 
 def register_architecture(name: str, check: Callable = _no_check, ignores=(), description: str = "",
                           overwrite: bool = False):
     """Decorator: register a module class (or factory) under ``name``; returns it unchanged."""
-    def decorator(module):
-        if name in REGISTRY and not overwrite:
-            raise ValueError(f"an architecture named {name!r} is already registered (pass overwrite=True)")
-        REGISTRY[name] = Architecture(name, module, check, tuple(ignores), description)
-        return module
-    return decorator
-
-
-def names() -> tuple[str, ...]:
-    """Every registered architecture, in registration order."""
-    return tuple(REGISTRY)
-
-
-def get(name: str) -> Architecture:
-    """The architecture called ``name``; ValueError listing the registered ones otherwise."""
-    if not isinstance(name, str) or name not in REGISTRY:
-        raise ValueError(f"unknown architecture {name!r}; registered: {', '.join(REGISTRY)}")
-    return REGISTRY[name]
-
-
-def check(name: str, config) -> None:
-    """ValueError if ``name`` is unknown or cannot be built with ``config``."""
-    get(name).check(config)
+    return ARCHITECTURES.register(name, overwrite=overwrite, check=check, ignores=tuple(ignores),
+                                  description=description)
 
 
 def make_model(name: str, config, vocab_size: int):
     """The Flax module of architecture ``name`` over ``vocab_size`` tokens (id 0 the edge token)."""
-    arch = get(name)
+    arch = ARCHITECTURES.get(name)
     arch.check(config)
     return arch.module(name, config, vocab_size)
 
 
 def record(name: str, config) -> dict:
     """``config`` as plain data without the fields architecture ``name`` ignores (for checkpoints and cache keys)."""
-    ignored = get(name).ignores
+    ignored = ARCHITECTURES.get(name).ignores
     return {key: value for key, value in as_dict(config).items() if key not in ignored}

@@ -16,7 +16,7 @@ import pydantic
 from flax import serialization
 
 from ..datasets import Vocabulary
-from ..settings import PositiveFloat, PositiveInt, as_dict, one_line, settings
+from ..settings import PositiveFloat, PositiveInt, as_dict, settings, validation_message
 from ..training import checkpoints, loop
 from . import criteria, decode, registry
 from .evaluate import perplexity, reference_probs
@@ -214,6 +214,6 @@ def load_trained(path, vocab: Vocabulary) -> TrainedModel:
         template = init_params(model, meta["feature_size"], 0)
         params = serialization.from_state_dict(template, tree["params"])
     except Exception as err:  # a foreign or older checkpoint: say which file, not where it broke
-        why = one_line(err, "model_config") if isinstance(err, pydantic.ValidationError) else f"{type(err).__name__}: {err}"
+        why = validation_message(err, "model_config") if isinstance(err, pydantic.ValidationError) else f"{type(err).__name__}: {err}"
         raise ValueError(f"{path}: not a pregen-jax caption model checkpoint ({why})") from err
     return TrainedModel(model, params, meta.get("history", []), Path(path))

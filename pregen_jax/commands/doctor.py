@@ -19,7 +19,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
     options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
     print("post-gen metrics:")
-    for name, (ok, why) in postgen.availability(options).items():
+    for name, (ok, why) in postgen.metric_availability(options).items():
         print(f"  {name:8s} {'available' if ok else 'UNAVAILABLE'}: {why}")
     return 0
 

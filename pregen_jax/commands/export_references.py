@@ -20,8 +20,8 @@ def _run(args: argparse.Namespace) -> int:
     import warnings
     from pathlib import Path
 
+    from ..external import export_references
     from ..pipeline import SearchConfig
-    from ..pipeline.export import export_references
     if Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: is a folder; give the name of the JSONL file to write")
     with warnings.catch_warnings(record=True) as caught:  # e.g. Flickr8k test-list lines that are not images

@@ -25,12 +25,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from .. import io
     from ..pipeline.finished import FinishedSearch
-    from ..pipeline.score import render, score
+    from ..prediction import predict_scores
     renamed(args, COMMAND.name)
     run = FinishedSearch.open(args.search)
     out = io.check_out_folder(args.out) if args.out else None
-    scores = score(run, args.refprobs, args.pregen, args.level, args.captions)
-    print(render(scores))
+    scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions)
+    print(_render(scores))
     if out is not None:
         with io.staged_folder(out) as staging:
             io.write_tsv(scores.predictions, staging / "scores.tsv")
@@ -38,6 +38,56 @@ def _run(args: argparse.Namespace) -> int:
             io.write_tsv(scores.pairs.assign(tokenizer=run.tokenizer), staging / "pairs.tsv")
         print(f"wrote {out}/scores.tsv, order.tsv, pairs.tsv")
     return 0
+
+
+def _render(scores) -> str:
+    """The printed table: per post-gen metric, each model's two predictions, then order and inseparable pairs."""
+    import numpy as np
+    import pandas as pd
+
+    from ..prediction import CHOSEN, PERPLEXITY
+    p = scores.predictions
+    level = f"{100 * scores.level:g}%"
+    lines = []
+    for post, rows in p.groupby("postgen", sort=False):
+        chosen = rows[rows["predictor"] == CHOSEN]
+        pplx = rows[rows["predictor"] == PERPLEXITY].set_index("model")
+        metric = chosen["pregen"].iloc[0]
+        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} intervals; chosen pre-gen metric {metric})"]
+        table = []
+        for _, row in chosen.iterrows():
+            entry = {"model": row["model"], "perplexity": f"{row['perplexity']:.3f}",
+                     metric: f"{row['pregen_value']:.4g}", "predicted": _interval(row)}
+            if row["model"] in pplx.index:
+                other = pplx.loc[row["model"]]
+                entry["from perplexity"] = _interval(other)
+                entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"] else "equal")
+            if np.isfinite(row["measured"]):
+                entry["measured"] = f"{row['measured']:.3f}"
+            entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
+            table.append(entry)
+        lines += [pd.DataFrame(table).to_string(index=False)]
+        for note in sorted(set(rows["note"]) - {""}):
+            lines.append(f"  note: {note}")
+        for predictor in (CHOSEN, PERPLEXITY):
+            ranked = scores.order[(scores.order["postgen"] == post) & (scores.order["predictor"] == predictor)]
+            if len(ranked) < 2:
+                continue
+            close = scores.pairs[(scores.pairs["postgen"] == post) & (scores.pairs["predictor"] == predictor)
+                                 & ~scores.pairs["separable"]]
+            lines.append(f"  order by {'the chosen metric' if predictor == CHOSEN else 'perplexity'}: "
+                         + " > ".join(ranked["model"]) + "; intervals cannot separate: "
+                         + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _interval(row) -> str:
+    import numpy as np
+    if not np.isfinite(row["predicted"]):
+        return "n/a"
+    flag = " (extrapolated)" if row["outside_calibration_range"] else ""
+    return f"{row['predicted']:.3f} [{row['low']:.3f}, {row['high']:.3f}]{flag}"
 
 
 COMMAND = Command("predict", "new models' post-gen scores predicted from their reference probabilities, with "

@@ -33,7 +33,7 @@ def _run(args: argparse.Namespace) -> int:
     table = ranking.read_table(args.table)
     post = [name.strip() for name in args.postgen.split(",")] if args.postgen else None
     columns = rank_columns(args.table, table, post=post, pregen=_names(args.pregen), ignore=_names(args.ignore),
-                           group_by=args.group_by, known_postgen=postgen.names(), id_columns=ID_COLUMNS)
+                           group_by=args.group_by, known_postgen=postgen.metric_names(), id_columns=ID_COLUMNS)
     if args.unit_tests:
         from ..meta.model_tests_report import read_unit_tests
         tests = read_unit_tests(args.unit_tests)

@@ -39,8 +39,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from .. import io
     from ..pipeline.finished import FinishedSearch
-    from ..pipeline.select import check_metric, run_select, summary_lines
     from ..ranking.racing import RaceSettings
+    from ..selection import check_metric, run_select
     check_metric(args.metric)
     try:
         settings = RaceSettings(args.budget, args.confidence, args.seed)
@@ -60,9 +60,41 @@ def _run(args: argparse.Namespace) -> int:
         print(note)
     with io.staged_folder(out) as staging:
         io.write_tsv(table, staging / "select.tsv")
-    print("\n".join(summary_lines(table, selection, args.split)))
+    print("\n".join(_summary_lines(table, selection, args.split)))
     print(f"wrote {out}/select.tsv")
     return 0
+
+
+def _summary_lines(table, selection, split: str) -> list[str]:
+    """What select prints: the pick, its interval, the models it could not separate, the cost."""
+    race = selection.race
+    pick = table.iloc[race.picked]
+    from ..pipeline.config import model_label
+    name = lambda row: model_label(row["architecture"], row["run"], row["epoch"])  # noqa: E731
+    total = race.images_scored / race.cost if race.cost else 0
+    lines = [f"picked {name(pick)}: {selection.metric} {pick['estimate']:.4f} "
+             f"[{pick['low']:.4f}, {pick['high']:.4f}] on {int(pick['images_scored'])} {split} images "
+             f"(interval at level {1 - 2 * race.alpha_per_test:.4f}, the race's corrected level)"]
+    left = [name(table.iloc[c]) for c in race.not_separated]
+    lines.append("not separated from it: " + (", ".join(left) if left else "none (every other model was dropped)"))
+    lines.append(f"cost: {race.images_scored} images decoded and scored of {int(round(total))} "
+                 f"({100 * race.cost:.1f}% of scoring every model on every image), "
+                 f"{selection.seconds['generate']:.1f} s decoding, {selection.seconds['score']:.1f} s scoring, "
+                 f"{selection.seconds.get('pass', 0.0):.1f} s teacher-forced passes (assist {selection.assist})")
+    screened = [name(table.iloc[c]) for c in range(len(table)) if table.iloc[c]["status"] == "screened out"]
+    if screened:
+        lines.append(f"screened out before generation ({len(screened)} of {len(table)}, by the prior): "
+                     + ", ".join(screened))
+    if race.assist.get("r2_pairs") is not None and "variance_ratio_pairs" in race.assist:
+        lines.append(f"assist {selection.assist}: cross-fitted R^2 {race.assist['r2_single']:.3f} (scores), "
+                     f"{race.assist['r2_pairs']:.3f} (differences to the pick); variance ratio of those differences "
+                     f"(plain over assisted, median) {race.assist['variance_ratio_pairs']:.3f}")
+    if "search_score" in table and table["search_score"].notna().all():
+        best = table["search_score"].max()
+        regret = 100 * (best - pick["search_score"]) / best if best else 0.0
+        lines.append(f"check against the search's whole-split {selection.metric}: the pick's is "
+                     f"{pick['search_score']:.4f}, the best model's {best:.4f} (regret {regret:.2f}%)")
+    return lines
 
 
 COMMAND = Command("select", "choose the best of a search's models by racing: real post-gen scores on growing "

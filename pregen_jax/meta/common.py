@@ -10,10 +10,10 @@ from ..pipeline.unit_test_results import markdown_table  # noqa: F401  (one tabl
 METRIC_ORDER = POSTGEN_NAMES  # display order of the registered post-gen metrics (any other registered name follows)
 
 
-def metric_names(spec: str | None) -> list[str]:
+def requested_metrics(spec: str | None) -> list[str]:
     """The metric names of a ``--metrics A,B`` value; every registered metric when ``spec`` is None."""
     from .. import postgen
-    text_only = [n for n in postgen.names() if not postgen.REGISTRY[n].needs_images]  # no images here
+    text_only = [n for n in postgen.metric_names() if not postgen.REGISTRY[n].needs_images]  # no images here
     registered = [n for n in METRIC_ORDER if n in text_only] + [n for n in text_only if n not in METRIC_ORDER]
     if spec is None:
         return registered

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import io
 from ..datasets import TOKENIZER, TOKENIZER_NAME
-from .common import markdown_table, metric_names, open_metrics, score_candidates
+from .common import markdown_table, open_metrics, requested_metrics, score_candidates
 from .judgments import (
     COLUMNS,
     CROWDFLOWER,
@@ -129,7 +129,7 @@ def run_judgments(out, flickr8k=None, metrics: str | None = None,
     start = time.perf_counter()
     io.check_out_folder(out)  # before any work
     folder = Path(flickr8k) if flickr8k else io.shared_data("flickr8k")
-    names = metric_names(metrics)
+    names = requested_metrics(metrics)
     expert, crowd = read_flickr8k_judgments(folder)
     rows, memo = [], {}
     with open_metrics(names) as metric_set:

@@ -81,7 +81,8 @@ class ModelFile:
 
     @property
     def label(self) -> str:
-        return f"{self.architecture}-{self.run}" + (f"-e{self.epoch}" if self.epoch != "final" else "")
+        from ..pipeline.config import model_label
+        return model_label(self.architecture, self.run, self.epoch)
 
 
 def model_files(search: TestedSearch) -> tuple[list[ModelFile], list[str]]:
@@ -111,7 +112,7 @@ def model_files(search: TestedSearch) -> tuple[list[ModelFile], list[str]]:
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelScores:
+class CorruptionScores:
     """One model's pre-gen metrics (columns of the space, C) unchanged and corrupted.
 
     Attributes:
@@ -133,18 +134,18 @@ class ModelScores:
         np.savez(folder / "scores.npz", **dataclasses.asdict(self))
 
     @classmethod
-    def load(cls, folder: Path) -> ModelScores:
+    def load(cls, folder: Path) -> CorruptionScores:
         with np.load(folder / "scores.npz") as npz:
             return cls(**{f.name: npz[f.name] for f in dataclasses.fields(cls)})
 
 
-def score_model(trained, data, space: tiers.Space, generation, seed) -> ModelScores:
+def score_corruptions(trained, data, space: tiers.Space, generation, seed) -> CorruptionScores:
     """Every corruption of one model: the pre-gen sweep (one stratum, all test images) and CIDEr,
     each through the search's flow (``pipeline.flow``) with the whole test set as the one stratum."""
     from ..pipeline import flow
     from ..pipeline.config import PostgenConfig, SearchConfig
     from ..pipeline.postgen_metrics import LazyMetrics
-    from ..pipeline.sources import Candidate
+    from ..pipeline.sources import SearchModel
     from ..strata import Strata
     test = data.test
     whole = {"strata": (Strata(np.ones((1, len(test)), bool), np.array([1]), np.array([0])), "whole test set")}
@@ -154,7 +155,7 @@ def score_model(trained, data, space: tiers.Space, generation, seed) -> ModelSco
         on = data if features is test.features else _with_test_features(data, features)
         settings = flow.FlowSettings(SearchConfig(generation=dataclasses.replace(generation, beam_width=beam_width)),
                                      metrics, space, progress=False, warn_unknown=False)
-        candidate = Candidate(trained.model.arch, "unit-test", "final", "corrupted",
+        candidate = SearchModel(trained.model.arch, "unit-test", "final", "corrupted",
                               dataclasses.replace(trained, params=params))
         return flow.score_model(candidate, on, settings, only=stages, given=whole)
 
@@ -173,7 +174,7 @@ def score_model(trained, data, space: tiers.Space, generation, seed) -> ModelSco
     noisy = [mc.add_param_noise(params, level, seed) for level in mc.NOISE_LEVELS]
     try:
         base_greedy = greedy(params)
-        return ModelScores(
+        return CorruptionScores(
             base=pregen(params, features),
             temperature=np.stack([pregen(p, features) for p in scaled]),
             shuffled=pregen(params, shuffled),
@@ -199,7 +200,7 @@ def model_seed(seed: int, label: str) -> list[int]:
 # ------------------------------------------------------------------ trials
 
 
-def trial_table(names: list[str], direction: dict[str, float], scores: list[ModelScores],
+def trial_table(names: list[str], direction: dict[str, float], scores: list[CorruptionScores],
                 models: pd.DataFrame) -> pd.DataFrame:
     """One row per (test, pre-gen metric): trials, passed, accuracy (percent).
 
@@ -270,7 +271,7 @@ class UnitTestRun:
     table: pd.DataFrame
     search: TestedSearch
     models: list[ModelFile]
-    scores: list[ModelScores]
+    scores: list[CorruptionScores]
     notes: list[str]
     out: Path
     seconds: float
@@ -324,10 +325,10 @@ def run_unit_tests(search_folder, out, seed: int = 0, progress: Callable[[str], 
         begin = time.perf_counter()
 
         def compute(model=model):
-            return score_model(trained[model.label], data, space, search.config.generation,
+            return score_corruptions(trained[model.label], data, space, search.config.generation,
                                model_seed(seed, model.label))
         value, _ = cache.cached(stage, model.label, settings, upstream[model.label], compute,
-                                lambda s, folder: s.save(folder), ModelScores.load)
+                                lambda s, folder: s.save(folder), CorruptionScores.load)
         scores.append(value)
         if progress:
             progress(f"{model.label}: " + (f"{time.perf_counter() - begin:.1f} s" if model.label in trained

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import io
 from ..datasets import TOKENIZER, TOKENIZER_NAME
-from .common import markdown_table, metric_names, open_metrics
+from .common import markdown_table, open_metrics, requested_metrics
 from .mutt import (
     DEFAULT_KS,
     FLUENCY,
@@ -179,7 +179,7 @@ def run_mutt(out, data=None, ks=DEFAULT_KS, metrics: str | None = None,
     start = time.perf_counter()
     io.check_out_folder(out)  # before any work
     data = Path(data) if data else io.shared_data("mutt")
-    ks, names = parse_ks(ks), metric_names(metrics)
+    ks, names = parse_ks(ks), requested_metrics(metrics)
     sets = read_mutt(data, ks)
     with open_metrics(names) as metric_set:
         if not metric_set.metrics:

@@ -17,7 +17,7 @@ import pydantic
 import tomli_w
 
 from .. import io
-from ..captioning import ARCHITECTURES, registry
+from ..captioning import ARCHITECTURES, BUILTIN_ARCHITECTURES
 from ..captioning.models import CaptionerConfig
 from ..captioning.train import TrainConfig
 from ..postgen import DEFAULT_METRICS
@@ -27,6 +27,16 @@ from ..strata import NUM_SPEC_STRATA, SPEC_MAX_K
 
 ID_COLUMNS = ("dataset", "architecture", "run", "epoch", "num_strata", "stratum")
 """The identifying columns of a search's table, in order."""
+
+
+def model_label(architecture: str, run, epoch="final") -> str:
+    """A model's one label, in every file name, message and table that names a model:
+    ``architecture-run`` for the final model, ``architecture-run-eEPOCH`` for a snapshot.
+
+    >>> model_label("merge", 1), model_label("merge", "1", 1)
+    ('merge-1', 'merge-1-e1')
+    """
+    return f"{architecture}-{run}" + (f"-e{epoch}" if str(epoch) != "final" else "")
 
 GROUPABLE = ("dataset", "architecture", "run", "epoch")
 DEFAULT_POSTGEN = DEFAULT_METRICS  # the post-gen metrics' one list is postgen's
@@ -62,7 +72,7 @@ class DataConfig:
 
 @settings
 class ModelsConfig:
-    architectures: list[str] = dataclasses.field(default_factory=lambda: list(ARCHITECTURES))  # registered names
+    architectures: list[str] = dataclasses.field(default_factory=lambda: list(BUILTIN_ARCHITECTURES))  # registered names
     runs: PositiveInt = 3                 # independently seeded runs per architecture
     captioner: CaptionerConfig = CaptionerConfig()
     checkpoints: list[str] = dataclasses.field(default_factory=list)  # already trained model.msgpack files
@@ -72,7 +82,7 @@ class ModelsConfig:
     @classmethod
     def _registered(cls, architectures):
         for name in architectures:
-            registry.get(name)  # unknown: names the registered ones
+            ARCHITECTURES.get(name)  # unknown: names the registered ones
         return architectures
 
     @pydantic.model_validator(mode="after")
@@ -80,7 +90,7 @@ class ModelsConfig:
         if len(set(self.architectures)) != len(self.architectures):
             raise ValueError(f"architectures lists one twice: {self.architectures}")
         for name in self.architectures:
-            registry.check(name, self.captioner)
+            ARCHITECTURES.get(name).check(self.captioner)
         if self.checkpoints and not self.vocabulary:
             raise ValueError("checkpoints need the vocabulary they were trained with (vocabulary = ...)")
         return self
@@ -109,7 +119,7 @@ class PostgenConfig(PostgenOptions):
         from ..postgen import registry
         if not metrics:
             raise ValueError("name at least one post-gen metric")
-        registry.check_names(metrics, "metrics")
+        registry.check_metric_names(metrics, "metrics")
         if len(set(metrics)) != len(metrics):
             raise ValueError(f"lists a metric twice: {metrics}")
         return metrics
@@ -157,7 +167,7 @@ class PrecomputedModel:
 
     @property
     def label(self) -> str:
-        return f"{self.architecture}-{self.run}"
+        return model_label(self.architecture, self.run)
 
 
 @settings

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import io, ranking
 from ..ranking import ALL, decisions, render
-from ..refprobs import References, RefProbs
+from ..refprobs import ReferenceFingerprint, RefProbs
 from .config import SearchConfig
 from .unit_test_results import UNIT_TESTS_FILE, read_unit_tests
 
@@ -147,9 +147,9 @@ class FinishedSearch:
         return list(self.manifest["postgen"])
 
     @property
-    def references(self) -> References:
+    def references(self) -> ReferenceFingerprint:
         """The fingerprint of the test references every model of the search was scored on."""
-        return References(**self.manifest["references"])
+        return ReferenceFingerprint(**self.manifest["references"])
 
     @functools.cached_property
     def reference_lengths(self) -> np.ndarray:

@@ -34,7 +34,7 @@ from ..strata import NUM_SPEC_STRATA, SPEC_MAX_K, Strata, spec_strata
 from .cache import NoCache, Stage, StageCache
 from .config import SearchConfig
 from .postgen_metrics import LazyMetrics, gts_res
-from .sources import TRAIN, Candidate, Data, TrainingJob
+from .sources import TRAIN, Data, SearchModel, TrainingJob
 
 MAIN, WORKER = "main", "worker"  # where a stage runs: the process that holds the accelerator, or a CPU worker
 
@@ -76,12 +76,12 @@ class Context:
 class ModelScores:
     """One model's way through the flow: every visited stage's value and cache key, in visit order.
 
-    Values: ``train`` the Candidate; ``refprobs`` RefProbs; ``captions`` list of token lists (one
+    Values: ``train`` the SearchModel; ``refprobs`` RefProbs; ``captions`` list of token lists (one
     per test image); ``strata`` Strata (S = 15 strata over I test images); ``postgen``
     (DataFrame f[S] per metric, dict metric -> f[I] per image); ``pregen`` f[S, C].
     """
 
-    candidate: Candidate
+    candidate: SearchModel
     values: dict[str, Any] = dataclasses.field(default_factory=dict)
     keys: dict[str, str] = dataclasses.field(default_factory=dict)
     visited: list[str] = dataclasses.field(default_factory=list)
@@ -120,9 +120,9 @@ class FlowStage:
 # ------------------------------------------------------------------ the stages
 
 
-def _train(ctx: Context, unit: TrainingJob | Candidate) -> tuple[list[Candidate], str]:
+def _train(ctx: Context, unit: TrainingJob | SearchModel) -> tuple[list[SearchModel], str]:
     """The unit's models: a training job's final model and snapshots, or a model given ready-made."""
-    if isinstance(unit, Candidate):
+    if isinstance(unit, SearchModel):
         return [unit], unit.key
     config, data = ctx.settings.config, ctx.data
     if ctx.cache.read_only:  # another process trained it: only name its entries
@@ -285,7 +285,7 @@ def timed_labels(settings: FlowSettings) -> list[list[str]]:
 # ------------------------------------------------------------------ running the stages
 
 
-def start(unit: TrainingJob | Candidate, ctx: Context) -> list[ModelScores]:
+def start_unit(unit: TrainingJob | SearchModel, ctx: Context) -> list[ModelScores]:
     """The first stage (train) of one unit: one ModelScores per model it gives (final model, snapshots)."""
     first = STAGES[0]
     with ctx.timer(first.timed_as(ctx.settings)):
@@ -316,7 +316,7 @@ def advance(model: ModelScores, ctx: Context, only: Collection[str] | None = Non
     return model
 
 
-def score_unit(unit: TrainingJob | Candidate, data: Data, settings: FlowSettings, cache: StageCache | None = None,
+def score_unit(unit: TrainingJob | SearchModel, data: Data, settings: FlowSettings, cache: StageCache | None = None,
                only: Collection[str] | None = None, given: dict[str, tuple[Any, str]] | None = None
                ) -> list[ModelScores]:
     """Every stage, in order, for each model of ``unit``, in this process.
@@ -326,7 +326,7 @@ def score_unit(unit: TrainingJob | Candidate, data: Data, settings: FlowSettings
     stages not to run (e.g. one whole-test-set stratum instead of the spec's strata).
     """
     ctx = Context(data, settings, cache if cache is not None else NoCache())
-    models = start(unit, ctx)
+    models = start_unit(unit, ctx)
     for model in models:
         for name, (value, key) in (given or {}).items():
             model.values[name], model.keys[name] = value, key
@@ -335,7 +335,7 @@ def score_unit(unit: TrainingJob | Candidate, data: Data, settings: FlowSettings
     return models
 
 
-def score_model(model: Candidate, data: Data, settings: FlowSettings, cache: StageCache | None = None,
+def score_model(model: SearchModel, data: Data, settings: FlowSettings, cache: StageCache | None = None,
                 only: Collection[str] | None = None, given: dict[str, tuple[Any, str]] | None = None
                 ) -> ModelScores:
     """Every stage, in order, for one ready model (trained, from a checkpoint, or precomputed outputs)."""

@@ -25,7 +25,7 @@ class LazyMetrics:
         self._borrowed = dict(started or {})
         self.started: dict[str, postgen.PostgenMetric] = dict(self._borrowed)
         self._settings: dict[str, dict] = {}
-        self.available = postgen.availability(config.options, config.metrics)
+        self.available = postgen.metric_availability(config.options, config.metrics)
 
     @property
     def names(self) -> list[str]:

@@ -14,7 +14,7 @@ def check_metrics_can_run(config: SearchConfig, source: str) -> None:
     """Refuse a search none of whose post-gen metrics can run here (with some left, the search
     warns about the others in one line each and goes on)."""
     from .. import postgen
-    available = postgen.availability(config.postgen.options, config.postgen.metrics)
+    available = postgen.metric_availability(config.postgen.options, config.postgen.metrics)
     if not any(ok for ok, _ in available.values()):
         name, (_, why) = next(iter(available.items()))
         raise ValueError(f"{source}: [postgen] metrics = {list(config.postgen.metrics)}: {name} cannot run here "

@@ -191,11 +191,11 @@ def manifest_data(result: SearchResult, config: SearchConfig, staging: Path, ent
 
 def _declared_references(path):
     """The fingerprint a precomputed RefProbs file carries (``RefProbs.save`` writes it), or None."""
-    from ..refprobs import References
+    from ..refprobs import ReferenceFingerprint
     with np.load(path, allow_pickle=False) as npz:
         if "references" not in npz.files:
             return None
-        return References.from_json(str(npz["references"]), f"{path}: array 'references'")
+        return ReferenceFingerprint.from_json(str(npz["references"]), f"{path}: array 'references'")
 
 
 def _calibrated_references(references, entries: list[dict]):

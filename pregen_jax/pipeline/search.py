@@ -103,7 +103,7 @@ class SearchResult:
     stages: dict[str, dict[str, int]]  # stage -> {"computed": n, "reused": m}
     vocab: object = None
     reference_lengths: np.ndarray | None = None  # i32[I, R]: positions (tokens + 1) of each test reference
-    references: object = None          # refprobs.References: the test references' fingerprint
+    references: object = None          # refprobs.ReferenceFingerprint: the test references' fingerprint
     left_out: dict[str, str] = dataclasses.field(default_factory=dict)  # label -> why the findings leave it out
     late: LateSteps = dataclasses.field(default_factory=LateSteps)  # the steps after the table: what was not done
 
@@ -168,7 +168,7 @@ class Search:
         result.keys = {"model": candidate.key, "refprobs": model.keys["refprobs"], "strata": model.keys["strata"]}
         return Evaluated(rows, result)
 
-    def model_side(self, candidate: sources.Candidate) -> tuple[str, str]:
+    def model_side(self, candidate: sources.SearchModel) -> tuple[str, str]:
         """The table's ``vocabulary`` and ``units`` of a model: the search's, or what a precomputed
         model's RefProbs records (its positions are the corpus's words: ``check_references``)."""
         if candidate.ref_probs is not None:
@@ -336,7 +336,7 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
     if any(trains):
         pool.warm()  # a model will train, so post-gen will run: its JVMs start while it trains
     trained_after = np.cumsum(trains[::-1])[::-1].tolist()[1:] + [0]  # units that train after each
-    with started_in_order([units[position] for position in mine], lambda unit: flow.start(unit, ctx), trainers,
+    with started_in_order([units[position] for position in mine], lambda unit: flow.start_unit(unit, ctx), trainers,
                           ctx.stop) as started:
         for index, models in tqdm(started, total=len(mine), desc="models", unit="unit",
                                   disable=not search.settings.progress):

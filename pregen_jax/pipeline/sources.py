@@ -30,13 +30,13 @@ from ..datasets.tokenizer import run_bpe, train_bpe
 from ..refprobs import RefProbs
 from ..strata import NUM_SPEC_STRATA
 from .cache import Entry, Stage, StageCache, digest
-from .config import MIN_TEST_IMAGES, SearchConfig
+from .config import MIN_TEST_IMAGES, SearchConfig, model_label
 
 TRAIN = Stage("train", 2)  # 2: pre centres its image features and never drops them
 
 
 @dataclasses.dataclass
-class Candidate:
+class SearchModel:
     """One model to evaluate: a Flax model (``trained``) or precomputed outputs.
 
     ``key`` identifies the model's parameters (or outputs) for the stage cache.
@@ -52,7 +52,7 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        return f"{self.architecture}-{self.run}" + (f"-e{self.epoch}" if self.epoch != "final" else "")
+        return model_label(self.architecture, self.run, self.epoch)
 
 
 @dataclasses.dataclass
@@ -69,7 +69,7 @@ class Data:
 
     @property
     def references(self):
-        """The test references' fingerprint (``refprobs.References``) with this vocabulary."""
+        """The test references' fingerprint (``refprobs.ReferenceFingerprint``) with this vocabulary."""
         from ..refprobs import reference_fingerprint
         return reference_fingerprint(self.test.captions, self.vocab)
 
@@ -143,7 +143,7 @@ def build_vocabulary(config: SearchConfig, dataset: CaptionDataset, run_folder=N
     return run_bpe(captions, data.vocab_size, Path(run_folder) / "cache" / "tokenizer" / name)
 
 
-def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
+def precomputed_candidates(config: SearchConfig, data: Data) -> list[SearchModel]:
     """Models evaluated by other toolkits: RefProbs .npz + a caption file each (``datasets.generated``),
     checked against the corpus."""
     test = data.test
@@ -157,18 +157,18 @@ def precomputed_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
                              f"({ref_probs.references.tokens}, the test split's are {data.references.tokens})")
         captions = read_generated_captions(entry.captions, test.image_ids)  # JSONL, TSV or a caption a line
         key = digest("precomputed", io.file_digest(entry.ref_probs), io.file_digest(entry.captions))
-        candidates.append(Candidate(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
+        candidates.append(SearchModel(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
                                     captions=captions))
     return candidates
 
 
-def checkpoint_candidates(config: SearchConfig, data: Data) -> list[Candidate]:
+def checkpoint_candidates(config: SearchConfig, data: Data) -> list[SearchModel]:
     """Models trained earlier (``[models] checkpoints``), checked against the vocabulary and features."""
     candidates = []
     for path in config.models.checkpoints:
         trained = load_trained(path, data.vocab)
         _check_feature_size(trained, data, path)
-        candidates.append(Candidate(trained.model.arch, Path(path).parent.name, "final",
+        candidates.append(SearchModel(trained.model.arch, Path(path).parent.name, "final",
                                     digest("checkpoint", io.file_digest(path)), trained))
     return candidates
 
@@ -201,7 +201,7 @@ class TrainingJob:
     def label(self) -> str:
         return f"{self.architecture}-{self.run}"
 
-    def train(self, config: SearchConfig, data: Data, progress: bool, stop=None) -> list[Candidate]:
+    def train(self, config: SearchConfig, data: Data, progress: bool, stop=None) -> list[SearchModel]:
         """Train the model (or finish or reuse its training) and return its candidates with parameters
         (``stop``: an event that ends the training early, see ``train_captioner``)."""
         train, val = data.dataset["train"], data.dataset["val"]
@@ -212,18 +212,18 @@ class TrainingJob:
             self.entry.mark_done()
         return self.candidates(config, data, trained)
 
-    def candidates(self, config: SearchConfig, data: Data, trained: TrainedModel | None = None) -> list[Candidate]:
+    def candidates(self, config: SearchConfig, data: Data, trained: TrainedModel | None = None) -> list[SearchModel]:
         """The final model, then each snapshot that exists (early stopping may end training before
         a snapshot epoch). Without ``trained``, no parameters are read: the candidates only name
         cache entries that another process computed."""
         if not self.entry.done:
             raise ValueError(f"{self.entry.folder}: the training of {self.label} did not finish (a process "
                              "stopped early?); rerun the same command to resume")
-        candidates = [Candidate(self.architecture, str(self.run), "final", f"{self.entry.key}:final", trained)]
+        candidates = [SearchModel(self.architecture, str(self.run), "final", f"{self.entry.key}:final", trained)]
         for epoch in config.training.snapshot_epochs:
             snapshot = self.entry.folder / f"snapshot-epoch{epoch}.msgpack"
             if snapshot.is_file():
-                candidates.append(Candidate(self.architecture, str(self.run), str(epoch), f"{self.entry.key}:epoch{epoch}",
+                candidates.append(SearchModel(self.architecture, str(self.run), str(epoch), f"{self.entry.key}:epoch{epoch}",
                                             load_trained(snapshot, data.vocab) if trained is not None else None))
         return candidates
 

@@ -15,7 +15,7 @@ than among the search's threads (``own_session``). Each worker starts its own ME
 once: on its first job, or, when the search knows a model will train (``warm``), while that
 model trains, so that the JVM's start (about 10 s: Java and METEOR's paraphrase table)
 overlaps training instead of delaying the first model's scores. A post-gen metric registered
-at run time (``postgen.register`` from the user's code) is unknown to a
+at run time (``postgen.register_metric`` from the user's code) is unknown to a
 fresh worker process, so with such a metric the workers are threads. With ``workers=0`` every
 job runs at once in this process, in the order a search without a pool would run it.
 """
@@ -149,7 +149,7 @@ def test_split_only(data: Data) -> Data:
 def worker_kind(config: PostgenConfig) -> str:
     """"process", unless a configured metric was registered at run time (a fresh process lacks it)."""
     from .. import postgen
-    builtin = all(postgen.REGISTRY[name].factory.__module__.startswith("pregen_jax.") for name in config.metrics
+    builtin = all(postgen.REGISTRY[name].metric_class.__module__.startswith("pregen_jax.") for name in config.metrics
                   if name in postgen.REGISTRY)
     return "process" if builtin else "thread"
 

@@ -21,17 +21,14 @@ import numpy as np
 
 from .base import PostgenOptions, check_inputs
 from .bleu import bleu_counts, bleu_scores
-from .cider import cider_d
+from .cider import CIDEr, cider_d
 from .corpus import Corpus
-from .recent import Recent
+from .recent import CACHE
+from .registry import check_metric_names, make_metrics
 from .rouge import rouge_l
 from .text import is_tokenized
 
 ARRAY_METRICS = ("CIDEr", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L")
-
-# The last corpora score() built, by (the inputs as given, tokenize): inputs that find one are the
-# inputs it was built from, which passed ``check_inputs``; its strings are what they became.
-_SCORED = Recent(2)
 
 
 def tokenized(strings: list[str]) -> list[str]:
@@ -44,38 +41,44 @@ def tokenized(strings: list[str]) -> list[str]:
 
 def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dict | None = None,
           tokenize: bool = True, **options) -> tuple[float, list[float]]:
-    """(corpus score, per-image scores in ``gts`` order) of metric ``name``.
+    """(corpus score, per-image scores in ``gts`` order) of metric ``name``: its ``compute_score``.
 
-    ``backend``: ``"array"`` or ``"coco"`` (CIDEr, Bleu_n, ROUGE_L); ``idf_from``: CIDEr's
+    ``backend``: ``"array"`` or ``"coco"`` (CIDEr, Bleu_n, ROUGE_L, WMD); ``idf_from``: CIDEr's
     reference set for document frequencies; ``options``: ``PostgenOptions`` fields (``stopwords``,
-    ``corenlp_dir``, ``reo_model``) for the toolkit metrics.
+    ``corenlp_dir``, ``reo_model``) for the toolkit metrics. Inputs are checked and tokenized once
+    (kept in the cache by content), so BLEU, ROUGE-L and CIDEr-D scored in turn on the same
+    captions share one tokenization and one encoded corpus.
     """
     if backend not in ("array", "coco"):
         raise ValueError(f"backend must be 'array' or 'coco', got {backend!r}")
     if idf_from is not None and name != "CIDEr":
         raise ValueError(f"idf_from applies to CIDEr only, not {name}")
-    if name in ARRAY_METRICS and backend == "array":
-        # Kept by the inputs as given (and whether they are to be tokenized): score() of BLEU,
-        # ROUGE-L and CIDEr-D in turn on the same captions checks, tokenizes and encodes them once.
-        from .cider import corpus_of, inputs_key
-        def build() -> Corpus:
-            check_inputs(gts, res)
-            strings = _tokenized(gts, res, idf_from) if tokenize else (gts, res, idf_from)
-            return corpus_of(*strings)
-        corpus = _SCORED.get((inputs_key(gts, res, idf_from), tokenize), build)
-        corpus, per_image = _array_score(name, corpus)
-        return corpus, per_image.tolist()
-    check_inputs(gts, res)
-    if tokenize:
-        gts, res, idf_from = _tokenized(gts, res, idf_from)
-    from .registry import check_names, make_metrics
-    check_names([name])
-    if name in ARRAY_METRICS:
-        options = {**options, "backend": backend}
-    with make_metrics([name], PostgenOptions(**options)) as metrics:
+    check_metric_names([name])
+    gts, res, idf_from = _checked(gts, res, idf_from, tokenize)
+    with make_metrics([name], PostgenOptions(**options, backend=backend)) as metrics:
         if not metrics.metrics:
             raise RuntimeError(f"{name} unavailable: {metrics.unavailable[name]}")
-        return metrics.metrics[0].compute_score(gts, res)
+        metric = CIDEr(backend, idf_from) if idf_from is not None else metrics.metrics[0]
+        if name not in ARRAY_METRICS:
+            return metric.compute_score(gts, res)
+        # checked before tokenizing: a reference that tokenizes to nothing is scored, as the toolkit scores it
+        stats = metric._checked_stats(gts, res)
+        return float(metric.aggregate(stats)), metric.per_image(stats).tolist()
+
+
+def _checked(gts: dict, res: dict, idf_from: dict | None, tokenize: bool) -> tuple[dict, dict, dict | None]:
+    """(gts, res, idf_from) checked and, with ``tokenize``, tokenized: kept by content in the cache,
+    as a copy (the caller's dictionaries may change after the call)."""
+    if not tokenize:
+        check_inputs(gts, res)
+        return gts, res, idf_from
+
+    def build():
+        check_inputs(gts, res)
+        out = _tokenized(gts, res, idf_from)
+        return tuple(None if d is None else {i: list(v) for i, v in d.items()} for d in out)
+    from .cider import inputs_key
+    return CACHE.get(("tokenized", inputs_key(gts, res, idf_from)), build)
 
 
 def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
@@ -116,16 +119,6 @@ def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
                 per_image = values[k * images:(k + 1) * images]
                 results[system][name] = (float(np.mean(per_image)), per_image)
     return results
-
-
-def _array_score(name: str, corpus: Corpus) -> tuple[float, np.ndarray]:
-    """(corpus score, f64[I] per-image scores) of one array metric on ``corpus`` (one candidate per image)."""
-    if name.startswith("Bleu_"):  # BLEU-1..4 come from the same counts: scored in turn, counted and scored once
-        whole, per_image = corpus.once("bleu", lambda: bleu_scores(*bleu_counts(corpus)))
-        n = int(name[-1])
-        return float(whole[n - 1]), per_image[:, n - 1]
-    per_image = rouge_l(corpus) if name == "ROUGE_L" else cider_d(corpus)
-    return float(np.mean(per_image)), per_image
 
 
 def _tokenized(gts: dict, res: dict, idf_from: dict | None) -> tuple[dict, dict, dict | None]:

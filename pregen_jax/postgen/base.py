@@ -1,8 +1,25 @@
-"""The post-gen metric interface: pycocoevalcap's ``compute_score(gts, res)``, plus strata.
+"""The post-gen metric interface: per-image sufficient statistics and their aggregate, with
+pycocoevalcap's ``compute_score(gts, res)`` on top, plus strata.
 
 ``gts``: image id -> list of reference strings; ``res``: image id -> [one candidate string].
-Strings are already tokenised (tokens joined by spaces) with the package tokenizer, so every
-metric sees the same tokens; scores are on each toolkit's native scale.
+Strings are already tokenised (tokens joined by spaces), so every metric sees the same tokens;
+scores are on each toolkit's native scale.
+
+The protocol every metric implements (what significance tests and subsets need):
+
+- ``stats(gts, res) -> f64[images, k]``: each image's sufficient statistics, rows in ``gts``
+  order. Any subset or resample of the rows is valid input to ``aggregate``.
+- ``aggregate(stats: f64[..., images, k]) -> f64[...]``: the corpus score of the rows, vectorized
+  over leading axes (a bootstrap passes ``stats[idx]`` with ``idx: i64[B, n]``).
+- per-image scores are ``aggregate(stats[:, None, :])``, the corpus score ``aggregate(stats)``;
+  ``compute_score`` is exactly that.
+
+How the corpus score is made is a declared fact (``corpus``): ``"mean"``, the mean of per-image
+scores (``k = 1``: CIDEr-D with the scored set's document frequencies held fixed, ROUGE-L, WMD,
+SPICE, REO), or ``"summed"``, a function of the column sums (BLEU's clipped counts and lengths,
+METEOR's alignment statistics): ``from_sums(sums: f64[..., k], images) -> f64[...]``. Either way
+the corpus score depends on the rows through their sum only, so a resample is ``counts @ stats``
+(``counts: f64[B, images]``, how often each image was drawn) passed to ``from_sums``.
 """
 from __future__ import annotations
 
@@ -30,38 +47,84 @@ class PostgenOptions:
 
 
 class PostgenMetric:
-    """A post-gen metric. Subclasses set ``name`` and implement ``compute_score``."""
+    """A post-gen metric. Subclasses set ``name`` and the facts below, and implement ``stats`` (and
+    ``from_sums`` where ``corpus == "summed"``); ``from_options`` makes one from the registry's options.
+
+    Facts (class attributes, declared once; the registry reads them from the class):
+      corpus: ``"mean"`` (the mean of per-image scores) or ``"summed"`` (a function of summed statistics).
+      corpus_dependent: an image's score depends on the other images scored with it (CIDEr-D's
+        document frequencies), so a block of images is scored on its own for the 2018 strata.
+      score_range: (lowest, highest) score.
+      needs_java: runs a Java program.
+      needs_images: scores captions against the images too (REO): ``bind_images`` first.
+    """
 
     name = "metric"
-    corpus_is_mean = True       # the corpus score is the mean of the per-image scores
-    corpus_dependent = False    # an image's score depends on the other images scored with it
+    corpus: Literal["mean", "summed"] = "mean"
+    corpus_dependent = False
+    score_range: tuple[float, float] = (0.0, 1.0)
+    needs_java = False
+    needs_images = False
+
+    @classmethod
+    def from_options(cls, name: str, options: PostgenOptions) -> PostgenMetric:
+        """The metric registered as ``name``, made with ``options`` (the registry's factory)."""
+        return cls()
+
+    @property
+    def corpus_is_mean(self) -> bool:
+        return self.corpus == "mean"
+
+    def stats(self, gts: dict, res: dict) -> np.ndarray:
+        """f64[images, k]: each image's sufficient statistics, rows in ``gts`` order (inputs checked)."""
+        check_inputs(gts, res)
+        return self._checked_stats(gts, res)
+
+    def _checked_stats(self, gts: dict, res: dict) -> np.ndarray:
+        """``stats`` of inputs already checked: what a metric implements."""
+        raise NotImplementedError(f"{type(self).__name__} does not give per-image statistics")
+
+    def from_sums(self, sums: np.ndarray, images) -> np.ndarray:
+        """f64[...]: the corpus score of rows whose statistics sum to ``sums`` (f64[..., k]); ``images``
+        the number of rows (an int, or f64[...])."""
+        if self.corpus != "mean":
+            raise NotImplementedError
+        return np.asarray(sums, np.float64)[..., 0] / images
+
+    def aggregate(self, stats: np.ndarray) -> np.ndarray:
+        """f64[...]: the corpus score of ``stats`` (f64[..., images, k])."""
+        stats = np.asarray(stats, np.float64)
+        if self.corpus == "mean":  # numpy's pairwise mean: the float order of np.mean(per_image)
+            return stats[..., 0].mean(axis=-1)
+        return self.from_sums(stats.sum(axis=-2), stats.shape[-2])
+
+    def per_image(self, stats: np.ndarray) -> np.ndarray:
+        """f64[images]: each row's own score, ``aggregate(stats[:, None, :])``."""
+        return self.aggregate(np.asarray(stats, np.float64)[:, None, :])
 
     def compute_score(self, gts: dict, res: dict) -> tuple[float, list[float]]:
-        """(corpus score, per-image scores in ``gts`` order)."""
-        raise NotImplementedError
+        """(corpus score, per-image scores in ``gts`` order): ``aggregate`` of ``stats``."""
+        stats = self.stats(gts, res)
+        return float(self.aggregate(stats)), self.per_image(stats).tolist()
 
     def score_blocks(self, gts: dict, res: dict, blocks: list[list]) -> tuple[np.ndarray, np.ndarray]:
         """(f[S] the corpus score of each block (a list of image ids) computed on that block alone,
         f[I] per-image scores over the whole set, in ``gts`` order).
 
-        A block's score is the mean of its images' scores where the corpus score is a mean and an
-        image's score does not depend on the other images; otherwise (CIDEr-D's document
-        frequencies, BLEU's summed counts) the metric runs on the block alone: the 2018 strata.
+        Where an image's statistics do not depend on the other images, a block's score is the
+        aggregate of its images' rows (BLEU's summed counts, METEOR's summed alignments, a mean);
+        otherwise (CIDEr-D's document frequencies) the metric runs on the block alone: the 2018 strata.
         """
-        _, per_image = self.compute_score(gts, res)
-        if self.corpus_is_mean and not self.corpus_dependent:
-            return _block_means(gts, per_image, blocks), np.asarray(per_image, float)
-        return (np.array([self.compute_score({i: gts[i] for i in block}, {i: res[i] for i in block})[0]
-                          for block in blocks]), np.asarray(per_image, float))
+        stats = self.stats(gts, res)
+        if self.corpus_dependent:
+            return (np.array([self.compute_score({i: gts[i] for i in block}, {i: res[i] for i in block})[0]
+                              for block in blocks]), self.per_image(stats))
+        position = {image_id: k for k, image_id in enumerate(gts)}
+        return (np.array([self.aggregate(stats[[position[i] for i in block]]) for block in blocks]),
+                self.per_image(stats))
 
     def close(self) -> None:
         """Release external resources (a Java process)."""
-
-
-def _block_means(gts: dict, per_image, blocks: list[list]) -> np.ndarray:
-    """f[S]: the mean per-image score of each block (``per_image`` in ``gts`` order)."""
-    by_id = dict(zip(gts, per_image))
-    return np.array([np.mean([by_id[i] for i in block]) for block in blocks])
 
 
 def check_inputs(gts: dict, res: dict, source: str = "captions") -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenMetric, check_inputs
+from .base import PostgenMetric
 from .corpus import MAX_ORDER, Corpus
+from .registry import backend_setting, register_metric
 
 TINY, SMALL = 1e-15, 1e-9
 
@@ -57,24 +58,50 @@ def _closest(corpus: Corpus, testlen: np.ndarray) -> np.ndarray:
 
 def bleu_scores(correct, guess, testlen, reflen) -> tuple[np.ndarray, np.ndarray]:
     """(f[4] corpus BLEU-1..4 from summed counts, f[C, 4] each candidate's sentence BLEU-1..4)."""
-    def bleu(correct, guess, testlen, reflen):
-        precision = (correct.astype(np.float64) + TINY) / (guess + SMALL)
-        scores = np.cumprod(precision, axis=-1) ** (1.0 / np.arange(1, MAX_ORDER + 1))
-        ratio = (testlen + TINY) / (reflen + SMALL)
-        penalty = np.where(ratio < 1, np.exp(1 - 1 / np.where(ratio < 1, ratio, 1.0)), 1.0)
-        return scores * np.asarray(penalty)[..., None]
-    per_image = bleu(correct, guess, testlen, reflen)
-    corpus = bleu(correct.sum(0), guess.sum(0), float(testlen.sum()), float(reflen.sum()))
+    per_image = _bleu(correct, guess, testlen, reflen)
+    corpus = _bleu(correct.sum(0), guess.sum(0), float(testlen.sum()), float(reflen.sum()))
     return corpus, per_image
+
+
+def _bleu(correct, guess, testlen, reflen) -> np.ndarray:
+    """f64[..., 4]: BLEU-1..4 of counts ``correct``, ``guess`` (f[..., 4]) and lengths (f[...])."""
+    precision = (np.asarray(correct, np.float64) + TINY) / (guess + SMALL)
+    scores = np.cumprod(precision, axis=-1) ** (1.0 / np.arange(1, MAX_ORDER + 1))
+    ratio = (testlen + TINY) / (reflen + SMALL)
+    penalty = np.where(ratio < 1, np.exp(1 - 1 / np.where(ratio < 1, ratio, 1.0)), 1.0)
+    return scores * np.asarray(penalty)[..., None]
+
+
+def bleu_stats(corpus: Corpus) -> np.ndarray:
+    """f64[C, 10]: each candidate's BLEU statistics: clipped matches of orders 1-4, guesses of
+    orders 1-4, its length and the closest reference length (all counts: their sums are exact)."""
+    correct, guess, testlen, reflen = bleu_counts(corpus)
+    return np.concatenate([correct, guess, testlen[:, None], reflen[:, None]], axis=1).astype(np.float64)
+
+
+def coco_bleu_stats(gts: dict, res: dict) -> np.ndarray:
+    """f64[I, 10]: ``bleu_stats`` as pycocoevalcap's ``BleuScorer`` counts them (its cooked
+    sentences, its 'closest' reference length): the toolkit's own statistics, in ``gts`` order."""
+    from pycocoevalcap.bleu.bleu_scorer import BleuScorer
+    scorer = BleuScorer(n=MAX_ORDER)
+    for i in gts:
+        scorer += (res[i][0], gts[i])
+    rows = []
+    for comps in scorer.ctest:
+        reflen = scorer._single_reflen(comps["reflen"], "closest", comps["testlen"])
+        rows.append([*comps["correct"], *comps["guess"], comps["testlen"], reflen])
+    return np.array(rows, np.float64).reshape(len(rows), 2 * MAX_ORDER + 2)
 
 
 class BLEU(PostgenMetric):
     """BLEU-n; per-image scores are pycocoevalcap's sentence-level BLEU, the corpus score its corpus BLEU.
 
-    ``backend``: ``"array"`` (default, all images at once) or ``"coco"`` (pycocoevalcap itself).
+    Statistics (``stats``: f64[I, 10], ``bleu_stats``) are summed over images, then scored
+    (``from_sums``). ``backend``: ``"array"`` (default, all images at once) or ``"coco"``
+    (pycocoevalcap's ``BleuScorer`` counts them).
     """
 
-    corpus_is_mean = False
+    corpus = "summed"
 
     def __init__(self, n: int = 4, backend: str = "array"):
         if n not in (1, 2, 3, 4):
@@ -84,28 +111,22 @@ class BLEU(PostgenMetric):
         self.n, self.backend = n, backend
         self.name = f"Bleu_{n}"
 
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
-        if self.backend == "coco":
-            from pycocoevalcap.bleu.bleu import Bleu
-            scores, per_image = Bleu(self.n).compute_score(gts, res, verbose=0)
-            return float(scores[-1]), [float(s) for s in per_image[-1]]
-        from .cider import corpus_of
-        corpus, per_image = bleu_scores(*bleu_counts(corpus_of(gts, res)))
-        return float(corpus[self.n - 1]), per_image[:, self.n - 1].tolist()
+    @classmethod
+    def from_options(cls, name, options):
+        return cls(int(name[-1]), options.backend)
 
-    def score_blocks(self, gts, res, blocks):
-        """Each block's corpus BLEU from its images' summed counts (as pycocoevalcap on the block
-        alone: a candidate's counts and closest reference length depend on its image only)."""
+    def _checked_stats(self, gts, res):
         if self.backend == "coco":
-            return super().score_blocks(gts, res, blocks)
-        check_inputs(gts, res)
+            return coco_bleu_stats(gts, res)
         from .cider import corpus_of
-        correct, guess, testlen, reflen = bleu_counts(corpus_of(gts, res))
-        position = {image_id: k for k, image_id in enumerate(gts)}
-        by_block = []
-        for block in blocks:
-            at = [position[i] for i in block]
-            by_block.append(bleu_scores(correct[at], guess[at], testlen[at], reflen[at])[0][self.n - 1])
-        per_image = bleu_scores(correct, guess, testlen, reflen)[1][:, self.n - 1]
-        return np.array(by_block), per_image
+        return bleu_stats(corpus_of(gts, res))
+
+    def from_sums(self, sums, images):
+        sums = np.asarray(sums, np.float64)
+        m = MAX_ORDER
+        return _bleu(sums[..., :m], sums[..., m:2 * m], sums[..., 2 * m], sums[..., 2 * m + 1])[..., self.n - 1]
+
+
+for _n in (1, 2, 3, 4):
+    register_metric(f"Bleu_{_n}", BLEU, description=f"BLEU-{_n} (pycocoevalcap's corpus BLEU from summed counts)",
+                    depends_on=backend_setting)

@@ -22,7 +22,8 @@ import numpy as np
 
 from .base import PostgenMetric, check_inputs
 from .corpus import MAX_ORDER, Corpus
-from .recent import Recent
+from .recent import CACHE
+from .registry import backend_setting, register_metric
 
 SIGMA = 6.0
 
@@ -118,13 +119,16 @@ def _matches(corpus: Corpus, n: int, width: int, cand_start: np.ndarray) -> tupl
 class CIDEr(PostgenMetric):
     """CIDEr-D; document frequencies from the references of the images scored, or of ``idf_from``.
 
-    ``backend``: ``"array"`` (default; all images at once, equal to pycocoevalcap to 1e-9) or
-    ``"coco"`` (pycocoevalcap itself; no ``idf_from``).
+    Statistics: each image's score (``k = 1``) with the document frequencies of the whole scored
+    set (or ``idf_from``) held fixed; the corpus score is their mean, so a subset's or a
+    resample's aggregate keeps the full set's frequencies. ``backend``: ``"array"`` (default; all
+    images at once, equal to pycocoevalcap to 1e-9) or ``"coco"`` (pycocoevalcap itself; no ``idf_from``).
     """
 
     name = "CIDEr"
-    corpus_is_mean = True
+    corpus = "mean"
     corpus_dependent = True  # an image's score depends on the other images' references (idf)
+    score_range = (0.0, 10.0)
 
     def __init__(self, backend: str = "array", idf_from: dict | None = None):
         if backend not in ("array", "coco"):
@@ -133,14 +137,17 @@ class CIDEr(PostgenMetric):
             raise ValueError("CIDEr: idf_from needs the array backend (pycocoevalcap takes frequencies from gts)")
         self.backend, self.idf_from = backend, idf_from
 
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
+    @classmethod
+    def from_options(cls, name, options):
+        return cls(options.backend)
+
+    def _checked_stats(self, gts, res):
         if self.backend == "coco":
             from pycocoevalcap.cider.cider import Cider
-            score, per_image = Cider().compute_score(gts, res)
-            return float(score), [float(s) for s in per_image]
-        per_image = cider_d(corpus_of(gts, res, self.idf_from))
-        return float(np.mean(per_image)), per_image.tolist()
+            per_image = np.asarray(Cider().compute_score(gts, res)[1], np.float64)
+        else:
+            per_image = cider_d(corpus_of(gts, res, self.idf_from))
+        return per_image[:, None]
 
     def score_blocks(self, gts, res, blocks):
         """Each block scored alone (its own document frequencies, as the 2018 strata), all blocks in
@@ -179,7 +186,7 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
     The last few are kept (by content), so that CIDEr-D, BLEU and ROUGE-L scoring the same
     captions one after another (as a search does, metric by metric) split and count them once.
     """
-    return _RECENT.get(inputs_key(gts, res, idf_from), lambda: _corpus_of(gts, res, idf_from))
+    return CACHE.get(("corpus", inputs_key(gts, res, idf_from)), lambda: _corpus_of(gts, res, idf_from))
 
 
 def inputs_key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
@@ -187,8 +194,6 @@ def inputs_key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
     return (tuple(gts), tuple(map(tuple, gts.values())), len(res), tuple(tuple(res.get(i, ())) for i in gts),
             None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
 
-
-_RECENT = Recent(2)
 
 
 def _corpus_of(gts: dict, res: dict, idf_from: dict | None) -> Corpus:
@@ -201,3 +206,7 @@ def _corpus_of(gts: dict, res: dict, idf_from: dict | None) -> Corpus:
         if list(idf_from[image_id]) != list(gts[image_id]):
             raise ValueError(f"idf_from: image {image_id!r} has other references there than in gts")
     return Corpus.build(list(idf_from.values()), [res[i][0] for i in gts], [position[i] for i in gts], kept=True)
+
+
+register_metric("CIDEr", CIDEr, description="CIDEr-D (pycocoevalcap's scale; document frequencies from the images scored)",
+                depends_on=backend_setting)

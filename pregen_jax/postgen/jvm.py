@@ -40,13 +40,15 @@ PINNED = ("-Dfile.encoding=UTF-8", "-Duser.language=en", "-Duser.country=US",
           "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8")
 
 # What SPICE 1.0's libraries reach into by reflection, forbidden from Java 16 on without these
-# (InaccessibleObjectException). Its parse cache (LmdbTupleDB) serializes with FST 2.47, whose
-# class-info builder makes the private fields of String, BigInteger, URL, ... accessible.
-ADD_OPENS_PACKAGES = ("java.base/java.lang", "java.base/java.lang.reflect", "java.base/java.io",
-                      "java.base/java.math", "java.base/java.net", "java.base/java.nio",
-                      "java.base/java.text", "java.base/java.util", "java.base/java.util.concurrent",
-                      "java.base/java.util.concurrent.atomic", "java.base/java.util.regex",
-                      "java.sql/java.sql")
+# (InaccessibleObjectException). Its parse cache (edu.anu.spice.LmdbTupleDB) serializes with FST
+# 2.47, whose default configuration makes private fields of String, BigInteger, ArrayList,
+# ConcurrentHashMap, URL, SimpleDateFormat, ... accessible when the class loads: the six below,
+# found one at a time from its failure on Java 17 and 25 (tests/test_java.py loads that class).
+ADD_OPENS_PACKAGES = ("java.base/java.lang", "java.base/java.math", "java.base/java.util",
+                      "java.base/java.util.concurrent", "java.base/java.net", "java.base/java.text")
+# Newer JVMs warn (and will refuse, in a release to come) what its LMDB binding and FST do:
+# load a native library (Java 22+) and call sun.misc.Unsafe's memory methods (Java 23+).
+LATER_FLAGS = ((22, "--enable-native-access=ALL-UNNAMED"), (23, "--sun-misc-unsafe-memory-access=allow"))
 
 
 @dataclass(frozen=True)
@@ -89,12 +91,20 @@ def java_command(args: list[str], *, add_opens: bool = False) -> list[str]:
     """``[java, pinned settings, (SPICE's --add-opens), *args]`` for ``find_java()``'s Java.
 
     ``add_opens`` adds ``--add-opens P=ALL-UNNAMED`` for each of ``ADD_OPENS_PACKAGES`` on Java 9+
-    (Java 8 knows no modules and refuses the flag). Raises RuntimeError when no Java runs."""
+    (Java 8 knows no modules and refuses the flag), and ``LATER_FLAGS`` where the Java knows them.
+    Raises RuntimeError (``java_problem()``'s line) when no Java runs."""
     java = find_java()
     if java is None:
         raise RuntimeError(java_problem())
+    return [java.path, *PINNED, *(_opens(java.major) if add_opens else []), *args]
+
+
+def _opens(major: int) -> list[str]:
+    """SPICE's flags for a Java of this feature release (none before modules, Java 9)."""
+    if major < 9:
+        return []
     opens = [flag for package in ADD_OPENS_PACKAGES for flag in ("--add-opens", f"{package}=ALL-UNNAMED")]
-    return [java.path, *PINNED, *(opens if add_opens and java.major >= 9 else []), *args]
+    return opens + [flag for since, flag in LATER_FLAGS if major >= since]
 
 
 def java_env() -> dict[str, str]:

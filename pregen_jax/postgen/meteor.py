@@ -7,6 +7,7 @@ import numpy as np
 
 from .base import PostgenMetric, check_inputs
 from .jvm import JavaProcess, java_command
+from .registry import register_metric
 
 MEMO_LIMIT = 500_000  # segments whose statistics are kept (about 150 MB); past it the memo starts afresh
 
@@ -50,7 +51,8 @@ class METEOR(PostgenMetric):
     """
 
     name = "METEOR"
-    corpus_is_mean = False
+    corpus = "summed"
+    needs_java = True
 
     def __init__(self):
         jar = jar_path()
@@ -97,3 +99,22 @@ class METEOR(PostgenMetric):
         java = getattr(self, "_java", None)
         if java is not None:
             java.close()
+
+
+def _availability(options) -> tuple[bool, str]:
+    """METEOR: Java starts, and its jar opens."""
+    from .jvm import java_description, java_problem
+    from .spice import jar_problem
+    problem = java_problem() or jar_problem(jar_path())
+    if problem:
+        return False, problem
+    return True, f"java {java_description()}"
+
+
+def _depends_on(options) -> dict:
+    from .base import file_hash
+    return {"jar": file_hash(str(jar_path()))}
+
+
+register_metric("METEOR", METEOR, _availability, "METEOR 1.5 (pycocoevalcap, Java; -l en -norm)",
+                depends_on=_depends_on)

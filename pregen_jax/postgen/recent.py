@@ -1,5 +1,9 @@
-"""The last few values worked out, by key: the array backends keep what a call built (references
-split and counted, a corpus) for the calls that follow on the same strings."""
+"""The one cache of post-gen metrics: the last few values worked out, by content. The array backends
+keep what a call built for the calls that follow on the same strings, under keys that say what
+the value is: ``("references", strings)`` (references split and counted, reused by other
+candidates), ``("corpus", inputs)`` (references and candidates encoded and joined, reused by the
+next metric), ``("tokenized", inputs)`` (the functional API's inputs as the package tokenizer
+writes them)."""
 from __future__ import annotations
 
 import threading
@@ -29,3 +33,6 @@ class Recent:
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+
+
+CACHE = Recent(8)  # about two sets of references, two corpora, two tokenized inputs and room to turn over

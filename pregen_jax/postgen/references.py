@@ -14,10 +14,8 @@ from itertools import count, repeat
 
 import numpy as np
 
-from .recent import Recent
+from .recent import CACHE
 from .text import Encoded, Grams, _arrays, _shifted, is_canonical
-
-_RECENT = Recent(4)
 
 
 @dataclasses.dataclass
@@ -62,7 +60,7 @@ class References:
 
 def references_of(refs: list[str]) -> References | None:
     """The kept ``References`` of these strings (built on first use); None for non-canonical ones."""
-    return _RECENT.get(tuple(refs), lambda: _build(refs))
+    return CACHE.get(("references", tuple(refs)), lambda: _build(refs))
 
 
 def _build(refs: list[str]) -> References | None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import PostgenMetric, PostgenOptions, check_inputs
+from .base import PostgenMetric, PostgenOptions
+from .registry import register_metric
 
 MEASURES = {"REO_R_image": "R_image", "REO_E_image": "E_image", "REO_O_image": "O_image",
             "REO_R_refs": "R_refs", "REO_E_refs": "E_refs", "REO_O_refs": "O_refs"}
@@ -25,7 +26,7 @@ SCORER_FILES = ("matcher.msgpack", "covariance.npz", "covariance.json")
 DETECTOR_FILE = "detector.msgpack"  # also there when the scorer's regions are a learned detector's boxes
 
 
-def depends_on(options: PostgenOptions) -> dict:
+def _depends_on(options: PostgenOptions) -> dict:
     """What changes REO's scores besides captions, references and images: the scorer's files."""
     from .base import file_hash
     folder = Path(options.reo_model)
@@ -33,7 +34,7 @@ def depends_on(options: PostgenOptions) -> dict:
     return {"scorer": [file_hash(str(folder / name)) for name in files]}
 
 
-def availability(options: PostgenOptions) -> tuple[bool, str]:
+def _availability(options: PostgenOptions) -> tuple[bool, str]:
     if not options.reo_model:
         return False, ("no REO matching model: train one with experiments/reo_shapes/run.py and set "
                        "[postgen] reo_model = OUT/reo_scorer")
@@ -53,6 +54,9 @@ def _scorer(folder: str):
 class REO(PostgenMetric):
     """One of REO's six scores; higher is better for each (the paper's E and O are distances
     to the residual, so a larger value means less extra or less missing content)."""
+
+    needs_images = True
+    score_range = (-np.inf, np.inf)
 
     def __init__(self, name: str, folder: str):
         if name not in MEASURES:
@@ -75,8 +79,11 @@ class REO(PostgenMetric):
         self._regions = {image_id: k for k, image_id in enumerate(image_ids)}
         self._features = regions
 
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
+    @classmethod
+    def from_options(cls, name, options):
+        return cls(name, options.reo_model)
+
+    def _checked_stats(self, gts, res):
         if self._regions is None:
             raise ValueError(f"{self.name} reads the images: bind_images(image_ids, features) first")
         missing = [i for i in gts if i not in self._regions]
@@ -89,5 +96,12 @@ class REO(PostgenMetric):
             candidates = [res[i][0].split() for i in ids]
             references = [[ref.split() for ref in gts[i]] for i in ids]
             self._last = (key, self.scorer.score(regions, candidates, references))
-        per_image = np.asarray(self._last[1][MEASURES[self.name]], float)
-        return float(per_image.mean()), per_image.tolist()
+        return np.asarray(self._last[1][MEASURES[self.name]], np.float64).reshape(-1, 1)
+
+
+for _name, _what in (("R", "relevance"), ("E", "extraness (higher: less extra content)"),
+                     ("O", "omission (higher: less missing content)")):
+    for _truth in ("image", "refs"):
+        register_metric(f"REO_{_name}_{_truth}", REO, _availability,
+                        f"REO {_what} against the {'image' if _truth == 'image' else 'references'} "
+                        "(needs a matching model)", depends_on=_depends_on)

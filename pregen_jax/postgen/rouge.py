@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenMetric, check_inputs
+from .base import PostgenMetric
 from .corpus import Corpus
+from .registry import backend_setting, register_metric
 
 BETA = 1.2
 _BITS = 63
@@ -119,12 +120,16 @@ class ROUGE_L(PostgenMetric):  # noqa: N801 (pycocoevalcap's name)
             raise ValueError(f"ROUGE_L backend must be 'array' or 'coco', got {backend!r}")
         self.backend = backend
 
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
+    @classmethod
+    def from_options(cls, name, options):
+        return cls(options.backend)
+
+    def _checked_stats(self, gts, res):
         if self.backend == "coco":
             from pycocoevalcap.rouge.rouge import Rouge
-            score, per_image = Rouge().compute_score(gts, res)
-            return float(score), [float(s) for s in np.asarray(per_image)]
+            return np.asarray(Rouge().compute_score(gts, res)[1], np.float64)[:, None]
         from .cider import corpus_of
-        per_image = rouge_l(corpus_of(gts, res))
-        return float(np.mean(per_image)), per_image.tolist()
+        return rouge_l(corpus_of(gts, res))[:, None]
+
+
+register_metric("ROUGE_L", ROUGE_L, description="ROUGE-L F (pycocoevalcap)", depends_on=backend_setting)

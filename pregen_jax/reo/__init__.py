@@ -8,7 +8,7 @@ covariance) and ``ReoScorer.score`` / ``corpus_scores``; or the pieces: ``train_
 ``score_captions``. See experiments/reo_shapes/ for the check against known scenes.
 """
 from .attention import LAMBDA, attention, context_vectors, pair_scores
-from .captions import Candidate, count_tuples, make_candidate, make_candidates, scene_tuples
+from .captions import CandidateCaption, count_tuples, make_candidate, make_candidates, scene_tuples
 from .model import Matcher, MatcherConfig, ScanMatcher, encode_captions, encode_regions, pad_token_ids, shapes_regions
 from .scorer import METRIC_NAMES, ReoScorer, fit_scorer, fit_shapes_scorer, load_scorer, save_scorer
 from .scores import (
@@ -29,5 +29,5 @@ __all__ = ["LAMBDA", "METRIC_NAMES", "attention", "context_vectors", "correlatio
            "ledoit_wolf", "load_matcher", "load_scorer", "save_scorer", "mahalanobis", "make_candidate", "make_candidates", "pad_token_ids",
            "pair_scores", "projection_residual", "reo_from_context", "retrieval_recalls", "scene_tuples",
            "score_captions", "score_pairs", "shapes_regions", "train_matcher", "write_correlations",
-           "write_retrieval", "Candidate", "Covariance", "MatchTrainConfig", "Matcher", "MatcherConfig",
+           "write_retrieval", "CandidateCaption", "Covariance", "MatchTrainConfig", "Matcher", "MatcherConfig",
            "ReoScorer", "ScanMatcher", "TrainedMatcher"]

@@ -41,7 +41,7 @@ class Mention:
 
 
 @dataclasses.dataclass(frozen=True)
-class Candidate:
+class CandidateCaption:
     """A caption of known content for test image ``image``.
 
     extra_phrases: the words that carry content not in the scene (a hallucinated object's noun
@@ -97,7 +97,7 @@ def background_phrase(background: str, rng) -> list[str]:
     return ["on", "a", _pick(rng, BACKGROUNDS[background]), "background"]
 
 
-def make_candidate(image: int, scene: Scene, omit: int, extras: int, rng) -> Candidate:
+def make_candidate(image: int, scene: Scene, omit: int, extras: int, rng) -> CandidateCaption:
     """One caption for ``scene`` with ``omit`` objects left out and ``extras`` false additions."""
     objects = list(scene.objects)
     if not 0 <= omit < len(objects):
@@ -144,11 +144,11 @@ def make_candidate(image: int, scene: Scene, omit: int, extras: int, rng) -> Can
     correct, extra, omitted = count_tuples(stated, scene)
     missing = [noun_phrase(Mention(o.shape, o.colour, o.size), rng) for o in left_out]
     kept_phrases = [phrases[k] for k in range(len(kept)) if not wrong[k]]
-    return Candidate(image, words, omit, extras, correct, extra, omitted, extra_phrases, missing, kept_phrases,
+    return CandidateCaption(image, words, omit, extras, correct, extra, omitted, extra_phrases, missing, kept_phrases,
                      tuple(kinds_drawn), frozenset(stated))
 
 
-def make_candidates(scenes: list[Scene], max_extras: int = 3, seed: int = 0) -> list[Candidate]:
+def make_candidates(scenes: list[Scene], max_extras: int = 3, seed: int = 0) -> list[CandidateCaption]:
     """For every image, one candidate per design (omit in 0..objects-1, extras in 0..max_extras)."""
     rng = np.random.default_rng(seed)
     return [make_candidate(n, scene, omit, extras, rng)

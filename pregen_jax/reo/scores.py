@@ -159,7 +159,7 @@ def _reo_batch(regions, cand_words, cand_mask, ref_words, ref_mask, ref_valid, i
     return out
 
 
-def encode_references(matcher: Matcher, params, references: list[list[list[str]]], source: str = "references"):
+def embed_references(matcher: Matcher, params, references: list[list[list[str]]], source: str = "references"):
     """references[n][r] token lists -> (words f[I, R, L, D], mask bool[I, R, L], valid bool[I, R])."""
     for n, refs in enumerate(references):
         if not refs:
@@ -202,7 +202,7 @@ def score_pairs(matcher: Matcher, params, regions: np.ndarray, candidates: list[
     if covariance.precision.shape != (v.shape[-1],) * 2:
         raise ValueError(f"covariance is {covariance.precision.shape[0]}-dimensional but the matcher's space has "
                          f"{v.shape[-1]} dimensions")
-    ref_words, ref_mask, ref_valid = encode_references(matcher, params, references)
+    ref_words, ref_mask, ref_valid = embed_references(matcher, params, references)
     cand_words, cand_mask = encode_captions(matcher, params, candidates, "candidate captions")
     precision = jnp.asarray(covariance.precision, v.dtype)
     size = batch_size or len(candidates)

@@ -13,9 +13,9 @@ from scipy import stats
 from .. import io
 from ..datasets import TOKENIZER_NAME
 from .attention import LAMBDA, context_vectors, region_mask, region_mean
-from .captions import Candidate
+from .captions import CandidateCaption
 from .model import Matcher, encode_captions, encode_regions
-from .scores import GROUND_TRUTHS, MEASURES, cosine, encode_references, projection_residual
+from .scores import GROUND_TRUTHS, MEASURES, cosine, embed_references, projection_residual
 
 AGAINST = ("extra", "omitted", "correct")
 EXPECTED_SIGN = {("E", "extra"): -1, ("O", "omitted"): -1, ("R", "correct"): +1}  # what REO should show
@@ -37,7 +37,7 @@ def _centred(values: np.ndarray, images: np.ndarray) -> np.ndarray:
     return values - (sums / np.maximum(np.bincount(images), 1))[images]
 
 
-def correlations(scores: dict[str, np.ndarray], candidates: list[Candidate],
+def correlations(scores: dict[str, np.ndarray], candidates: list[CandidateCaption],
                  within_image: bool = False) -> list[Correlation]:
     """Spearman rho of every score (R/E/O x image/refs) with the candidates' extra, omitted and correct tuples.
 
@@ -105,7 +105,7 @@ def _residual_cosines(v, cand, cand_mask, phrase, phrase_mask, control, control_
     return out
 
 
-def figure3_cosines(matcher: Matcher, params, regions: np.ndarray, references, candidates: list[Candidate],
+def figure3_cosines(matcher: Matcher, params, regions: np.ndarray, references, candidates: list[CandidateCaption],
                     lam: float = LAMBDA) -> dict[str, dict[str, np.ndarray]]:
     """The paper's Figure 3 check on candidates with exactly one error and a correct object.
 
@@ -129,7 +129,7 @@ def figure3_cosines(matcher: Matcher, params, regions: np.ndarray, references, c
         cand = encode_captions(matcher, params, [c.tokens for c in group], "figure 3 candidates")
         phrase = encode_captions(matcher, params, phrases, "figure 3 phrases")
         control = encode_captions(matcher, params, [c.kept_phrases[0] for c in group], "figure 3 controls")
-        refs = encode_references(matcher, params, [references[n] for n in images])
+        refs = embed_references(matcher, params, [references[n] for n in images])
         result = _residual_cosines(v_all[images], *cand, *phrase, *control, refs, float(lam))
         prefix = "extra" if kind == "extra" else "omit"
         out[kind] = {key.replace(f"{prefix}_", ""): np.asarray(value, np.float64)
@@ -140,7 +140,7 @@ def figure3_cosines(matcher: Matcher, params, regions: np.ndarray, references, c
 # ------------------------------------------------------------------------ specificity and decomposition
 
 
-def count_arrays(candidates: list[Candidate], truths: list[set[tuple]] | None = None) -> dict[str, np.ndarray]:
+def count_arrays(candidates: list[CandidateCaption], truths: list[set[tuple]] | None = None) -> dict[str, np.ndarray]:
     """f64[C] extra, omitted and correct tuple counts of every candidate: against its scene
     (``truths`` None: the counts it carries) or against ``truths[image]`` (e.g. the union of
     the tuples its image's references state)."""
@@ -176,7 +176,7 @@ def _rho(x, y) -> float:
     return float(stats.spearmanr(x, y)[0])
 
 
-def metric_table(scores: dict[str, np.ndarray], candidates: list[Candidate],
+def metric_table(scores: dict[str, np.ndarray], candidates: list[CandidateCaption],
                  counts: dict[str, dict[str, np.ndarray]]) -> list[dict]:
     """One row per score: Spearman rho with the extra, omitted and correct counts, pooled and within
     image, and the within-image regression (``specificity``).
@@ -200,7 +200,7 @@ def metric_table(scores: dict[str, np.ndarray], candidates: list[Candidate],
     return rows
 
 
-def decomposition_table(scores: dict[str, np.ndarray], candidates: list[Candidate],
+def decomposition_table(scores: dict[str, np.ndarray], candidates: list[CandidateCaption],
                         counts: dict[str, dict[str, np.ndarray]]) -> list[dict]:
     """How much of E and O the cosine (R's part) and the vector norms carry, per ground truth.
 

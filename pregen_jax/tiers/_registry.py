@@ -31,6 +31,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from ..registry import Registry
+
 TIER_NAMES = {1: "filter", 2: "caption score", 3: "image aggregator", 4: "dataset aggregator"}
 JOIN = "join"
 
@@ -58,7 +60,7 @@ class TierFn:
         return self.tier == 3 and self.fn is None
 
 
-REGISTRIES: dict[int, dict[str, TierFn]] = {1: {}, 2: {}, 3: {}, 4: {}}
+REGISTRIES: dict[int, Registry[TierFn]] = {tier: Registry(f"tier-{tier} {what}") for tier, what in TIER_NAMES.items()}
 
 
 def _check_name(name: str) -> None:
@@ -126,14 +128,13 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
         if fn_name == JOIN:
             raise ValueError(f"{JOIN!r} is reserved for the structural tier-3 entry")
         for t in tiers:
-            if fn_name in REGISTRIES[t] and not overwrite:
-                raise ValueError(f"a tier-{t} {TIER_NAMES[t]} named {fn_name!r} is already registered "
-                                 "(choose another name, or pass overwrite=True)")
+            REGISTRIES[t].check_free(fn_name, overwrite)
         for t in tiers:
             _probe(t, fn_name, fn)
         module = module_digest(fn)
         for t in tiers:
-            REGISTRIES[t][fn_name] = TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference, module)
+            REGISTRIES[t].add(fn_name, TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference, module),
+                              overwrite=True)  # (every name checked free above)
         return fn
 
     return decorate
@@ -178,7 +179,7 @@ def load_module_file(path) -> object:
     if loaded is not None:  # an earlier version of the file: forget what it registered
         for registry in REGISTRIES.values():
             for fn_name in [n for n, t in registry.items() if t.fn is not None and t.fn.__module__ == name]:
-                del registry[fn_name]
+                registry.remove(fn_name)
         del sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -228,4 +229,4 @@ def describe() -> str:
     return "\n".join(lines)
 
 
-REGISTRIES[3][JOIN] = TierFn(3, JOIN, None, "No aggregation: every caption score of every image goes to tier 4.")
+REGISTRIES[3].add(JOIN, TierFn(3, JOIN, None, "No aggregation: every caption score of every image goes to tier 4."))

@@ -91,7 +91,7 @@ def parse_metric_name(name: str) -> tuple[str, str, str, str] | None:
     def split(start: int, tier: int):
         if tier == 0:
             return () if start == len(parts) else None
-        names = REGISTRIES[tier].keys() | ({"filter0"} if tier == 1 else set())
+        names = set(REGISTRIES[tier]) | ({"filter0"} if tier == 1 else set())
         for end in range(start + 1, len(parts) + 1):
             head = "_".join(parts[start:end])
             if head in names:

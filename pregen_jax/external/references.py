@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from .. import io
 from ..datasets import CaptionDataset, CaptionSplit, ShapesConfig, load_shapes, read_flickr8k, read_karpathy_json
+from ..pipeline.config import MIN_TEST_IMAGES, SearchConfig
 from ..refprobs import UNKNOWN_VOCABULARY, RefProbs, reference_fingerprint
-from .config import MIN_TEST_IMAGES, SearchConfig
 
 PieceEncoder = Callable[[list[str]], list[str]]
 """A subword vocabulary's split of one reference's words into its pieces (tokens -> pieces)."""
@@ -96,7 +96,7 @@ def piece_encoder(config: SearchConfig, dataset: CaptionDataset) -> PieceEncoder
     """
     if config.data.tokenizer == "word":
         return None
-    from .sources import build_vocabulary
+    from ..pipeline.sources import build_vocabulary
     vocab = build_vocabulary(config, dataset)
     return lambda tokens: [vocab.tokens[i] for i in vocab.encode(tokens)]
 

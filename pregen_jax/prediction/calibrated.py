@@ -1,4 +1,4 @@
-"""``pregen-search score``: N new models' post-gen scores predicted from their reference probabilities.
+"""N new models' post-gen scores predicted from their reference probabilities (``pregen-search predict``).
 
 A finished search (``FinishedSearch``) calibrates, per post-gen metric, a straight line from
 the pre-gen metric it chose (its best by R^2 over strata, or one the user names) to the
@@ -10,7 +10,7 @@ the prediction cannot separate).
 
 Only RefProbs computed on what the calibration was fitted on are scored: the same test
 references in the same order, the same vocabulary, the same units (their fingerprint,
-``refprobs.References``). Anything else is refused up front, naming the difference.
+``refprobs.ReferenceFingerprint``). Anything else is refused up front, naming the difference.
 """
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from .. import tiers
+from ..pipeline.finished import UNKNOWN, FinishedSearch
 from ..ranking import PERPLEXITY_BASELINE, calibration
 from ..refprobs import RefProbs
-from .finished import UNKNOWN, FinishedSearch
+from .measured import measured_scores
 
 # The range of each post-gen metric's corpus score (pycocoevalcap's scales; WMD as exp(-distance)).
 RANGES: dict[str, tuple[float, float]] = {
@@ -39,7 +40,7 @@ COLUMNS = ["model", "file", "perplexity", "postgen", "predictor", "pregen", "pre
 
 @dataclasses.dataclass
 class Scores:
-    """What ``score`` found.
+    """What ``predict_scores`` found.
 
     Attributes:
       predictions: one row per (model, post-gen metric, predictor), columns ``COLUMNS``;
@@ -98,36 +99,12 @@ def _predict(model_rows: pd.DataFrame, pregen: str, post: str, value: float, lev
             "calibration_models": fit.models, "loo_mean_abs_error": loo, "note": ""}
 
 
-def measured(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]:
-    """Each captions file's post-gen scores on the search's test references (the run's metrics that can run here)."""
-    from ..refprobs import reference_fingerprint
-    from .postgen_metrics import LazyMetrics, gts_res
-    from .sources import load_data
-    data = load_data(run.config, progress=False)
-    if reference_fingerprint(data.test.captions, data.vocab).tokens != run.references.tokens:
-        raise ValueError(f"{run.file('config.toml')}: its data no longer give the search's test references (a "
-                         "corpus file changed?): rerun the search")
-    from ..datasets.generated import read_generated_captions
-    # JSONL/TSV keyed by image id, or a caption a line; all checked before any scoring
-    captions = [read_generated_captions(path, data.test.image_ids) for path in caption_paths]
-    metrics = LazyMetrics(run.config.postgen, data)
-    try:
-        out = []
-        for model in captions:
-            gts, res = gts_res(data, model)
-            out.append({name: float(metrics[name].compute_score(gts, res)[0]) for name in run.postgen
-                        if name in metrics.names})
-        return out
-    finally:
-        metrics.close()
-
-
-def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9,
+def predict_scores(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9,
           captions: list | None = None) -> Scores:
     """Predict every post-gen metric of the run for each RefProbs file in ``paths`` (see the module docstring);
     with ``captions`` (one file per model, same order), measure each model's post-gen scores too."""
     from ..captioning.evaluate import perplexity
-    from .space import tier_space
+    from ..pipeline.space import tier_space
     if not 0 < level < 1:
         raise ValueError(f"--level {level}: must lie strictly between 0 and 1")
     choices = run.chosen(pregen)
@@ -137,7 +114,7 @@ def score(run: FinishedSearch, paths: list, pregen: str | None = None, level: fl
         raise ValueError(f"--captions: {len(captions)} file(s) for {len(paths)} --refprobs file(s); give one "
                          "captions file per model, in the same order")
     loaded = load_checked(run, paths)
-    truth = measured(run, captions) if captions else [{} for _ in paths]
+    truth = measured_scores(run, captions) if captions else [{} for _ in paths]
     space = tier_space(run.config.pregen)
     model_rows = run.model_rows
     references = run.references
@@ -187,48 +164,3 @@ def order_and_pairs(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
                           "difference": a["predicted"] - b["predicted"], "separable": not overlap})
     return (pd.DataFrame(order, columns=["postgen", "predictor", "position", "model", "predicted", "low", "high"]),
             pd.DataFrame(pairs, columns=["postgen", "predictor", "model_a", "model_b", "difference", "separable"]))
-
-
-def render(scores: Scores) -> str:
-    """The printed table: per post-gen metric, each model's two predictions, then order and inseparable pairs."""
-    p = scores.predictions
-    level = f"{100 * scores.level:g}%"
-    lines = []
-    for post, rows in p.groupby("postgen", sort=False):
-        chosen = rows[rows["predictor"] == CHOSEN]
-        pplx = rows[rows["predictor"] == PERPLEXITY].set_index("model")
-        metric = chosen["pregen"].iloc[0]
-        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} intervals; chosen pre-gen metric {metric})"]
-        table = []
-        for _, row in chosen.iterrows():
-            entry = {"model": row["model"], "perplexity": f"{row['perplexity']:.3f}",
-                     metric: f"{row['pregen_value']:.4g}", "predicted": _interval(row)}
-            if row["model"] in pplx.index:
-                other = pplx.loc[row["model"]]
-                entry["from perplexity"] = _interval(other)
-                entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"] else "equal")
-            if np.isfinite(row["measured"]):
-                entry["measured"] = f"{row['measured']:.3f}"
-            entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
-            table.append(entry)
-        lines += [pd.DataFrame(table).to_string(index=False)]
-        for note in sorted(set(rows["note"]) - {""}):
-            lines.append(f"  note: {note}")
-        for predictor in (CHOSEN, PERPLEXITY):
-            ranked = scores.order[(scores.order["postgen"] == post) & (scores.order["predictor"] == predictor)]
-            if len(ranked) < 2:
-                continue
-            close = scores.pairs[(scores.pairs["postgen"] == post) & (scores.pairs["predictor"] == predictor)
-                                 & ~scores.pairs["separable"]]
-            lines.append(f"  order by {'the chosen metric' if predictor == CHOSEN else 'perplexity'}: "
-                         + " > ".join(ranked["model"]) + "; intervals cannot separate: "
-                         + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _interval(row) -> str:
-    if not np.isfinite(row["predicted"]):
-        return "n/a"
-    flag = " (extrapolated)" if row["outside_calibration_range"] else ""
-    return f"{row['predicted']:.3f} [{row['low']:.3f}, {row['high']:.3f}]{flag}"

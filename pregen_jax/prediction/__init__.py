@@ -1,0 +1,12 @@
+"""Predicting new models' post-gen scores from their reference probabilities, calibrated on a
+finished search's models (``pregen-search predict``).
+
+``calibrated`` (``predict_scores``: per model and post-gen metric, the prediction from the
+search's chosen pre-gen metric and from perplexity, with intervals; the models' order and the
+pairs the intervals cannot separate) and ``measured`` (the real scores of captions, beside them).
+"""
+from .calibrated import CHOSEN, COLUMNS, PERPLEXITY, RANGES, Scores, order_and_pairs, predict_scores
+from .measured import measured_scores
+
+__all__ = ["CHOSEN", "COLUMNS", "PERPLEXITY", "RANGES", "Scores", "measured_scores", "order_and_pairs",
+           "predict_scores"]

@@ -1,0 +1,29 @@
+"""Models' real post-gen scores, measured from their captions on a finished search's test references
+(beside the predictions of ``pregen-search predict --captions``)."""
+from __future__ import annotations
+
+from ..pipeline.finished import FinishedSearch
+
+
+def measured_scores(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]:
+    """Each captions file's post-gen scores on the search's test references (the run's metrics that can run here)."""
+    from ..pipeline.postgen_metrics import LazyMetrics, gts_res
+    from ..pipeline.sources import load_data
+    from ..refprobs import reference_fingerprint
+    data = load_data(run.config, progress=False)
+    if reference_fingerprint(data.test.captions, data.vocab).tokens != run.references.tokens:
+        raise ValueError(f"{run.file('config.toml')}: its data no longer give the search's test references (a "
+                         "corpus file changed?): rerun the search")
+    from ..datasets.generated import read_generated_captions
+    # JSONL/TSV keyed by image id, or a caption a line; all checked before any scoring
+    captions = [read_generated_captions(path, data.test.image_ids) for path in caption_paths]
+    metrics = LazyMetrics(run.config.postgen, data)
+    try:
+        out = []
+        for model in captions:
+            gts, res = gts_res(data, model)
+            out.append({name: float(metrics[name].compute_score(gts, res)[0]) for name in run.postgen
+                        if name in metrics.names})
+        return out
+    finally:
+        metrics.close()

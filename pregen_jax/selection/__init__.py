@@ -1,0 +1,11 @@
+"""Choosing the best of N models by racing them on real post-gen scores.
+
+``race`` (any model as a ``Candidate``: a name, a ``generate(images) -> captions`` callable, an
+optional prior and teacher-forced pass; ``select`` races them) and ``search_models`` (a finished
+search's models as candidates, and ``run_select``, what ``pregen-search select`` runs).
+"""
+from .race import Candidate, PassFeatures, Selection, check_metric, lookup, mean_metrics, select
+from .search_models import logged_perplexity, model_candidate, run_select, search_candidates
+
+__all__ = ["Candidate", "PassFeatures", "Selection", "check_metric", "logged_perplexity", "lookup", "mean_metrics",
+           "model_candidate", "run_select", "search_candidates", "select"]

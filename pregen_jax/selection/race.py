@@ -1,0 +1,181 @@
+"""Choose the best of N models by racing (``ranking.racing``) on real post-gen scores.
+
+Any model can race: a candidate is a name, a ``generate(image_indices) -> captions`` callable
+(a model of this package decodes those images; a model of another framework calls itself; a
+model that exists only as captions looks them up in its file) and optionally a prior, a
+teacher-forced criterion such as the validation perplexity its training logged (lower is
+better). Every image a candidate is asked about counts as decoded and scored, cached or not.
+
+Scores are per image, with CIDEr's document frequencies from all the split's references
+(``postgen.score(..., idf_from=all_gts)``), so each image scored gets its whole-split score and
+the race's means estimate whole-split CIDEr without bias. Only metrics whose corpus score is
+the mean of per-image scores can race: a paired difference of means is then a difference of
+corpus scores.
+
+Assists (``assist``, issue 29): a candidate may also bring ``pass_features``, one teacher-forced
+pass over the whole split (``PassFeatures``: per-image log-perplexity and tier space). With
+``assist`` "perplexity", "pregen" or "both" the race is assisted (``ranking.racing``: every
+estimate prediction-powered, ``ranking.ppi``), and the pass's seconds are billed. ``screen``
+races only the candidates the prior ranks in its best ``screen`` share; the rest are never
+decoded.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .. import postgen
+from ..datasets import tokenize
+from ..ranking import features as cheap
+from ..ranking.racing import RaceResult, RaceSettings, prior_order, race, screen_size
+
+
+@dataclasses.dataclass(frozen=True)
+class PassFeatures:
+    """A candidate's teacher-forced pass over the split, per image.
+
+    log_perplexity: f[I]; space: f[I, C'] the tier space on single images, named by ``names``
+    (``ranking.features``); seconds: what the pass and its sweep cost.
+    """
+
+    log_perplexity: np.ndarray
+    space: np.ndarray
+    names: tuple[str, ...]
+    seconds: float = 0.0
+
+    @classmethod
+    def from_ref_probs(cls, ref_probs, seconds: float = 0.0) -> PassFeatures:
+        """From any model's ``RefProbs`` on the split (word units for the tier space)."""
+        start = time.perf_counter()
+        space, names = cheap.image_tier_space(ref_probs)
+        return cls(cheap.image_log_perplexity(ref_probs), space, tuple(names),
+                   seconds + time.perf_counter() - start)
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One model in a race.
+
+    generate: image indices (i64[n], positions in the split) -> n captions (strings or token
+      lists), in that order.
+    prior: a teacher-forced criterion, lower is better (NaN: unknown).
+    pass_features: () -> ``PassFeatures`` on the split, called only for an assisted race (None:
+      the candidate has no pass; it then races with zero features).
+    """
+
+    name: str
+    generate: Callable[[np.ndarray], Sequence]
+    prior: float = math.nan
+    pass_features: Callable[[], PassFeatures] | None = None
+
+
+@dataclasses.dataclass
+class Selection:
+    """A race's result with its cost in seconds: ``race`` is the ``RaceResult``."""
+
+    race: RaceResult
+    metric: str
+    seconds: dict[str, float]
+    assist: str = "none"
+
+
+def mean_metrics() -> list[str]:
+    """The registered post-gen metrics whose corpus score is the mean of per-image scores (the
+    registry says so: BLEU and METEOR pool counts or statistics over the corpus instead)."""
+    return [name for name, spec in postgen.REGISTRY.items() if spec.corpus_is_mean and not spec.needs_images]
+
+
+def check_metric(metric: str) -> None:
+    """Refuse metrics a race cannot use, with the reason."""
+    allowed = mean_metrics()
+    if metric in allowed:
+        return
+    if metric in postgen.REGISTRY:
+        why = ("it reads the images, which a race over other splits does not bind" if postgen.REGISTRY[metric].needs_images
+               else "its corpus score pools counts or statistics over all images, so it is not the mean of per-image "
+                    "scores and paired per-image differences do not test it")
+    else:
+        why = "not a post-gen metric"
+    raise ValueError(f"--metric {metric}: cannot race on it ({why}); choose from {', '.join(allowed)}")
+
+
+def _as_text(caption) -> str:
+    return " ".join(caption) if not isinstance(caption, str) else " ".join(tokenize(caption))
+
+
+def assist_matrix(candidates: Sequence[Candidate], assist: str, racing: Sequence[int], num_images: int,
+                  seconds: dict) -> np.ndarray | None:
+    """f[M, I, C] features of ``assist`` for the candidates (zeros for those not raced or with no
+    pass); None for "none". Adds the passes' seconds to ``seconds["pass"]``."""
+    if assist == "none":
+        return None
+    found = {}
+    for c in racing:
+        if candidates[c].pass_features is None:
+            continue
+        one = candidates[c].pass_features()
+        seconds["pass"] = seconds.get("pass", 0.0) + one.seconds
+        if len(one.log_perplexity) != num_images:
+            raise ValueError(f"candidate {candidates[c].name}: features for {len(one.log_perplexity)} images, "
+                             f"the split has {num_images}")
+        found[c] = cheap.assist_features(assist, one.log_perplexity, one.space, one.names)
+    if not found:
+        raise ValueError(f"assist {assist}: no candidate brings a teacher-forced pass")
+    width = next(iter(found.values())).shape[1]
+    out = np.zeros((len(candidates), num_images, width))
+    for c, values in found.items():
+        out[c] = values
+    return out
+
+
+def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str = "CIDEr",
+           settings: RaceSettings = RaceSettings(), options: dict | None = None, assist: str = "none",
+           screen: float | None = None) -> Selection:
+    """Race ``candidates`` on a split whose image i has references ``references[i]`` (strings or
+    token lists). ``options``: ``postgen.PostgenOptions`` fields for toolkit metrics.
+
+    assist: "none", "perplexity", "pregen" or "both" (``ranking.features.ASSISTS``): the per-image
+    features an assisted race predicts scores from. screen: race only this share of the
+    candidates, those the prior ranks best (None: all).
+    """
+    check_metric(metric)
+    if assist not in cheap.ASSISTS:
+        raise ValueError(f"--assist {assist}: choose from {', '.join(cheap.ASSISTS)}")
+    if not candidates:
+        raise ValueError("no candidates to select from")
+    names = [c.name for c in candidates]
+    if len(set(names)) != len(names):
+        raise ValueError(f"candidate names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    all_gts = {i: [_as_text(r) for r in refs] for i, refs in enumerate(references)}
+    seconds = {"generate": 0.0, "score": 0.0}
+
+    def score_images(c: int, images: np.ndarray) -> np.ndarray:
+        start = time.perf_counter()
+        captions = list(candidates[c].generate(np.asarray(images)))
+        seconds["generate"] += time.perf_counter() - start
+        if len(captions) != len(images):
+            raise ValueError(f"candidate {names[c]}: generate gave {len(captions)} captions for {len(images)} images")
+        start = time.perf_counter()
+        gts = {int(i): all_gts[int(i)] for i in images}
+        res = {int(i): [_as_text(caption)] for i, caption in zip(images, captions)}
+        idf = {"idf_from": all_gts} if metric == "CIDEr" else {}
+        _, per_image = postgen.score(metric, gts, res, **idf, **(options or {}))
+        seconds["score"] += time.perf_counter() - start
+        return np.asarray(per_image, np.float64)
+
+    prior = np.array([c.prior for c in candidates], np.float64)
+    keep = None if screen is None else screen_size(len(candidates), screen)
+    racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
+    seconds["pass"] = 0.0
+    features = assist_matrix(candidates, assist, racing, len(references), seconds)
+    result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep)
+    return Selection(result, metric, seconds, assist)
+
+
+def lookup(captions: Sequence) -> Callable[[np.ndarray], list]:
+    """``generate`` for a model that exists only as captions (one per image of the split)."""
+    return lambda images: [captions[int(i)] for i in images]

@@ -1,0 +1,130 @@
+"""A finished search's models as race candidates (``race.Candidate``), and ``run_select``, the
+race behind ``pregen-search select``.
+
+A saved model of this package decodes the images a race asks for as the search did (its beam,
+lengths); its prior is the validation perplexity its training logged. A model that exists only
+as captions looks them up.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from ..pipeline.config import model_label
+from ..ranking.racing import RaceSettings
+from .race import Candidate, PassFeatures, check_metric, lookup, select
+
+SPLITS = ("val", "test")
+
+
+def logged_perplexity(path) -> float:
+    """The validation perplexity training logged for a saved model (NaN when it logged none): a
+    snapshot records its epoch's, a final model the history entry of the epoch it kept."""
+    from ..training import checkpoints
+    _, meta = checkpoints.load(path)
+    if "val_perplexity" in meta:
+        return float(meta["val_perplexity"])
+    for record in meta.get("history", []):
+        if record.get("epoch") == meta.get("epoch") and record.get("val_perplexity") is not None:
+            return float(record["val_perplexity"])
+    return math.nan
+
+
+def _bucket(n: int) -> int:
+    """The batch a round of ``n`` images is decoded in: the next power of two (at most 256), so
+    that rounds of every size reuse a few compiled programs."""
+    return min(256, 1 << max(n - 1, 1).bit_length())
+
+
+def model_candidate(name: str, path, data, generation, split: str) -> Candidate:
+    """A saved model of this package: decodes the asked images of ``split`` as the search did."""
+    from ..captioning import generate_captions, load_trained
+    trained = load_trained(path, data.vocab)
+    features = data.dataset[split].features
+
+    def generate(images):
+        images = np.asarray(images)
+        return generate_captions(trained.model, trained.params, features[images], data.vocab, generation.beam_width,
+                                 generation.max_len, generation.min_len, batch_size=_bucket(len(images)),
+                                 progress=False)
+
+    def pass_features() -> PassFeatures:
+        from ..captioning import reference_probs
+        from ..captioning.input_pipeline import reference_word_starts
+        start = time.perf_counter()
+        captions = data.dataset[split].captions
+        ref_probs = reference_probs(trained.model, trained.params, features, captions, data.vocab, progress=False,
+                                    source=name, warn_unknown=False)
+        if ref_probs.units != "word":
+            ref_probs = ref_probs.to_words(reference_word_starts(captions, data.vocab))
+        return PassFeatures.from_ref_probs(ref_probs, time.perf_counter() - start)
+    return Candidate(name, generate, logged_perplexity(path), pass_features)
+
+
+def search_candidates(run, data, split: str, checkpoints=()) -> tuple[list[Candidate], list[dict], list[str]]:
+    """Candidates from a finished search (``FinishedSearch``) and extra checkpoint files.
+
+    Returns (candidates, their identity rows: architecture, run, epoch, source; notes on models
+    left out). A model that exists only as captions races on the test split by looking them up
+    (each image still counts as scored); on the validation split it has no captions and is left out.
+    """
+    from ..pipeline.sources import precomputed_candidates
+    candidates, ids, notes = [], [], []
+    precomputed = ({(c.architecture, c.run): c.captions for c in precomputed_candidates(run.config, data)}
+                   if split == "test" and run.config.precomputed else {})
+    for model in run.models:
+        label = model_label(model.architecture, model.run, model.epoch)
+        path = model.files.get("model")
+        if path is not None:
+            candidates.append(model_candidate(label, run.folder / path, data, run.config.generation, split))
+        elif (model.architecture, model.run) in precomputed:
+            candidates.append(Candidate(label, lookup(precomputed[(model.architecture, model.run)])))
+        else:
+            notes.append(f"{label}: captions given ready-made, none for the {split} split: left out")
+            continue
+        ids.append({"architecture": model.architecture, "run": model.run, "epoch": model.epoch, "source": model.source})
+    for k, path in enumerate(checkpoints):
+        label = f"checkpoint-{k + 1}"
+        candidates.append(model_candidate(label, path, data, run.config.generation, split))
+        ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
+    return candidates, ids, notes
+
+
+def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints=(), progress: bool = True,
+               assist: str = "none", screen: float | None = None):
+    """``pregen-search select``: race a finished search's models (and ``checkpoints``) on ``split``.
+
+    Returns (the select.tsv table, the ``Selection``, notes). On the test split the table also
+    gives each model's whole-split score from the search (``search_score``) and the pick's regret,
+    which checks the pick; those scores are never read by the race.
+    """
+    import pandas as pd
+
+    from ..pipeline.sources import load_data
+    if split not in SPLITS:
+        raise ValueError(f"--split {split}: choose from {', '.join(SPLITS)}")
+    check_metric(metric)
+    data = load_data(run.config, progress, run_folder=run.folder)
+    candidates, ids, notes = search_candidates(run, data, split, checkpoints)
+    if not candidates:
+        raise ValueError(f"{run.folder}: no model of the search can be decoded on the {split} split")
+    # the run's stop words, jars...; never its backend: whole-split frequencies need the array CIDEr
+    options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v and k != "backend"}
+    selection = select(candidates, data.dataset[split].captions, metric, settings, options, assist, screen)
+    race = selection.race.table.drop(columns=["candidate"])
+    table = pd.concat([pd.DataFrame(ids), race], axis=1)
+    if split == "test" and metric in run.postgen:
+        whole = run.models_table
+        whole = {(str(r.architecture), str(r.run), str(r.epoch)): getattr(r, metric) for r in whole.itertuples()}
+        table["search_score"] = [whole.get((str(a), str(r), str(e)), math.nan)
+                                 for a, r, e in zip(table["architecture"], table["run"], table["epoch"])]
+    table["metric"] = metric
+    table["assist"] = assist
+    for key, value in selection.race.assist.items():  # the race's own: R^2, variance ratio, how many screened
+        table[f"race_{key}"] = value
+    table["split"] = split
+    table["tokenizer"] = run.tokenizer
+    return table, selection, notes
