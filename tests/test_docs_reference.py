@@ -104,3 +104,33 @@ def test_links_of_the_readmes_resolve():
                 if match["anchor"] not in {slug(h) for h in headings}:
                     broken.append(f"{name}: {match['target']}#{match['anchor']}")
     assert not broken, broken
+
+
+PACKAGES = ("postgen", "tiers", "ranking", "captioning", "datasets", "pipeline", "selection", "prediction",
+            "external", "meta", "refprobs", "RefProbs")
+NAME = re.compile(r"`(?:pregen_jax\.)?((?:%s)(?:\.[A-Za-z_]\w*)+)(?:\([^`]*\))?`" % "|".join(PACKAGES))
+
+
+def resolve(dotted: str) -> bool:
+    """Whether ``pregen_jax.<dotted>`` names a module or an attribute (``postgen.score``,
+    ``RefProbs.from_log_probs``, ``pipeline.flow.STAGES``)."""
+    import importlib
+    obj = importlib.import_module("pregen_jax")
+    for part in dotted.split("."):
+        if hasattr(obj, part):
+            obj = getattr(obj, part)
+            continue
+        try:
+            obj = importlib.import_module(f"{obj.__name__}.{part}")
+        except (ImportError, AttributeError, TypeError):
+            return False
+    return True
+
+
+def test_every_package_name_the_docs_write_exists():
+    """A function or module the prose names in backquotes (`postgen.metric_names()`,
+    `RefProbs.from_log_probs`) exists: names drift when code is renamed, and the code blocks alone
+    would not catch the prose."""
+    missing = sorted({f"{path.relative_to(ROOT)}: {match[1]}" for path in doc_files()
+                      for match in NAME.finditer(path.read_text(encoding="utf-8")) if not resolve(match[1])})
+    assert not missing, missing
