@@ -108,7 +108,7 @@ def test_links_of_the_readmes_resolve():
 
 PACKAGES = ("postgen", "tiers", "ranking", "captioning", "datasets", "pipeline", "selection", "prediction",
             "external", "meta", "refprobs", "RefProbs")
-NAME = re.compile(r"`(?:pregen_jax\.)?((?:%s)(?:\.[A-Za-z_]\w*)+)(?:\([^`]*\))?`" % "|".join(PACKAGES))
+NAME = re.compile(r"`(?:pregen_jax\.)?((?:" + "|".join(PACKAGES) + r")(?:\.[A-Za-z_]\w*)+)(?:\([^`]*\))?`")
 
 
 def resolve(dotted: str) -> bool:
