@@ -13,6 +13,7 @@ import sys
 from .commands import (
     demo,
     doctor,
+    evaluate,
     export_references,
     judgments,
     mutt,
@@ -24,7 +25,7 @@ from .commands import (
 )
 
 # The subcommands in the order --help lists them.
-COMMANDS = (demo, run, rank, predict, select, export_references, mutt, unit_tests, judgments, doctor)
+COMMANDS = (demo, run, rank, predict, select, evaluate, export_references, mutt, unit_tests, judgments, doctor)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -53,29 +53,6 @@ def popen(args, **kwargs) -> subprocess.Popen:
     return subprocess.Popen(args, preexec_fn=die_with_parent, **kwargs)
 
 
-_PATCH_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def children_die_with_parent(module):
-    """While inside, ``module.subprocess.Popen`` (a toolkit that starts its own Java, such as
-    pycocoevalcap's METEOR) starts children that die with this process."""
-    with _PATCH_LOCK:
-        original = module.subprocess
-
-        class _Subprocess:
-            def __getattr__(self, name):
-                return getattr(subprocess, name)
-
-            Popen = staticmethod(popen)
-
-        module.subprocess = _Subprocess()
-        try:
-            yield
-        finally:
-            module.subprocess = original
-
-
 def watch_parent(parent: int | None = None) -> threading.Thread:
     """In a worker process: a daemon thread that ends this process (``os._exit``) once ``parent``
     (default: the current parent) is gone. Children started with ``die_with_parent`` go with it."""

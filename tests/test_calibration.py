@@ -52,17 +52,6 @@ def test_loo_errors_equal_refitting_without_each_model():
     assert loo["loo_max_abs_error"][0] == pytest.approx(errors.max())
 
 
-def test_prediction_table_columns():
-    df = calibration.prediction_table(models(), {"CIDEr": "mean_max_normcount_prefix0"},
-                                      {"mean_max_normcount_prefix0": 0.6})
-    assert list(df.columns)[:6] == ["postgen", "pregen", "predicted", "low", "high", "calibration_models"]
-    row = df.iloc[0]
-    assert (row["postgen"], row["calibration_models"], bool(row["outside_calibration_range"])) == ("CIDEr", 6, True)
-    assert row["low"] < row["predicted"] < row["high"]
-    with pytest.raises(ValueError, match="no value of pre-gen metric"):
-        calibration.prediction_table(models(), {"CIDEr": "mean_max_normcount_prefix0"}, {})
-
-
 @pytest.mark.parametrize("change, message", [
     (lambda t: t.head(2), "at least 3 models"),
     (lambda t: t.assign(num_strata=[1, 1, 1, 2, 2, 2]), "model rows only"),

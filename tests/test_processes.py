@@ -104,7 +104,7 @@ def test_postgen_workers_give_the_sequential_result(tmp_path):
     data = sources.load_data(config, False)
     candidate = sources.precomputed_candidates(config, data)[0]
     settings = flow.FlowSettings(config, None)
-    (model,) = flow.start(candidate, flow.Context(data, settings, NoCache()))
+    (model,) = flow.start_unit(candidate, flow.Context(data, settings, NoCache()))
     flow.advance(model, flow.Context(data, settings, NoCache()))
     with workers.PostgenPool(1, data, config.postgen, tmp_path / "threads" / "cache", kind="thread") as pool:
         scored = pool.submit(model).result()

@@ -143,7 +143,7 @@ def test_postgen_waits_for_the_trainers_where_they_fill_the_cores(monkeypatch, h
 
     def finish(model, scored):
         model.finished = True
-    monkeypatch.setattr(search_module.flow, "start", start)
+    monkeypatch.setattr(search_module.flow, "start_unit", start)
     monkeypatch.setattr(search_module, "_will_train", lambda unit: train)
     monkeypatch.setattr(search_module.flow, "advance", lambda model, ctx: None)
     monkeypatch.setattr(search_module.flow, "merge", finish)

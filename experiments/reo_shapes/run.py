@@ -35,8 +35,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import known_captions
 import matplotlib.pyplot as plt
 import numpy as np
+import reo_validation
 
 from pregen_jax import io, reo
 from pregen_jax.datasets import TOKENIZER_NAME, ShapesConfig, Vocabulary, load_shapes
@@ -46,7 +48,6 @@ from pregen_jax.io import default_cache_dir
 from pregen_jax.reo import regions as reo_regions
 from pregen_jax.reo import retrieval as reo_retrieval
 from pregen_jax.reo import truth as reo_truth
-from pregen_jax.reo import validation as reo_validation
 
 FULL = {"data": ShapesConfig(), "matcher": reo.MatcherConfig(),
         "training": {"hinge": reo.MatchTrainConfig(epochs=14, batch_size=128, learning_rate=1e-3, warmup_epochs=6),
@@ -84,7 +85,7 @@ def write_figure3(cosines: dict, path: Path) -> list[dict]:
 def write_by_extra_kind(scores: dict, candidates, path: Path) -> list[dict]:
     """Mean scores of candidates that leave nothing out, with no addition or exactly one of each kind."""
     groups = {"none": lambda c: c.extras == 0, **{kind: (lambda c, kind=kind: c.extra_kinds == (kind,))
-                                                   for kind in reo.captions.EXTRA_KINDS}}
+                                                   for kind in known_captions.EXTRA_KINDS}}
     rows = []
     for name, keep in groups.items():
         chosen = np.array([c.omit == 0 and keep(c) for c in candidates])
@@ -104,7 +105,7 @@ def plot_scores(scores: dict, candidates, path: Path) -> None:
     scales differ by orders of magnitude, share an axis.
     """
     fig, axes = plt.subplots(3, 3, figsize=(12, 10), sharex="col")
-    for col, against in enumerate(reo.validation.AGAINST):
+    for col, against in enumerate(reo_validation.AGAINST):
         counts = np.array([getattr(c, against) for c in candidates])
         levels = np.unique(counts)
         for row, measure in enumerate(reo.scores.MEASURES):
@@ -195,7 +196,7 @@ def run_variant(kind: str, loss: str, setup: dict, data: dict, out: Path, mask: 
               "table": table, "decomposition": decomposition, "timings": timings}
     io.write_text(json.dumps(result, indent=1, default=float), folder / "result.json")
     return {**result, "matcher": matcher, "params": params, "covariance_object": covariance, "scores": scores,
-            "matcher_path": out / f"matcher-{name}" / "matcher.msgpack"}
+            "matcher_path": out / f"matcher-{name}" / reo.train.MATCHER_FILE}
 
 
 def _goal_line(row: dict) -> str:
@@ -260,7 +261,7 @@ def main(argv=None) -> int:
     tick = time.perf_counter()
     flat_val = [f for fs in forms["val"] for f in fs]
     flat_test = [f for fs in forms["test"] for f in fs]
-    candidates = reo.make_candidates(scenes["test"], setup["max_extras"], seed=0)
+    candidates = known_captions.make_candidates(scenes["test"], setup["max_extras"], seed=0)
     ref_truths = [reo_truth.reference_tuples(fs) for fs in forms["test"]]
     data = {"regions": region_sets, "vocab": vocab, "train": train, "val": val, "test": test,
             "train_truth": reo_truth.batch_truth(forms["train"], scenes["train"]),
@@ -303,12 +304,12 @@ def main(argv=None) -> int:
     matcher, params = best["matcher"], best["params"]
     test_regions = region_sets[best["regions"]]["test"]
     scores = {f"{m}_{g}": best["scores"][f"{m}_{g}"] for g in reo.scores.GROUND_TRUTHS for m in reo.scores.MEASURES}
-    reo.write_correlations(reo.correlations(scores, candidates), out / "reo_validation.tsv")
-    reo.write_correlations(reo.correlations(scores, candidates, within_image=True),
+    reo_validation.write_correlations(reo_validation.correlations(scores, candidates), out / "reo_validation.tsv")
+    reo_validation.write_correlations(reo_validation.correlations(scores, candidates, within_image=True),
                            out / "reo_validation_within_image.tsv")
     plot_scores(scores, candidates, out / "reo_vs_counts.png")
     by_kind = write_by_extra_kind(scores, candidates, out / "reo_by_extra_kind.tsv")
-    figure3 = write_figure3(reo.figure3_cosines(matcher, params, test_regions, test.captions, candidates),
+    figure3 = write_figure3(reo_validation.figure3_cosines(matcher, params, test_regions, test.captions, candidates),
                             out / "figure3.tsv")
     timings["best_extras_s"] = time.perf_counter() - tick
     timings["total_s"] = time.perf_counter() - start

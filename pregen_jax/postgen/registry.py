@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from ..registry import Registry
 from .base import PostgenMetric, PostgenOptions
 
 
@@ -79,22 +80,20 @@ class MetricSpec:
         return {"metric": self.name, "tokenizer": TOKENIZER_NAME, **self.depends_on(options)}
 
 
-REGISTRY: dict[str, MetricSpec] = {}
+REGISTRY: Registry[MetricSpec] = Registry("post-gen metric")
 
 
 def register_metric(name: str, metric_class: type[PostgenMetric], availability=_always, description: str = "",
                     depends_on=_nothing, overwrite: bool = False) -> None:
     """Add a post-gen metric: ``metric_class.from_options(name, options)`` starts it."""
-    if name in REGISTRY and not overwrite:
-        raise ValueError(f"a post-gen metric named {name!r} is already registered (pass overwrite=True)")
     if not (isinstance(metric_class, type) and issubclass(metric_class, PostgenMetric)):
         raise TypeError(f"post-gen metric {name!r}: {metric_class!r} is not a PostgenMetric subclass")
-    REGISTRY[name] = MetricSpec(name, metric_class, availability, description, depends_on)
+    REGISTRY.add(name, MetricSpec(name, metric_class, availability, description, depends_on), overwrite=overwrite)
 
 
 def metric_names() -> list[str]:
     """Every registered post-gen metric, in registration order (the column order of tables)."""
-    return list(REGISTRY)
+    return list(REGISTRY.names())
 
 
 def check_metric_names(requested, source: str = "post-gen metrics") -> None:

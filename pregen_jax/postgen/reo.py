@@ -21,13 +21,9 @@ MEASURES = {"REO_R_image": "R_image", "REO_E_image": "E_image", "REO_O_image": "
             "REO_R_refs": "R_refs", "REO_E_refs": "E_refs", "REO_O_refs": "O_refs"}
 
 
-SCORER_FILES = ("matcher.msgpack", "covariance.npz", "covariance.json")
-"""The files of a REO scorer folder (``reo.save_scorer`` writes them)."""
-DETECTOR_FILE = "detector.msgpack"  # also there when the scorer's regions are a learned detector's boxes
-
-
 def _depends_on(options: PostgenOptions) -> dict:
     """What changes REO's scores besides captions, references and images: the scorer's files."""
+    from ..reo.scorer import DETECTOR_FILE, SCORER_FILES  # the scorer folder's file names, in one place
     from .base import file_hash
     folder = Path(options.reo_model)
     files = SCORER_FILES + ((DETECTOR_FILE,) if (folder / DETECTOR_FILE).is_file() else ())
@@ -38,6 +34,7 @@ def _availability(options: PostgenOptions) -> tuple[bool, str]:
     if not options.reo_model:
         return False, ("no REO matching model: train one with experiments/reo_shapes/run.py and set "
                        "[postgen] reo_model = OUT/reo_scorer")
+    from ..reo.scorer import SCORER_FILES
     folder = Path(options.reo_model)
     missing = [name for name in SCORER_FILES if not (folder / name).is_file()]
     if missing:

@@ -113,33 +113,6 @@ def loo_abs_errors(model_rows: pd.DataFrame, pregen: str, postgen: str) -> np.nd
         return np.abs(residuals / (1 - leverage))
 
 
-def prediction_table(model_rows: pd.DataFrame, choices: dict[str, str], values: dict[str, float],
-                     level: float = 0.9) -> pd.DataFrame:
-    """Predictions for one new model, one row per post-gen metric.
-
-    Args:
-      model_rows: the finished search's model rows (one per model).
-      choices: post-gen -> the pre-gen metric calibrated for it.
-      values: pre-gen metric -> the new model's value.
-      level: prediction interval level.
-
-    Returns:
-      DataFrame ``postgen``, ``pregen``, ``predicted``, ``low``, ``high``,
-      ``calibration_models``, ``outside_calibration_range``, ``loo_mean_abs_error``.
-    """
-    rows = []
-    for post, pre in choices.items():
-        if pre not in values:
-            raise ValueError(f"no value of pre-gen metric {pre!r} (chosen for {post}) for the new model")
-        c = calibrate(model_rows, pre, post)
-        p = predict(c, values[pre], level)
-        rows.append({"postgen": post, "pregen": pre, "predicted": p.predicted, "low": p.low, "high": p.high,
-                     "calibration_models": c.models, "outside_calibration_range": p.outside_range,
-                     "loo_mean_abs_error": float(loo_abs_errors(model_rows, pre, post).mean())})
-    return pd.DataFrame(rows, columns=["postgen", "pregen", "predicted", "low", "high", "calibration_models",
-                                       "outside_calibration_range", "loo_mean_abs_error"])
-
-
 def loo_table(model_rows: pd.DataFrame, choices: dict[str, str]) -> pd.DataFrame:
     """Leave-one-model-out absolute errors per post-gen metric (for the search report).
 

@@ -25,8 +25,12 @@ from .attention import LAMBDA
 from .model import Matcher, MatcherConfig
 from .regions import DetectorConfig, RegionDetector, load_detector, regions_of, save_detector, train_detector
 from .scores import Covariance, estimate_covariance, score_captions
-from .train import MatchTrainConfig, load_matcher, train_matcher
+from .train import MATCHER_FILE, MatchTrainConfig, load_matcher, train_matcher
 
+# The files of a scorer folder (``save_scorer`` writes them, ``load_scorer`` and the REO post-gen
+# metric read them): the matcher, the covariance matrix and its facts, and for learned regions the detector.
+COVARIANCE_FILE, FACTS_FILE = "covariance.npz", "covariance.json"
+SCORER_FILES = (MATCHER_FILE, COVARIANCE_FILE, FACTS_FILE)
 DETECTOR_FILE = "detector.msgpack"  # in a scorer folder whose regions are "learned"
 METRIC_NAMES = ("REO_R_image", "REO_E_image", "REO_O_image", "REO_R_refs", "REO_E_refs", "REO_O_refs")
 
@@ -129,30 +133,30 @@ def save_scorer(scorer: ReoScorer, matcher_path, folder, image_features: str, re
         raise ValueError(f"a scorer makes its regions from image features alone: 'grid' or 'learned', not {regions!r}")
     if regions == "learned" and detector is None:
         raise ValueError("learned regions need their detector saved with the scorer")
-    io.write_bytes(Path(matcher_path).read_bytes(), folder / "matcher.msgpack")
+    io.write_bytes(Path(matcher_path).read_bytes(), folder / MATCHER_FILE)
     if regions == "learned":
         save_detector(detector, folder / DETECTOR_FILE)
     elif (folder / DETECTOR_FILE).exists():
         (folder / DETECTOR_FILE).unlink()
-    with io.atomic_path(folder / "covariance.npz") as tmp:
+    with io.atomic_path(folder / COVARIANCE_FILE) as tmp:
         np.savez(tmp, matrix=scorer.covariance.matrix)
     io.write_text(json.dumps({"source": scorer.covariance.source, "shrinkage": scorer.covariance.shrinkage,
                               "lambda": scorer.lam, "tokenizer": scorer.tokenizer, "image_features": image_features,
                               "regions": regions}),
-                  folder / "covariance.json")
+                  folder / FACTS_FILE)
 
 
 def load_scorer(folder) -> tuple[ReoScorer, Vocabulary, str]:
     """A scorer saved by ``save_scorer``, the vocabulary its matcher reads captions with, and the
     identity of the image features it was trained on."""
     folder = Path(folder)
-    for name in ("matcher.msgpack", "covariance.npz", "covariance.json"):
+    for name in SCORER_FILES:
         if not (folder / name).is_file():
             raise ValueError(f"{folder}: no {name}: not a REO scorer folder (experiments/reo_shapes/run.py writes "
                              "one as OUT/reo_scorer)")
-    trained = load_matcher(folder / "matcher.msgpack")
-    meta = json.loads(io.read_text(folder / "covariance.json"))
-    with np.load(folder / "covariance.npz") as npz:
+    trained = load_matcher(folder / MATCHER_FILE)
+    meta = json.loads(io.read_text(folder / FACTS_FILE))
+    with np.load(folder / COVARIANCE_FILE) as npz:
         covariance = Covariance.from_matrix(npz["matrix"], meta["source"], meta["shrinkage"])
     regions = meta.get("regions", "grid")  # folders from before region kinds hold grid scorers
     detector = load_detector(folder / DETECTOR_FILE) if regions == "learned" else None

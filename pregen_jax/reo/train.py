@@ -39,6 +39,8 @@ from .model import MatcherConfig, ScanMatcher, encode_captions, encode_regions, 
 
 RECALL_AT = (1, 5, 10)
 
+MATCHER_FILE = "matcher.msgpack"  # the trained matcher, in its workdir and in a scorer folder
+
 
 @dataclasses.dataclass(frozen=True)
 class MatchTrainConfig:
@@ -181,7 +183,7 @@ def train_matcher(config: MatcherConfig, train_config: MatchTrainConfig, vocab: 
     workdir = Path(workdir)
     matcher = ScanMatcher(config, vocab)
     meta = _meta(matcher, train_config, int(regions.shape[-1]))
-    final = workdir / "matcher.msgpack"
+    final = workdir / MATCHER_FILE
     if final.is_file():
         checkpoints.check_meta(final, checkpoints.load(final)[1], meta, CHECKED_META)
         return load_matcher(final, vocab)

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from ... import processes
+from ..jvm import java_command, java_env
 
 MAIN = "edu.stanford.nlp.process.PTBTokenizer"
 OPTIONS = ("-preserveLines", "-lowerCase")  # pycocoevalcap's: one output line per input line, tokens lower-cased
@@ -19,8 +20,9 @@ def jar_path() -> Path:
 
 
 def command(input_file: str) -> list[str]:
-    """The java command line that tokenizes ``input_file`` (UTF-8, one caption a line)."""
-    return ["java", "-cp", str(jar_path()), MAIN, *OPTIONS, input_file]
+    """The java command line that tokenizes ``input_file`` (UTF-8, one caption a line), through the one
+    launcher (postgen/jvm.py: which Java, charset and locale pinned)."""
+    return java_command(["-cp", str(jar_path()), MAIN, *OPTIONS, input_file])
 
 
 def tokenize_lines(lines: list[str]) -> list[str]:
@@ -32,7 +34,7 @@ def tokenize_lines(lines: list[str]) -> list[str]:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write("\n".join(lines).encode("utf-8"))
-        done = subprocess.run(command(name), capture_output=True, stdin=subprocess.DEVNULL,
+        done = subprocess.run(command(name), capture_output=True, stdin=subprocess.DEVNULL, env=java_env(),
                               preexec_fn=processes.die_with_parent)  # no JVM outlives the caller
     finally:
         os.remove(name)

@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from ..datasets.shapes import BACKGROUNDS, COLOURS, SHAPES, SIZE_WORDS, Scene
+from pregen_jax.datasets.shapes import BACKGROUNDS, COLOURS, SHAPES, SIZE_WORDS, Scene
 
 EXTRA_KINDS = ("object", "colour", "background")
 

@@ -1,4 +1,4 @@
-"""Checking REO against known content: rank correlations with tuple counts, and the paper's
+"""Checking REO against known content (this experiment's, moved out of ``pregen_jax.reo``): rank correlations with tuple counts, and the paper's
 Figure 3 check that the residual vectors point at the extra or missing phrase."""
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from known_captions import CandidateCaption
 from scipy import stats
 
-from .. import io
-from ..datasets import TOKENIZER_NAME
-from .attention import LAMBDA, context_vectors, region_mask, region_mean
-from .captions import CandidateCaption
-from .model import Matcher, encode_captions, encode_regions
-from .scores import GROUND_TRUTHS, MEASURES, cosine, embed_references, projection_residual
+from pregen_jax import io
+from pregen_jax.datasets import TOKENIZER_NAME
+from pregen_jax.reo.attention import LAMBDA, context_vectors, region_mask, region_mean
+from pregen_jax.reo.model import Matcher, encode_captions, encode_regions
+from pregen_jax.reo.scores import GROUND_TRUTHS, MEASURES, cosine, embed_references, projection_residual
 
 AGAINST = ("extra", "omitted", "correct")
 EXPECTED_SIGN = {("E", "extra"): -1, ("O", "omitted"): -1, ("R", "correct"): +1}  # what REO should show

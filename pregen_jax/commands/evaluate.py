@@ -1,0 +1,67 @@
+"""``pregen-search evaluate``: score COCO results files against references as COCOEvalCap does, and
+say whether one system beats another (intervals, paired bootstrap, approximate randomization)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .base import Command, seed
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive count: {text!r}")
+    return int(text)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--references", required=True, metavar="REFS",
+                        help="a COCO annotation file, a Karpathy-split JSON (see --split) or the JSONL "
+                             "export-references writes")
+    parser.add_argument("--captions", required=True, nargs="+", metavar="RES",
+                        help="COCO results files ([{image_id, caption}]); with several, each is compared with the first")
+    parser.add_argument("--split", default="test", help="the split of a Karpathy-split JSON (default: test)")
+    parser.add_argument("--metrics", default=None,
+                        help="comma-separated (default: COCOEvalCap's Bleu_1..4, METEOR, ROUGE_L, CIDEr, SPICE; "
+                             "WMD on request)")
+    parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
+                        help="ptb: COCO's PTBTokenizer (default; none for export-references JSONL); alnum-lower: "
+                             "lower-case alphanumeric runs; none: as given")
+    parser.add_argument("--idf-from", default="scored", choices=("scored", "all"),
+                        help="CIDEr-D's document frequencies: the images scored (COCOEvalCap, default) or all "
+                             "images of REFS")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the resampling (default 0)")
+    parser.add_argument("--resamples", type=_count, default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--trials", type=_count, default=10000, help="approximate-randomization trials (default 10000)")
+    parser.add_argument("--corenlp-dir", default="", help="SPICE: folder with the Stanford CoreNLP 3.6.0 jars")
+    parser.add_argument("--stopwords", default="", help="WMD: stop-word file")
+    parser.add_argument("--out", default=None, help="folder for scores.json, per_image.tsv, settings.json "
+                                                    "(and significance.tsv)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .. import io, postgen
+    from ..evaluation import Resampling, score_files
+    from ..evaluation.outputs import render, write_outputs
+    out = io.check_out_folder(args.out) if args.out else None
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    if args.metrics is not None and not metrics:
+        raise ValueError(f"--metrics {args.metrics!r}: names no metric")
+    options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir, stopwords=args.stopwords)
+    evaluation = score_files(args.references, args.captions, split=args.split, metrics=metrics,
+                             tokenizer=args.tokenizer, idf_from=args.idf_from,
+                             plan=Resampling(args.resamples, args.trials, args.seed), options=options)
+    for name, why in evaluation.unavailable.items():
+        print(f"warning: {name} not scored: {why}", file=sys.stderr)
+    for note in evaluation.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    print(render(evaluation))
+    if out is not None:
+        with io.staged_folder(out) as staging:
+            written = write_outputs(evaluation, staging)
+        print(f"wrote {out}/{', '.join(written)}")
+    return 0
+
+
+COMMAND = Command("evaluate", "score COCO results files against references as COCOEvalCap does (PTB tokens), "
+                              "with intervals and paired tests between systems", _arguments, _run)

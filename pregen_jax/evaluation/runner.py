@@ -1,0 +1,215 @@
+"""``evaluate``: score COCO results files against references as ``COCOEvalCap`` does, and compare systems.
+
+The steps are COCOEvalCap's: the images of the results (in REFS's order, ``inputs``), references
+and captions tokenized (``tokenizers``; PTB by default), then every metric on the same ``gts`` and
+``res``; the difference is that each metric gives per-image sufficient statistics
+(``PostgenMetric.stats``), so the corpus score, the per-image scores, intervals and paired tests
+all come from one pass (``significance``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import postgen
+from .inputs import References, Results, read_references, read_results, scored_images
+from .significance import Resampling, compare
+from .tokenizers import check_tokenizer, describe, tokenize_all
+
+COCO_METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")  # COCOEvalCap's
+IDF_RULES = ("scored", "all")
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """What ``score_files`` found.
+
+    Attributes:
+      table: one row per (system, metric): score, its 95% interval, and against the first system
+        the difference, its interval and the two p-values (``significance.compare``).
+      per_image: f64 scores, one row per (system, image) in scoring order: ``system``, ``image_id``,
+        one column per metric (``evalImgs``).
+      settings: what the scores depend on (tokenizer, versions, Java, document-frequency rule, ...).
+      unavailable: metric -> why it could not run here (one line).
+      notes: warnings to show the user (empty captions, intervals not available, ...).
+    """
+
+    table: pd.DataFrame
+    per_image: pd.DataFrame
+    settings: dict
+    unavailable: dict
+    notes: list
+
+
+def evaluate(references, captions, **options) -> pd.DataFrame:
+    """The corpus table of ``captions`` (one COCO results file, or a list of them) against
+    ``references``: ``score_files(...).table``. See ``score_files`` for the options."""
+    return score_files(references, captions, **options).table
+
+
+def score_files(references, captions, *, split: str = "test", metrics=None, tokenizer: str | None = None,
+                idf_from: str = "scored", plan: Resampling = Resampling(),
+                options: postgen.PostgenOptions = postgen.PostgenOptions()) -> Evaluation:
+    """Score results files against references, COCOEvalCap's way.
+
+    ``references``: a COCO annotation file, a Karpathy-split JSON (its ``split``) or an
+    ``export-references`` JSONL; ``captions``: a results file or a list (the first is the
+    baseline the others are compared with); ``metrics``: names (default: COCOEvalCap's set;
+    SPICE left out with a note where it cannot run); ``tokenizer``: ``ptb`` (default),
+    ``alnum-lower`` or ``none`` (the default for JSONL references, which refuse ``ptb``);
+    ``idf_from``: CIDEr-D's document frequencies from the ``scored`` images (COCOEvalCap) or
+    ``all`` images of REFS; ``plan``: bootstrap resamples, randomization trials, seed.
+    """
+    refs = read_references(references, split)
+    paths = [captions] if isinstance(captions, (str, Path)) else list(captions)
+    if not paths:
+        raise ValueError("no results file given")
+    tokenizer = tokenizer or ("none" if refs.tokenized else "ptb")
+    check_tokenizer(tokenizer, refs.tokenized, refs.path)
+    if idf_from not in IDF_RULES:
+        raise ValueError(f"--idf-from {idf_from}: choose from {', '.join(IDF_RULES)}")
+    requested = list(metrics) if metrics else list(COCO_METRICS)
+    _check_metrics(requested)
+    systems = [read_results(path, refs) for path in paths]
+    names = _system_names(paths)
+    images = scored_images(refs, systems)
+    notes = _empty_caption_notes(systems)
+    gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from)
+    with postgen.make_metrics(requested, options) as started:
+        unavailable = dict(started.unavailable)
+        if metrics and unavailable:  # asked for by name: not running it is an error, not a note
+            name, why = next(iter(unavailable.items()))
+            raise ValueError(f"--metrics {name}: cannot run here ({why})")
+        scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
+        stats, per_image, corpus = _score(scorers, gts, system_res, names)
+    with_stats = {name: scorers[name] for name in scorers if stats[names[0]][name] is not None}
+    table = compare(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
+    table = _add_scores_only(table, scorers, corpus, names)
+    if len(with_stats) < len(scorers):
+        notes.append(f"no intervals or p-values for {', '.join(m for m in scorers if m not in with_stats)} "
+                     "(no per-image statistics yet)")
+    settings = _settings(refs, paths, names, tokenizer, idf_from, plan, list(scorers), unavailable, len(images))
+    frame = _per_image_frame(per_image, names, images, list(scorers))
+    return Evaluation(table.assign(tokenizer=tokenizer), frame, settings, unavailable, notes)
+
+
+def _check_metrics(requested: list[str]) -> None:
+    postgen.check_metric_names(requested, "--metrics")
+    for name in requested:
+        if postgen.REGISTRY[name].needs_images:
+            raise ValueError(f"--metrics {name}: reads the images, which evaluate does not have (text files only)")
+    if len(set(requested)) != len(requested):
+        raise ValueError(f"--metrics names a metric twice: {', '.join(requested)}")
+
+
+def _system_names(paths: list) -> list[str]:
+    """Each results file's name in tables: its stem, or its path where stems repeat."""
+    stems = [Path(p).stem for p in paths]
+    names = stems if len(set(stems)) == len(stems) else [str(p) for p in paths]
+    if len(set(names)) != len(names):
+        raise ValueError(f"the same results file is given twice: {', '.join(map(str, paths))}")
+    return names
+
+
+def _empty_caption_notes(systems: list[Results]) -> list[str]:
+    notes = []
+    for system in systems:
+        empty = [i for i, caption in system.captions.items() if not caption.strip()]
+        if empty:
+            notes.append(f"{system.path}: {len(empty)} empty caption(s) (first: image {empty[0]!r}), scored as "
+                         "the toolkits score them")
+    return notes
+
+
+def _tokenized(refs: References, systems: list[Results], images: list, tokenizer: str, idf_from: str):
+    """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer."""
+    ref_images = list(refs.captions) if idf_from == "all" else images
+    strings = [c for i in ref_images for c in refs.captions[i]] + [s.captions[i] for s in systems for i in images]
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        tokens = iter(tokenize_all(strings, tokenizer))
+    all_gts = {i: [next(tokens) for _ in refs.captions[i]] for i in ref_images}
+    system_res = [{i: [next(tokens)] for i in images} for _ in systems]
+    gts = {i: all_gts[i] for i in images}
+    return gts, system_res, (all_gts if idf_from == "all" else None)
+
+
+def _with_idf(metric, all_gts: dict | None):
+    """CIDEr-D with document frequencies of every image of REFS when asked (``--idf-from all``)."""
+    if all_gts is not None and metric.name == "CIDEr":
+        return postgen.CIDEr(metric.backend, idf_from=all_gts)
+    return metric
+
+
+def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -> tuple[dict, dict, dict]:
+    """(system -> metric -> f64[images, k] or None, system -> metric -> f64[images] per-image scores,
+    system -> metric -> corpus score of the metrics without statistics)."""
+    stats: dict = {s: {} for s in names}
+    per_image: dict = {s: {} for s in names}
+    corpus: dict = {s: {} for s in names}
+    for name, metric in scorers.items():
+        for system, res in zip(names, system_res):
+            try:
+                rows = metric.stats(gts, res)
+                per_image[system][name] = metric.per_image(rows)
+            except NotImplementedError:  # a metric without per-image statistics: its own compute_score
+                rows = None
+                corpus[system][name], scores = metric.compute_score(gts, res)
+                per_image[system][name] = np.asarray(scores, np.float64)
+            stats[system][name] = rows
+    return stats, per_image, corpus
+
+
+def _add_scores_only(table: pd.DataFrame, scorers: dict, corpus: dict, names) -> pd.DataFrame:
+    """The table with rows for metrics scored without statistics (score only), in metric order."""
+    extra = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names if m in corpus[s]]
+    if not extra:
+        return table
+    table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
+    metric_order = {m: k for k, m in enumerate(scorers)}
+    system_order = {s: k for k, s in enumerate(names)}
+    key = table["metric"].map(metric_order) * len(names) + table["system"].map(system_order)
+    return table.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: list[str]) -> pd.DataFrame:
+    frames = []
+    for system in names:
+        frame = pd.DataFrame({"image_id": images, **{m: per_image[system][m] for m in metrics}})
+        frames.append(frame.assign(system=system) if len(names) > 1 else frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..postgen.jvm import java_description
+
+    def installed(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "absent"
+    return {
+        "tokenizer": describe(tokenizer),
+        "references": {"path": refs.path, "format": refs.format, "images": len(refs.captions)},
+        "captions": dict(zip(names, map(str, paths))),
+        "images_scored": images,
+        "image_order": "the results' images in the order REFS lists them (COCOEvalCap with "
+                       "params['image_id'] = cocoRes.getImgIds())",
+        "document_frequencies": ("CIDEr-D: from the references of the images scored (COCOEvalCap)" if idf_from == "scored"
+                                 else "CIDEr-D: from the references of every image of REFS (--idf-from all)"),
+        "metrics": metrics,
+        "unavailable": unavailable,
+        "significance": {"bootstrap_resamples": plan.resamples, "randomization_trials": plan.trials,
+                         "seed": plan.seed, "interval": "95% percentile bootstrap",
+                         "tests": "paired bootstrap and approximate randomization against the first system"},
+        "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
+                     "numpy": np.__version__},
+        "java": java_description() if any(postgen.REGISTRY[m].needs_java for m in metrics) or tokenizer == "ptb"
+        else "not used",
+    }

@@ -1,0 +1,176 @@
+"""``evaluate`` equals COCOEvalCap (pycocoevalcap's own class, run here on the same files) on every
+metric, corpus and per image, with the PTB tokenizer; with alnum-lower it equals ``postgen.score``;
+the three reference formats; the command's outputs."""
+import json
+import random
+
+import numpy as np
+import pytest
+
+from pregen_jax import postgen
+from pregen_jax.cli import main
+from pregen_jax.evaluation import Resampling, score_files
+from tests.conftest import shared
+
+TOL = 1e-9
+
+
+def flickr_captions(images: int) -> dict:
+    """The first ``images`` Flickr8k test images: file name -> its five raw captions."""
+    captions: dict = {}
+    for line in shared("flickr8k", "Flickr8k.token.txt").read_text(encoding="utf-8").splitlines():
+        key, caption = line.split("\t")
+        captions.setdefault(key.split("#")[0], []).append(caption)
+    test = shared("flickr8k", "Flickr_8k.testImages.txt").read_text().split()[:images]
+    return {name: captions[name] for name in test}
+
+
+def coco_files(tmp_path, captions: dict, systems=(0,), refs=slice(1, None), seed=0) -> tuple:
+    """A COCO annotation file (captions[refs] of each image) and one results file per caption index of
+    ``systems``, the results in a shuffled order (COCOEvalCap scores in the annotation file's order)."""
+    ids = {name: 1000 + 7 * k for k, name in enumerate(captions)}
+    annotations = {"images": [{"id": ids[n], "file_name": n} for n in captions],
+                   "annotations": [{"image_id": ids[n], "id": 10 * ids[n] + j, "caption": c}
+                                   for n in captions for j, c in enumerate(captions[n][refs])]}
+    (tmp_path / "refs.json").write_text(json.dumps(annotations))
+    paths = []
+    for k in systems:
+        results = [{"image_id": ids[n], "caption": captions[n][k]} for n in captions]
+        random.Random(seed + k).shuffle(results)
+        paths.append(tmp_path / f"res{k}.json")
+        paths[-1].write_text(json.dumps(results))
+    return tmp_path / "refs.json", paths
+
+
+class _SpiceNotRun(Exception):
+    pass
+
+
+def cocoevalcap(refs, res, monkeypatch) -> tuple[dict, dict]:
+    """(COCOEvalCap.eval, imgToEval) as coco-caption's example runs it; SPICE, last in its list,
+    is not run (no CoreNLP jars here): it raises after every other metric has been stored."""
+    import pycocoevalcap.eval as coco_eval
+    from pycocotools.coco import COCO
+
+    class NoSpice:
+        def compute_score(self, gts, res):
+            raise _SpiceNotRun
+
+        def method(self):
+            return "SPICE"
+    monkeypatch.setattr(coco_eval, "Spice", NoSpice)
+    coco = COCO(str(refs))
+    coco_res = coco.loadRes(str(res))
+    evaluator = coco_eval.COCOEvalCap(coco, coco_res)
+    evaluator.params["image_id"] = coco_res.getImgIds()
+    with pytest.raises(_SpiceNotRun):
+        evaluator.evaluate()
+    return evaluator.eval, evaluator.imgToEval
+
+
+def test_equals_cocoevalcap_on_raw_flickr8k_captions(tmp_path, monkeypatch, java_on_path):
+    captions = flickr_captions(400)
+    first = next(iter(captions))
+    captions[first] = ["A dog -- in a T-shirt (red) can't jump ... !", *captions[first][1:]]  # PTB's quirks
+    refs, (res,) = coco_files(tmp_path, captions)
+    expected, per_image = cocoevalcap(refs, res, monkeypatch)
+    got = score_files(refs, res, metrics=[m for m in expected if m != "SPICE"])
+    assert list(got.per_image["image_id"]) == list(per_image)  # coco-caption's image order
+    for metric, value in expected.items():
+        score = got.table.set_index("metric").loc[metric, "score"]
+        assert score == pytest.approx(value, abs=TOL, rel=TOL), metric
+        np.testing.assert_allclose(got.per_image[metric], [per_image[i][metric] for i in per_image],
+                                   atol=TOL, rtol=TOL, err_msg=metric)
+    assert got.settings["tokenizer"].startswith("ptb") and set(got.table["tokenizer"]) == {"ptb"}
+
+
+def test_alnum_lower_equals_postgen_score(tmp_path):
+    captions = flickr_captions(200)
+    refs, (res,) = coco_files(tmp_path, captions)
+    metrics = ["Bleu_1", "Bleu_4", "ROUGE_L", "CIDEr"]
+    got = score_files(refs, res, metrics=metrics, tokenizer="alnum-lower")
+    ids = list(got.per_image["image_id"])
+    by_id = {1000 + 7 * k: caps for k, caps in enumerate(captions.values())}
+    gts = {i: by_id[i][1:] for i in ids}
+    res_raw = {i: [by_id[i][0]] for i in ids}
+    for metric in metrics:
+        corpus, per_image = postgen.score(metric, gts, res_raw)
+        assert got.table.set_index("metric").loc[metric, "score"] == corpus, metric
+        assert list(got.per_image[metric]) == per_image, metric
+
+
+def test_idf_from_all_scores_a_subset_as_in_the_whole_set(tmp_path):
+    captions = flickr_captions(120)
+    refs, (res,) = coco_files(tmp_path, captions)
+    names = list(captions)
+    subset = [{"image_id": 1000 + 7 * k, "caption": captions[n][0]} for k, n in enumerate(names) if k % 3 == 0]
+    (tmp_path / "subset.json").write_text(json.dumps(subset))
+    whole = score_files(refs, res, metrics=["CIDEr"], tokenizer="alnum-lower", idf_from="all")
+    part = score_files(refs, tmp_path / "subset.json", metrics=["CIDEr"], tokenizer="alnum-lower", idf_from="all")
+    scored = whole.per_image.set_index("image_id")["CIDEr"]
+    np.testing.assert_allclose(part.per_image["CIDEr"], scored[part.per_image["image_id"]].to_numpy(), rtol=0, atol=1e-12)
+    alone = score_files(refs, tmp_path / "subset.json", metrics=["CIDEr"], tokenizer="alnum-lower")
+    assert alone.table["score"].iloc[0] != part.table["score"].iloc[0]
+    assert "every image of REFS" in part.settings["document_frequencies"]
+
+
+def test_karpathy_json_and_export_references_jsonl(tmp_path):
+    captions = flickr_captions(60)
+    names = list(captions)
+    karpathy = {"dataset": "flickr8k", "images": [
+        {"filename": n, "split": "test" if k < 50 else "train", **({"cocoid": 5000 + k} if k % 2 else {}),
+         "sentences": [{"raw": c, "tokens": ["ignored"]} for c in captions[n][1:]]} for k, n in enumerate(names)]}
+    (tmp_path / "karpathy.json").write_text(json.dumps(karpathy))
+    results = [{"image_id": 5000 + k if k % 2 else n, "caption": captions[n][0]} for k, n in enumerate(names[:50])]
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    refs, (res,) = coco_files(tmp_path, {n: captions[n] for n in names[:50]})
+    from_karpathy = score_files(tmp_path / "karpathy.json", tmp_path / "res.json", metrics=["CIDEr", "Bleu_4"],
+                                tokenizer="alnum-lower")
+    from_coco = score_files(refs, res, metrics=["CIDEr", "Bleu_4"], tokenizer="alnum-lower")
+    np.testing.assert_array_equal(from_karpathy.table["score"], from_coco.table["score"])  # raw captions, not tokens
+    from pregen_jax.datasets import tokenize
+    rows = [{"image_id": n, "image": k, "ref": r, "text": " ".join(tokenize(c)), "tokens": tokenize(c)}
+            for k, n in enumerate(names[:50]) for r, c in enumerate(captions[n][1:])]
+    (tmp_path / "refs.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (tmp_path / "res_names.json").write_text(json.dumps(
+        [{"image_id": n, "caption": " ".join(tokenize(captions[n][0]))} for n in names[:50]]))
+    jsonl = score_files(tmp_path / "refs.jsonl", tmp_path / "res_names.json", metrics=["CIDEr", "Bleu_4"])
+    assert set(jsonl.table["tokenizer"]) == {"none"}
+    np.testing.assert_array_equal(jsonl.table["score"], from_coco.table["score"])
+    with pytest.raises(ValueError, match="already tokenized.*--tokenizer none"):
+        score_files(tmp_path / "refs.jsonl", tmp_path / "res_names.json", tokenizer="ptb")
+
+
+def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path, capsys):
+    captions = flickr_captions(150)
+    refs, paths = coco_files(tmp_path, captions, systems=(0, 1), refs=slice(2, None))
+    out = tmp_path / "out"
+    assert main(["evaluate", "--references", str(refs), "--captions", *map(str, paths), "--metrics",
+                 "Bleu_4,CIDEr,ROUGE_L", "--tokenizer", "alnum-lower", "--trials", "2000", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "tokenizer: alnum-lower" in printed and "p_bs=" in printed
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["tokenizer"].startswith("alnum-lower") and set(scores["res0"]) == {"Bleu_4", "CIDEr", "ROUGE_L"}
+    import pandas as pd
+    per_image = pd.read_csv(out / "per_image.tsv", sep="\t")
+    assert list(per_image.columns) == ["image_id", "Bleu_4", "CIDEr", "ROUGE_L", "system", "tokenizer"]
+    table = pd.read_csv(out / "significance.tsv", sep="\t")
+    second = table[table["system"] == "res1"].set_index("metric")
+    assert (second["diff_low"] <= second["diff"]).all() and (second["diff"] <= second["diff_high"]).all()
+    assert ((0 < second["p_bootstrap"]) & (second["p_bootstrap"] <= 1)).all()
+    assert ((0 < second["p_randomization"]) & (second["p_randomization"] <= 1)).all()
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["significance"]["randomization_trials"] == 2000 and settings["significance"]["seed"] == 0
+    again = score_files(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000))
+    assert again.table.set_index(["system", "metric"]).loc[("res1", "CIDEr"), "p_bootstrap"] == \
+        second.loc["CIDEr", "p_bootstrap"]  # the same seed, the same draws
+
+
+def test_a_system_against_itself_has_p_one_and_a_zero_difference(tmp_path):
+    captions = flickr_captions(80)
+    refs, (res,) = coco_files(tmp_path, captions)
+    twin = tmp_path / "twin.json"
+    twin.write_text(res.read_text())
+    table = score_files(refs, [res, twin], metrics=["Bleu_4", "CIDEr"], tokenizer="alnum-lower").table
+    second = table[table["system"] == "twin"]
+    assert (second["diff"] == 0).all() and (second["p_bootstrap"] == 1).all() and (second["p_randomization"] == 1).all()
