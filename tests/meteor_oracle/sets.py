@@ -42,8 +42,8 @@ def where_image2(model: str) -> list[Segment]:
 def flickr8k_leave_one_out() -> list[Segment]:
     """Each Flickr8k test caption (raw) against the other four of its image."""
     raw = flickr8k_raw()
-    test = (DATA / "flickr8k" / "Flickr_8k.testImages.txt").read_text().split()
-    return [(raw[i][:k] + raw[i][k + 1:], raw[i][k], f"flickr8k {i}#{k}") for i in test for k in range(len(raw[i]))]
+    test = (DATA / "flickr8k" / "Flickr_8k.testImages.txt").read_text().split()  # 5 names have no captions
+    return [(raw[i][:k] + raw[i][k + 1:], raw[i][k], f"flickr8k {i}#{k}") for i in test if i in raw for k in range(len(raw[i]))]
 
 
 def mutt(corruption: str, references: int) -> list[Segment]:
@@ -59,10 +59,20 @@ def mutt(corruption: str, references: int) -> list[Segment]:
 
 
 def demo_captions() -> list[Segment]:
-    """The baseline demo's models' test captions against their references ([] until the run has them)."""
-    if not DEMO_CAPTIONS.is_dir():
+    """The baseline demo's models' test captions (``cache/captions/<model>/captions.txt``, one line
+    per test image) against the built-in dataset's references (the demo's 6000/1000/1000, seed 0)."""
+    from pregen_jax.datasets.shapes import ShapesConfig, generate
+    folders = sorted(p.parent for p in DEMO_CAPTIONS.glob("*/captions.txt"))
+    if not folders:
         return []
-    raise NotImplementedError  # filled in when the baseline demo's caption format is known
+    test = generate(ShapesConfig(6000, 1000, 1000, seed=0)).splits["test"]
+    refs = [[" ".join(c) for c in captions] for captions in test.captions]
+    out = []
+    for folder in folders:
+        lines = (folder / "captions.txt").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == len(refs), folder
+        out += [(r, line, f"demo {folder.name} {k}") for k, (r, line) in enumerate(zip(refs, lines))]
+    return out
 
 
 HARD = [
