@@ -7,9 +7,9 @@ from .references import (
     attach_references,
     export_references,
     read_corpus,
-    read_references,
+    read_exported_references,
     read_test_split,
 )
 
-__all__ = ["Reference", "attach_references", "export_references", "read_corpus", "read_references",
+__all__ = ["Reference", "attach_references", "export_references", "read_corpus", "read_exported_references",
            "read_test_split"]

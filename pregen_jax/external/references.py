@@ -109,7 +109,7 @@ def export_references(config: SearchConfig, out) -> list[Reference]:
     return rows
 
 
-def read_references(path) -> list[Reference]:
+def read_exported_references(path) -> list[Reference]:
     """The rows of an ``export-references`` file, in file order."""
     rows = []
     for line_no, line in enumerate(io.read_text(path, "references file").splitlines(), 1):
@@ -131,7 +131,7 @@ def attach_references(ref_probs: RefProbs, path) -> RefProbs:
     are the model's pieces). The model's vocabulary is recorded as ``ref_probs.vocabulary`` or
     unknown. Raises ``ValueError`` naming the image and reference that do not match.
     """
-    rows = read_references(path)
+    rows = read_exported_references(path)
     captions: list[list[list[str]]] = []
     image_ids: list[str] = []
     for row in rows:
