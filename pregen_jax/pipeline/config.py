@@ -31,12 +31,13 @@ ID_COLUMNS = ("dataset", "architecture", "run", "epoch", "num_strata", "stratum"
 
 def model_label(architecture: str, run, epoch="final") -> str:
     """A model's one label, in every file name, message and table that names a model:
-    ``architecture-run`` for the final model, ``architecture-run-eEPOCH`` for a snapshot.
+    ``architecture-run`` for the final model (or a model with no epochs: a checkpoint file, a
+    captions file), ``architecture-run-eEPOCH`` for a snapshot.
 
-    >>> model_label("merge", 1), model_label("merge", "1", 1)
-    ('merge-1', 'merge-1-e1')
+    >>> model_label("merge", 1), model_label("merge", "1", 1), model_label("captions", "mine.jsonl", "")
+    ('merge-1', 'merge-1-e1', 'captions-mine.jsonl')
     """
-    return f"{architecture}-{run}" + (f"-e{epoch}" if str(epoch) != "final" else "")
+    return f"{architecture}-{run}" + (f"-e{epoch}" if str(epoch) not in ("final", "") else "")
 
 GROUPABLE = ("dataset", "architecture", "run", "epoch")
 DEFAULT_POSTGEN = DEFAULT_METRICS  # the post-gen metrics' one list is postgen's
