@@ -1,8 +1,6 @@
-"""Bring your own model: README's example run as written, captions keyed by image id, and
-settings errors in one plain line."""
+"""Bring your own model: the guide's example (docs/guides/bring-your-own-model.md) run as written,
+captions keyed by image id, and settings errors in one plain line."""
 import json
-import re
-import shlex
 
 import numpy as np
 import pytest
@@ -16,48 +14,22 @@ from pregen_jax.pipeline.sources import load_data, precomputed_candidates
 from pregen_jax.training import checkpoints
 from tests.builders import write_precomputed
 from tests.conftest import ROOT
+from tests.test_docs_examples import run_block, runnable
 
-SECTION = "## Bring your own model"
-HELPERS = "### Helpers for glue of your own"
-
-
-def readme_blocks() -> list[tuple[str, str]]:
-    """(language, code) of every fenced block of README's section and its helpers subsection, in
-    order (other subsections hold fragments, not a program)."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index(f"\n{SECTION}\n")
-    end = text.find("\n## ", start + 1)
-    section = text[start:end if end > 0 else None]
-    parts = re.split(r"^(?=### )", section, flags=re.M)
-    tested = "".join(part for n, part in enumerate(parts) if n == 0 or part.startswith(HELPERS + "\n"))
-    return re.findall(r"^```(\w+)\n(.*?)^```", tested, re.S | re.M)
+GUIDE = ROOT / "docs" / "guides" / "bring-your-own-model.md"
 
 
-def run_block(language: str, code: str, capsys) -> str:
-    """Run one block as a user would: Python as a script, TOML saved under the name its first line
-    gives, each `pregen-search` line of a shell block as that command."""
-    if language == "python":
-        exec(compile(code, f"README.md ({SECTION})", "exec"), {"__name__": "__main__"})
-    elif language == "toml":
-        name = code.splitlines()[0].removeprefix("#").strip()
-        with open(name, "w") as f:
-            f.write(code)
-    elif language == "bash":
-        for line in code.splitlines():
-            argv = shlex.split(line, comments=True)
-            if argv:
-                assert argv[0] == "pregen-search", line
-                code = cli.main(argv[1:])
-                assert code == 0, f"{line}: exit {code}: {capsys.readouterr().err}"
-    return capsys.readouterr().out
-
-
-def test_readme_bring_your_own_model_runs_as_written(tmp_path, monkeypatch, capsys):
+def test_guide_bring_your_own_model_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The guide's blocks in order, as tests/test_docs_examples.py runs every other page (that test
+    leaves this page to this one), then checks of what they made."""
     monkeypatch.chdir(tmp_path)
-    blocks = readme_blocks()
-    assert [language for language, _ in blocks] == ["python", "toml", "bash", "python", "toml", "bash", "python"]
-    assert blocks[1][1].count("[") == 1  # the export needs only [data]
-    outputs = [run_block(language, code, capsys) for language, code in blocks]
+    blocks = runnable(GUIDE)
+    assert [block.language for block in blocks][:7] == ["python", "toml", "bash", "python", "toml", "bash", "python"]
+    assert blocks[1].code.count("[") == 1  # the export needs only [data]
+    namespace, outputs = {"__name__": "__main__"}, []
+    for block in blocks:
+        run_block(block, namespace, capsys)
+        outputs.append(capsys.readouterr().out)
     assert "numpy-new" in outputs[5] and "CIDEr" in outputs[5] and "measured" in outputs[5], outputs[5]
     # The search read the shuffled, id-keyed caption files right: its CIDEr per model is CIDEr
     # of each file's captions matched to the exported references by image id.

@@ -79,3 +79,9 @@ QUIRKS = {
 @pytest.mark.parametrize("caption", list(QUIRKS))
 def test_python_backend_quirks(caption):
     assert ptb.tokenize([caption], backend="python") == [QUIRKS[caption]]
+
+
+def test_description_names_the_backend():
+    assert ptb.DEFAULT_BACKEND == "python"
+    assert ptb.description().startswith("python: pregen-jax's own lexer, no Java")
+    assert ptb.description("java").startswith("java: pycocoevalcap's Stanford CoreNLP 3.4.1 jar (")

@@ -14,8 +14,10 @@ def _run(args: argparse.Namespace) -> int:
     import jax
 
     from .. import postgen
+    from ..postgen import ptb
     from ..postgen.jvm import java_description
     print(f"java: {java_description()}")  # which Java METEOR, SPICE and the PTB tokenizer run, and why that one
+    print(f"PTB tokenizer: {ptb.description()}")  # which backend evaluate's default tokenizer runs
     print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
     options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
     print("post-gen metrics:")

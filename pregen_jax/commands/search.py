@@ -10,7 +10,7 @@ from .base import trainers, workers
 
 def scale_arguments(parser: argparse.ArgumentParser) -> None:
     """Several processes or hosts (JAX's distributed runtime) and the post-gen worker pool."""
-    group = parser.add_argument_group("several processes or hosts (README: Running on several devices, "
+    group = parser.add_argument_group("several processes or hosts (docs/guides/scale.md: several devices, "
                                       "processes and hosts)")
     group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                        help="address of process 0, which the others connect to (jax.distributed.initialize)")

@@ -17,7 +17,7 @@ import itertools
 import re
 
 from .punctuation import drop_punctuation
-from .scanner import step
+from .scanner import shadow, step
 
 CONTEXT = 256  # characters of the following lines that the scanner sees past a line's end
 # A line of such words, single spaces between, a period at its end or not, is its words (each lexes as itself)
@@ -31,14 +31,14 @@ _MEMO_LIMIT = 200_000
 _memo: dict[tuple[str, str], list[str]] = {}
 
 
-def _remembered(text: str, start: int, end: int, view: int) -> list[str] | None:
+def _remembered(text: str, shade: str, start: int, end: int, view: int) -> list[str] | None:
     """The tokens of the word text[start:end] (looked up or lexed); None if it may depend on more context."""
     key = (text[start:end], text[end:end + 2])
     tokens = _memo.get(key)
     if tokens is None:
         tokens, pos = [], start
         while pos < end:
-            token, pos = step(text, pos, view)
+            token, pos = step(text, shade, pos, view)
             if token is not None:
                 tokens.append(token)
         if pos != end:
@@ -49,9 +49,9 @@ def _remembered(text: str, start: int, end: int, view: int) -> list[str] | None:
     return tokens
 
 
-def lex(text: str, start: int, stop: int, view: int) -> tuple[list[str], int]:
-    """The tokens of text[start:stop] (one line of ``text``, the scanner seeing up to ``view``) and where
-    the scanner stopped (>= stop)."""
+def lex(text: str, shade: str, start: int, stop: int, view: int) -> tuple[list[str], int]:
+    """The tokens of text[start:stop] (one line of ``text``, the scanner seeing up to ``view``; ``shade``
+    is ``shadow(text)``) and where the scanner stopped (>= stop)."""
     tokens: list[str] = []
     pos = start
     while pos < stop:
@@ -72,12 +72,12 @@ def lex(text: str, start: int, stop: int, view: int) -> tuple[list[str], int]:
         end = text.find(" ", pos, stop)
         end = stop if end < 0 else end
         if _REMEMBERED.fullmatch(text, pos, end):
-            remembered = _remembered(text, pos, end, view)
+            remembered = _remembered(text, shade, pos, end, view)
             if remembered is not None:
                 tokens.extend(remembered)
                 pos = end
                 continue
-        token, pos = step(text, pos, view)
+        token, pos = step(text, shade, pos, view)
         if token is not None:
             tokens.append(token)
     return tokens, pos
@@ -126,6 +126,7 @@ def _split_form_lines(text: str, starts: list[int]) -> set[int]:
 def _lines(lines: list[str], clean: bool) -> list[str]:
     units = [_utf16(line) for line in lines]
     text = "\n".join(units)
+    shade = shadow(text)
     starts = [0, *itertools.accumulate(len(line) + 1 for line in units)]
     split = _split_form_lines(text, starts)
     out, pos = [], 0
@@ -134,7 +135,7 @@ def _lines(lines: list[str], clean: bool) -> list[str]:
         if pos <= start and k not in split and _PLAIN_LINE.fullmatch(line):
             out.append((line[:-2] if clean and line.endswith(" .") else line).lower())
             continue
-        tokens, pos = lex(text, max(pos, start), stop, _context_end(text, stop))
+        tokens, pos = lex(text, shade, max(pos, start), stop, _context_end(text, stop))
         written = " ".join(map(_lower, tokens))
         out.append(drop_punctuation(written) if clean else written)
     return out

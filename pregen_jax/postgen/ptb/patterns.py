@@ -3,16 +3,18 @@
 Written from the lexer's documented behaviour and checked against the jar token for token (the
 jar is the oracle, tests/test_ptb_oracle.py). The jar's scanner is case-insensitive for letters
 written outside a character class and case-sensitive inside one ("[A-Z]" stays upper case):
-``caseless`` turns every ASCII letter outside a class into ``[xX]``, plus the three letters
-whose Java case mapping reaches an ASCII one (I with a dot, dotless i, long s, Kelvin sign), as
-the scanner's generator does (not Python's IGNORECASE, whose folding differs). Its letter, digit and upper-case
-classes are Java's ``Character.isLetter``, ``isDigit`` and ``isUpperCase`` on 16-bit chars
-(``\\p{L}``, ``\\p{Nd}``, ``\\p{Lu}`` here, applied to the text in UTF-16 code units). A shape
-refers to another one as ``<NAME>``; ``expand`` substitutes it, grouped.
+``caseless`` turns every ASCII letter outside a class into ``[xX]``, plus the four characters
+whose Java case mapping reaches an ASCII letter (I with a dot, dotless i, long s, Kelvin sign),
+as the scanner's generator does (not Python's IGNORECASE, whose folding differs). Its letter,
+digit and upper-case classes are Java's ``Character.isLetter``, ``isDigit`` and ``isUpperCase``
+of 2014 on 16-bit chars (charclasses.py's frozen tables, through a shadow of the text in UTF-16
+code units). A shape refers to another one as ``<NAME>``; ``expand`` substitutes it, grouped.
 """
 from __future__ import annotations
 
 import re
+
+from . import charclasses
 
 _REF = re.compile(r"<([A-Z_0-9]+)>")
 _ESCAPE = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|[pP]\{[^}]*\}|.)", re.S)
@@ -59,6 +61,10 @@ def expand(shapes: dict[str, str], pattern: str) -> str:
 
 # name -> pattern, in dependency order; each is made caseless, then its references expanded.
 _SHAPES = {
+    # the scanner's [:letter:], [:digit:], [:uppercase:]: exact on the shadow text (charclasses.py)
+    "JLETTER": charclasses.PACKAGE_CLASSES[0],
+    "JDIGIT": charclasses.PACKAGE_CLASSES[1],
+    "JUPPER": charclasses.PACKAGE_CLASSES[2],
     "SGML": r"""<(?:[!?][A-Za-z\-][^>\r\n]*|[A-Za-z][A-Za-z0-9_:.\-]*(?:[ ]+(?:[A-Za-z][A-Za-z0-9_:.\-]*|[A-Za-z][A-Za-z0-9_:.\-]*[ ]*=[ ]*(?:'[^']*'|"[^"]*")))*[ ]*/?|/[A-Za-z][A-Za-z0-9_:.\-]*)[ ]*>""",
     "SPMDASH": r"&(?:MD|mdash|ndash);|[\u0096\u0097\u2013\u2014\u2015]",
     "SPAMP": r"&amp;",
@@ -69,8 +75,8 @@ _SHAPES = {
     "NEWLINE": r"\r|\r?\n|\u2028|\u2029|\u000B|\u000C|\u0085",
     "SPACENL": r"<SPACE>|<NEWLINE>",
     "SPACENLS": r"<SPACENL>+",
-    "SENTEND": r"<SPACENL>(?:<SPACENL>|\p{Lu}|<SGML>)",
-    "DIGIT": r"\p{Nd}|[\u07C0-\u07C9]",
+    "SENTEND": r"<SPACENL>(?:<SPACENL>|<JUPPER>|<SGML>)",
+    "DIGIT": r"<JDIGIT>|[\u07C0-\u07C9]",
     "DATE": r"<DIGIT>{1,2}[\-/]<DIGIT>{1,2}[\-/]<DIGIT>{2,4}",
     "NUM": r"<DIGIT>+|<DIGIT>*(?:[.:,\u00AD\u066B\u066C]<DIGIT>+)+",
     "NUMBER": r"[\-+]?<NUM>",
@@ -79,7 +85,7 @@ _SHAPES = {
     "FRAC2": r"[\u00BC\u00BD\u00BE\u2153-\u215E]",
     "DOLSIGN": r"[A-Z]*\$|\#",
     "DOLSIGN2": r"[\u00A2\u00A3\u00A4\u00A5\u0080\u20A0\u20AC\u060B\u0E3F\u20A4\uFFE0\uFFE1\uFFE5\uFFE6]",
-    "LETTER": (r"\p{L}|<SPLET>|[\u00AD\u0237-\u024F\u02C2-\u02C5\u02D2-\u02DF\u02E5-\u02FF\u0300-\u036F"
+    "LETTER": (r"<JLETTER>|<SPLET>|[\u00AD\u0237-\u024F\u02C2-\u02C5\u02D2-\u02DF\u02E5-\u02FF\u0300-\u036F"
                r"\u0370-\u037D\u0384\u0385\u03CF\u03F6\u03FC-\u03FF\u0483-\u0487\u04CF\u04F6-\u04FF\u0510-\u0525"
                r"\u055A-\u055F\u0591-\u05BD\u05BF\u05C1\u05C2\u05C4\u05C5\u05C7\u0615-\u061A\u063B-\u063F"
                r"\u064B-\u065E\u0670\u06D6-\u06EF\u06FA-\u06FF\u070F\u0711\u0730-\u074F\u0750-\u077F\u07A6-\u07B1"
@@ -94,7 +100,7 @@ _SHAPES = {
     "APOS": r"['\u0092\u2019]|&apos;",
     "APOSETCETERA": r"<APOS>|[`\u0091\u2018\u201B]",
     "HYPHEN": r"[-_\u058A\u2010\u2011]",
-    "LD": r"\p{L}|\p{Nd}",  # the lexer's [:letter:]|[:digit:] (no extra letters)
+    "LD": r"<JLETTER>|<JDIGIT>",  # [:letter:]|[:digit:] (no extra letters)
     "THING": (r"(?:[dDoOlL]<APOSETCETERA><LD>)?<LD>+"
               r"(?:<HYPHEN>(?:[dDoOlL]<APOSETCETERA><LD>)?<LD>+)*"),
     "THINGA": r"[A-Z]+(?:(?:[+&]|<SPAMP>)[A-Z]+)+",
@@ -106,8 +112,8 @@ _SHAPES = {
     "SWORD": r"[A-Za-z\u00AD]*[A-MO-Za-mo-z]\u00AD*",
     "SREDAUX": r"n<APOSETCETERA>t",
     "APOWORD": (r"<APOS>n<APOS>?|[lLdDjJ]<APOS>|Dunkin<APOS>|somethin<APOS>|ol<APOS>|<APOS>em"
-                r"|[A-HJ-XZn]<APOSETCETERA>\p{L}{2}\p{L}*|<APOS>[2-9]0s|<APOS>till?"
-                r"|\p{L}\p{L}*[aeiouyAEIOUY]<APOSETCETERA>[aeiouA-Z]\p{L}*|<APOS>cause|cont'd\.?|'twas"
+                r"|[A-HJ-XZn]<APOSETCETERA><JLETTER>{2}<JLETTER>*|<APOS>[2-9]0s|<APOS>till?"
+                r"|<JLETTER><JLETTER>*[aeiouyAEIOUY]<APOSETCETERA>[aeiouA-Z]<JLETTER>*|<APOS>cause|cont'd\.?|'twas"
                 r"|nor'easter|c'mon|e'er|s'mores|ev'ry|li'l|nat'l|O<APOSETCETERA>o"),
     "APOWORD2": r"y<APOS>",
     "FULLURL": r"""https?://[^ \t\n\f\r"<>|(){}]+[^ \t\n\f\r"<>|.!?(){},-]""",

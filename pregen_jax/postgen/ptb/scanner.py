@@ -12,7 +12,7 @@ import re
 
 import regex
 
-from . import patterns
+from . import charclasses, patterns
 from .rules import RULES, Action
 
 _SHAPES = patterns.shapes()
@@ -30,10 +30,30 @@ _AHEAD = [_compile(ahead, False) if ahead else None for _, ahead, _ in RULES]
 _ACTION = [action for _, _, action in RULES]
 
 
+def _named(compiled: list[regex.Pattern | None]) -> set[int]:
+    """The non-ASCII chars that ``compiled`` name one by one or in ranges of their own."""
+    named: set[int] = set()
+    for pattern in (p.pattern for p in compiled if p is not None):
+        for first, last in _ESCAPES.findall(pattern):
+            named.update(range(int(first, 16), int(last or first, 16) + 1))
+        named.update(ord(c) for c in pattern if not c.isascii())
+    return named
+
+
+_ESCAPES = re.compile(r"\\u([0-9A-Fa-f]{4})(?:-\\u([0-9A-Fa-f]{4}))?")
+SHADOW = charclasses.shadow_table(_named(_WHOLE + _BODY + _AHEAD))  # for str.translate: char -> stand-in
+
+
 @functools.lru_cache(maxsize=65536)
 def _candidates(char: str) -> tuple[int, ...]:
     """The rules whose match can start with ``char``, in rule order."""
     return tuple(k for k, whole in enumerate(_WHOLE) if whole.match(char, partial=True))
+
+
+def shadow(text: str) -> str:
+    """What the scanner matches for ``text`` (same length): chars whose Unicode class the regex
+    package and the jar disagree on replaced by stand-ins (charclasses.shadow_table)."""
+    return text if text.isascii() else text.translate(SHADOW)
 
 
 def _cut(rule: int, text: str, start: int, end: int) -> int:
@@ -92,16 +112,17 @@ def _token(action: Action, text: str) -> str | None:
     return None  # SKIP, NEWLINE
 
 
-def step(text: str, start: int, view: int) -> tuple[str | None, int]:
-    """The token the scanner makes at ``start`` of text[:view] (None: none) and where it goes on."""
+def step(text: str, shade: str, start: int, view: int) -> tuple[str | None, int]:
+    """The token the scanner makes at ``start`` of text[:view] (None: none) and where it goes on;
+    ``shade`` is ``shadow(text)``, which the patterns match."""
     best, length = -1, 0
-    for rule in _candidates(text[start]):
-        match = _WHOLE[rule].match(text, start, view)
+    for rule in _candidates(shade[start]):
+        match = _WHOLE[rule].match(shade, start, view)
         if match is not None and match.end() - start > length:
             best, length = rule, match.end() - start
     end = start + length
     if _AHEAD[best] is not None:
-        end = _cut(best, text, start, end)
+        end = _cut(best, shade, start, end)
     action, matched = _ACTION[best], text[start:end]
     if action is Action.BACK2 or action is Action.BACK3:
         back = 2 if action is Action.BACK2 else 3

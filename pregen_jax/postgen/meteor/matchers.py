@@ -1,0 +1,147 @@
+"""METEOR 1.5's four matchers (exact, stem, synonym, paraphrase) over two token sequences.
+
+Each distinct sentence is analysed once (``Sentence``): its words' Java hash codes (the jar
+compares words and stems by ``String.hashCode``, collisions included), stems' hash codes,
+WordNet synsets (its own and its base forms'), paraphrase-table ids and the paraphrases that
+start at each position. ``candidates`` lists the possible matches of a (test, reference) pair
+per reference position, in the order the jar finds them (the beam search's ties depend on it).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .paraphrase import ParaphraseTable
+from .resources import Synonyms, function_words
+from .stem import stem
+
+EXACT, STEM, SYNONYM, PARAPHRASE = 0, 1, 2, 3
+
+# WordNet's morphology (the jar's ``morph``): suffix -> replacement, tried in order.
+MORPH = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"),
+         ("ies", "y"), ("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"),
+         ("ing", ""), ("er", ""), ("est", ""), ("er", "e"), ("est", "e"))
+
+Match = tuple[int, int, int, int, int]  # (reference start, length, test start, length, stage)
+
+
+def java_hash(text: str) -> int:
+    """``String.hashCode``: s[0]*31^(n-1) + ... over UTF-16 code units, as a signed 32-bit int."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    h = 0
+    for k in range(0, len(units), 2):
+        h = (31 * h + (units[k] | units[k + 1] << 8)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One normalized sentence's words and what each matcher needs of them."""
+
+    words: tuple[str, ...]
+    hashes: tuple[int, ...]
+    stem_hashes: tuple[int, ...]
+    synsets: tuple[frozenset[int], ...]
+    para_ids: tuple[int, ...]
+    paraphrases: tuple[tuple[tuple[int, tuple[int, ...]], ...], ...]  # per start: (phrase length, paraphrase ids)
+    function: tuple[bool, ...]
+
+
+class Analyzer:
+    """Builds ``Sentence`` records, each word's features worked out once."""
+
+    def __init__(self, synonyms: Synonyms, table: ParaphraseTable):
+        self.synonyms, self.table = synonyms, table
+        self.function_words = function_words()
+        self.word_features = functools.lru_cache(maxsize=1 << 18)(self._word_features)
+
+    def _word_features(self, word: str) -> tuple[int, int, frozenset[int], int, bool]:
+        return (java_hash(word), java_hash(stem(word)), self._synsets(word), self.table.word_id(word),
+                java_lower_is_function(word, self.function_words))
+
+    def _synsets(self, word: str) -> frozenset[int]:
+        """The word's synsets and its base forms' (irregular forms first, else WordNet's morphology)."""
+        own = self.synonyms.synsets.get(word, frozenset())
+        bases = self.synonyms.bases.get(word)
+        if bases is not None:
+            return own.union(*(self.synonyms.synsets.get(b, frozenset()) for b in bases))
+        return own | self.synonyms.synsets.get(self._morph(word), frozenset())
+
+    def _morph(self, word: str) -> str:
+        if word.endswith("ss") or len(word.encode("utf-16-le", "surrogatepass")) <= 4:
+            return word
+        for suffix, replacement in MORPH:
+            if word.endswith(suffix):
+                base = word[:len(word) - len(suffix)] + replacement
+                if base in self.synonyms.synsets:
+                    return base
+        return ""
+
+    def sentence(self, words: tuple[str, ...]) -> Sentence:
+        features = [self.word_features(w) for w in words]
+        para_ids = tuple(f[3] for f in features)
+        return Sentence(words, tuple(f[0] for f in features), tuple(f[1] for f in features),
+                        tuple(f[2] for f in features), para_ids,
+                        tuple(tuple(self.table.paraphrases(para_ids, j)) for j in range(len(words))),
+                        tuple(f[4] for f in features))
+
+
+def java_lower_is_function(word: str, function_words: frozenset[str]) -> bool:
+    return word.lower() in function_words
+
+
+def candidates(test: Sentence, ref: Sentence) -> tuple[list[list[Match]], list[int], list[int]]:
+    """(matches starting at each reference position, test coverage, reference coverage): how many
+    matches cover each word. Identical sentences get exact matches only (as the jar does)."""
+    n1, n2 = len(test.words), len(ref.words)
+    found: list[list[Match]] = [[] for _ in range(n2)]
+    cover1, cover2 = [0] * n1, [0] * n2
+
+    def add(m: Match) -> None:
+        found[m[0]].append(m)
+        for k in range(m[3]):
+            cover1[m[2] + k] += 1
+        for k in range(m[1]):
+            cover2[m[0] + k] += 1
+
+    h1, h2 = test.hashes, ref.hashes
+    for j in range(n2):
+        for i in range(n1):
+            if h1[i] == h2[j]:
+                add((j, 1, i, 1, EXACT))
+    if n1 == n2 and h1 == h2:
+        return found, cover1, cover2
+    s1, s2 = test.stem_hashes, ref.stem_hashes
+    for j in range(n2):
+        for i in range(n1):
+            if s1[i] == s2[j] and h1[i] != h2[j]:
+                add((j, 1, i, 1, STEM))
+    for j in range(n2):
+        if ref.synsets[j]:
+            for i in range(n1):
+                if h1[i] != h2[j] and not ref.synsets[j].isdisjoint(test.synsets[i]):
+                    add((j, 1, i, 1, SYNONYM))
+    _paraphrases(test, ref, add)
+    return found, cover1, cover2
+
+
+def _paraphrases(test: Sentence, ref: Sentence, add) -> None:
+    """Paraphrases of reference phrases found in the test, then of test phrases found in the reference."""
+    ids1, ids2 = test.para_ids, ref.para_ids
+    for j, entries in enumerate(ref.paraphrases):
+        for length, words in entries:
+            for i in _occurrences(ids1, words):
+                add((j, length, i, len(words), PARAPHRASE))
+    for i, entries in enumerate(test.paraphrases):
+        for length, words in entries:
+            for j in _occurrences(ids2, words):
+                add((j, len(words), i, length, PARAPHRASE))
+
+
+def _occurrences(ids: tuple[int, ...], words: tuple[int, ...]) -> list[int]:
+    """Every start where ``words`` occurs in ``ids`` (an empty phrase occurs everywhere)."""
+    n, k = len(ids), len(words)
+    if k == 0:
+        return list(range(n))
+    first = words[0]
+    return [i for i in range(n - k + 1) if ids[i] == first and ids[i:i + k] == words]

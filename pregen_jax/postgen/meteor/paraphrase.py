@@ -1,0 +1,196 @@
+"""METEOR's English paraphrase table, compiled once into memory-mapped arrays.
+
+The table (``paraphrase-en.gz``, 5.3 M entries of three lines: a probability the jar ignores, a
+reference phrase, its paraphrase) becomes, in ``cache_folder()/meteor-paraphrase-<sha256>/``:
+
+- ``vocab.bin`` + ``vocab_offsets.npy``: the table's words, UTF-8, sorted by bytes; a word's id
+  is its rank (looked up by bisection, no dictionary in memory);
+- ``keys.npy`` (u64, sorted): a hash of each distinct reference phrase (checked free of
+  collisions when compiled), ``phrase_offsets.npy``/``phrase_ids.npy`` its words;
+- ``entry_offsets.npy``: each phrase's entries, in the table's order (the order the jar tries them);
+- ``para_offsets.npy``/``para_ids.npy``: each entry's paraphrase words.
+
+The folder is named by the source's digest, written under a temporary name and renamed, so a
+changed table compiles afresh and readers never see half a folder.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import gzip
+import mmap
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..base import file_hash
+from .resources import cache_folder, paraphrase_path
+
+HASH_MULTIPLIER = 0x9E3779B97F4A7C15  # an odd 64-bit constant: phrase key = fold of (key * M + id + 1) mod 2^64
+MASK = (1 << 64) - 1
+FILES = ("vocab.bin", "vocab_offsets.npy", "keys.npy", "phrase_offsets.npy", "phrase_ids.npy", "entry_offsets.npy",
+         "para_offsets.npy", "para_ids.npy")
+
+
+def phrase_key(ids) -> int:
+    """The u64 key of a phrase (a sequence of word ids)."""
+    key = 0
+    for word in ids:
+        key = (key * HASH_MULTIPLIER + int(word) + 1) & MASK
+    return key
+
+
+def _keys(offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """u64[phrases]: ``phrase_key`` of each phrase of a CSR (offsets i64[n + 1], ids i32[...]), vectorized."""
+    lengths = np.diff(offsets)
+    keys = np.zeros(len(lengths), np.uint64)
+    with np.errstate(over="ignore"):
+        for position in range(int(lengths.max())):
+            has = lengths > position
+            words = ids[offsets[:-1][has] + position].astype(np.uint64) + np.uint64(1)
+            keys[has] = keys[has] * np.uint64(HASH_MULTIPLIER) + words
+    return keys
+
+
+def _csr(phrases: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, phrases), np.int64, len(phrases))
+    offsets = np.zeros(len(phrases) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets, np.fromiter((w for p in phrases for w in p), np.int32, int(offsets[-1]))
+
+
+def compile_table(source: Path, folder: Path) -> None:
+    """Compile the gzip table ``source`` into ``folder`` (the files above)."""
+    with gzip.open(source, "rb") as f:
+        lines = f.read().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    vocab: dict[bytes, int] = {}
+    refs = [[vocab.setdefault(w, len(vocab)) for w in line.split(b" ") if w] for line in lines[1::3]]
+    paras = [[vocab.setdefault(w, len(vocab)) for w in line.split(b" ") if w] for line in lines[2::3]]
+    del lines
+    words = sorted(vocab)  # ids become ranks in byte order
+    rank = np.empty(len(words), np.int32)
+    rank[np.fromiter((vocab[w] for w in words), np.int64, len(words))] = np.arange(len(words), dtype=np.int32)
+    del vocab
+    ref_offsets, ref_ids = _csr(refs)
+    para_offsets, para_ids = _csr(paras)
+    del refs, paras
+    ref_ids, para_ids = rank[ref_ids], rank[para_ids]
+    keys = _keys(ref_offsets, ref_ids)
+    order = np.argsort(keys, kind="stable")  # entries of one phrase stay in the table's order
+    sorted_keys = keys[order]
+    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    _check_no_collisions(order, first, ref_offsets, ref_ids)
+    phrase_offsets, phrase_ids = _gather(ref_offsets, ref_ids, order[first])
+    entry_para_offsets, entry_para_ids = _gather(para_offsets, para_ids, order)
+    blob = b"".join(words)
+    vocab_offsets = np.zeros(len(words) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, words), np.int64, len(words)), out=vocab_offsets[1:])
+    folder.mkdir(parents=True)
+    (folder / "vocab.bin").write_bytes(blob)
+    for name, array in (("vocab_offsets", vocab_offsets), ("keys", sorted_keys[first]),
+                        ("phrase_offsets", phrase_offsets), ("phrase_ids", phrase_ids),
+                        ("entry_offsets", np.r_[first, len(order)].astype(np.int64)),
+                        ("para_offsets", entry_para_offsets), ("para_ids", entry_para_ids)):
+        np.save(folder / f"{name}.npy", array)
+
+
+def _gather(offsets: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR rows ``rows`` of (offsets, ids), in that order, as a new CSR."""
+    lengths = offsets[rows + 1] - offsets[rows]
+    new_offsets = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    starts = np.repeat(offsets[rows] - new_offsets[:-1], lengths)
+    return new_offsets, ids[starts + np.arange(int(new_offsets[-1]))]
+
+
+def _check_no_collisions(order, first, offsets, ids) -> None:
+    """Every entry under a key has the same reference phrase as the key's first entry."""
+    group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(order)]))
+    head = order[first][group]
+    lengths, head_lengths = np.diff(offsets)[order], np.diff(offsets)[head]
+    if not np.array_equal(lengths, head_lengths):
+        raise RuntimeError("paraphrase table: two phrases share a hash key; change HASH_MULTIPLIER")
+    for position in range(int(lengths.max())):
+        has = lengths > position
+        if not np.array_equal(ids[offsets[order[has]] + position], ids[offsets[head[has]] + position]):
+            raise RuntimeError("paraphrase table: two phrases share a hash key; change HASH_MULTIPLIER")
+
+
+class ParaphraseTable:
+    """The compiled table, memory-mapped (read-only)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        with open(folder / "vocab.bin", "rb") as f:
+            self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.path.getsize(f.name) else b""
+        load = functools.partial(np.load, mmap_mode="r")
+        self._vocab_offsets = load(folder / "vocab_offsets.npy")
+        self.keys = load(folder / "keys.npy")
+        self.phrase_offsets, self.phrase_ids = load(folder / "phrase_offsets.npy"), load(folder / "phrase_ids.npy")
+        self.entry_offsets = load(folder / "entry_offsets.npy")
+        self.para_offsets, self.para_ids = load(folder / "para_offsets.npy"), load(folder / "para_ids.npy")
+        self.max_phrase = int(np.diff(self.phrase_offsets).max()) if len(self.keys) else 0
+
+    def word_id(self, word: str) -> int:
+        """The word's id in the table, or -1 where the table has no such word."""
+        target = word.encode("utf-8")
+        words = _Words(self._blob, self._vocab_offsets)
+        k = bisect.bisect_left(words, target)
+        return k if k < len(words) and words[k] == target else -1
+
+    def paraphrases(self, ids: tuple[int, ...], start: int) -> list[tuple[int, tuple[int, ...]]]:
+        """(reference phrase length, paraphrase word ids) of every entry whose reference phrase is
+        ``ids[start:start + length]``: shorter phrases first, each phrase's entries in table order."""
+        out = []
+        for length in range(1, min(self.max_phrase, len(ids) - start) + 1):
+            phrase = ids[start:start + length]
+            if phrase[-1] < 0:  # a word the table lacks: no longer phrase matches either
+                break
+            k = int(np.searchsorted(self.keys, np.uint64(phrase_key(phrase))))
+            if k == len(self.keys) or int(self.keys[k]) != phrase_key(phrase):
+                continue
+            a, b = self.phrase_offsets[k], self.phrase_offsets[k + 1]
+            if tuple(int(w) for w in self.phrase_ids[a:b]) != tuple(phrase):
+                continue
+            for entry in range(self.entry_offsets[k], self.entry_offsets[k + 1]):
+                c, d = self.para_offsets[entry], self.para_offsets[entry + 1]
+                out.append((length, tuple(int(w) for w in self.para_ids[c:d])))
+        return out
+
+
+class _Words:
+    """The sorted vocabulary as a sequence of bytes (for bisection)."""
+
+    def __init__(self, blob, offsets):
+        self._blob, self._offsets = blob, offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, k: int) -> bytes:
+        return self._blob[int(self._offsets[k]):int(self._offsets[k + 1])]
+
+
+@functools.lru_cache(maxsize=1)
+def table(source: Path | None = None) -> ParaphraseTable:
+    """The compiled table of ``source`` (the installed one by default), compiled first if needed."""
+    source = Path(source or paraphrase_path())
+    folder = cache_folder() / f"meteor-paraphrase-{file_hash(str(source))[:16]}"
+    if not all((folder / name).exists() for name in FILES):
+        cache_folder().mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".meteor-paraphrase-", dir=cache_folder()))
+        try:
+            compile_table(source, staging / "table")
+            try:
+                os.rename(staging / "table", folder)
+            except OSError:  # another process finished first: its folder is the same
+                if not all((folder / name).exists() for name in FILES):
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return ParaphraseTable(folder)

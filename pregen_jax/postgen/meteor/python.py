@@ -1,0 +1,125 @@
+"""METEOR 1.5 in Python (``METEOR(backend="python")``): the jar's SCORE statistics without Java.
+
+Work is done once: each distinct line is normalized once, each distinct sentence analysed once
+(``matchers.Analyzer``), each distinct (test, reference) pair aligned once; an image keeps the
+statistics of its best reference (the first of equal scores), as the jar does.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import scoring
+from .align import pair_stats
+from .jar import score_line
+from .matchers import Analyzer, Sentence
+from .normalize import java_tokens, java_trim, normalize
+from .paraphrase import table
+from .resources import synonyms
+
+MEMO_LIMIT = 1_000_000  # pairs whose statistics are kept; past it the memo starts afresh
+
+
+def segment_parts(line: str) -> tuple[list[str], str]:
+    """(references, test) of a SCORE line as the jar splits it (``split("\\\\|\\\\|\\\\|")``, which drops
+    trailing empty parts, then ``trim``)."""
+    parts = line.split("|||")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return [java_trim(p) for p in parts[1:-1]], java_trim(parts[-1])
+
+
+def pair_score(stats: tuple[float, ...]) -> float:
+    """One statistics row's METEOR, in ``scoring.score``'s order of operations (scalar, for speed)."""
+    d, w = scoring.DELTA, scoring.MODULE_WEIGHTS
+    test_length = d * (stats[0] - stats[2]) + (1.0 - d) * stats[2]
+    ref_length = d * (stats[1] - stats[3]) + (1.0 - d) * stats[3]
+    test = ref = 0.0
+    for k in range(4):
+        test += stats[4 + 4 * k] * w[k] * d
+    for k in range(4):
+        ref += stats[5 + 4 * k] * w[k] * d
+    for k in range(4):
+        test += stats[6 + 4 * k] * w[k] * (1.0 - d)
+    for k in range(4):
+        ref += stats[7 + 4 * k] * w[k] * (1.0 - d)
+    try:
+        precision, recall = test / test_length, ref / ref_length
+        f_mean = 1.0 / (((1.0 - scoring.ALPHA) / precision) + (scoring.ALPHA / recall))
+    except ZeroDivisionError:
+        return 0.0  # Java's NaN or infinity: the jar scores it 0
+    test_matched = sum(stats[4 + 4 * k] + stats[6 + 4 * k] for k in range(4))
+    ref_matched = sum(stats[5 + 4 * k] + stats[7 + 4 * k] for k in range(4))
+    chunks = stats[scoring.CHUNKS]
+    if test_matched == stats[0] and ref_matched == stats[1] and chunks == 1:
+        frag = 0.0
+    else:
+        frag = chunks / ((stats[scoring.TEST_WORDS] + stats[scoring.REF_WORDS]) / 2)
+    score = f_mean * (1.0 - scoring.GAMMA * math.pow(frag, scoring.BETA))
+    return 0.0 if math.isnan(score) else max(score, 0.0)
+
+
+class PythonMeteor:
+    """The jar's SCORE statistics, computed here; resources loaded on first use."""
+
+    def __init__(self):
+        self._analyzer: Analyzer | None = None
+        self._sentences: dict[tuple[str, ...], Sentence] = {}
+        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[float, ...], float]] = {}
+        self.aligned = 0  # distinct pairs aligned so far
+
+    def load(self) -> None:
+        """Load the resources (synonyms, the compiled paraphrase table, compiling it if needed)."""
+        if self._analyzer is None:
+            self._analyzer = Analyzer(synonyms(), table())
+
+    def _sentence(self, tokens: tuple[str, ...]) -> Sentence:
+        sentence = self._sentences.get(tokens)
+        if sentence is None:
+            sentence = self._sentences[tokens] = self._analyzer.sentence(tokens)
+        return sentence
+
+    def _pair(self, test: tuple[str, ...], ref: tuple[str, ...]) -> tuple[tuple[float, ...], float]:
+        key = (test, ref)
+        found = self._pairs.get(key)
+        if found is None:
+            if len(self._pairs) >= MEMO_LIMIT:
+                self._pairs.clear()
+                self._sentences.clear()
+            stats = pair_stats(self._sentence(test), self._sentence(ref))
+            found = self._pairs[key] = (stats, pair_score(stats))
+            self.aligned += 1
+        return found
+
+    def segment(self, references: list[str], candidate: str) -> tuple[float, ...]:
+        """The SCORE statistics of one image (what the jar replies to pycocoevalcap's line)."""
+        self.load()
+        refs, test = segment_parts(score_line(references, candidate))
+        test_tokens = normalize(test)
+        best, best_score = None, -1.0
+        for ref in refs:
+            stats, score = self._pair(test_tokens, normalize(ref))
+            if score > best_score:
+                best, best_score = stats, score
+        return best
+
+    def stats(self, gts: dict, res: dict) -> np.ndarray:
+        """f64[images, 23]: SCORE statistics per image, in ``gts`` order."""
+        rows = [self.segment(gts[i], res[i][0]) for i in gts]
+        return np.array(rows, np.float64).reshape(len(gts), scoring.K)
+
+
+
+def alignment(meteor: PythonMeteor, test: str, reference: str) -> list[tuple[int, int, int, int, int]]:
+    """The best alignment of one raw (test, reference) pair, as the jar's -writeAlignments lists it:
+    (reference start, length, test start, length, stage) in reference order."""
+    from .align import best_alignment
+    from .matchers import candidates
+    meteor.load()
+    test_sentence, ref_sentence = meteor._sentence(normalize(test)), meteor._sentence(normalize(reference))
+    found, cover1, cover2 = candidates(test_sentence, ref_sentence)
+    return best_alignment(found, cover1, cover2, len(test_sentence.words))
+
+
+__all__ = ["PythonMeteor", "alignment", "java_tokens", "pair_score", "segment_parts"]

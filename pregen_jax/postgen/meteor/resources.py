@@ -1,0 +1,80 @@
+"""METEOR 1.5's English resources, read at run time from the installed pycocoevalcap.
+
+The jar is a zip: function words, non-breaking prefixes and the WordNet synonym files
+(``synonym/english.{exceptions,synsets}``) come out of it; the paraphrase table is the gzip beside
+it (``paraphrase.py`` compiles it). Nothing of them is copied into this package.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+NBP_ANY, NBP_NUMERIC_ONLY = 1, 2  # a non-breaking prefix before anything, or only before a number
+
+
+def jar_path() -> Path:
+    """pycocoevalcap's METEOR 1.5 jar."""
+    from pycocoevalcap.meteor import meteor as meteor_module
+    return Path(meteor_module.__file__).parent / meteor_module.METEOR_JAR
+
+
+def paraphrase_path() -> Path:
+    """The English paraphrase table beside the jar (``data/paraphrase-en.gz``)."""
+    return jar_path().parent / "data" / "paraphrase-en.gz"
+
+
+def cache_folder() -> Path:
+    """Where compiled resources live: ``$PREGEN_JAX_CACHE``, else ``$XDG_CACHE_HOME/pregen-jax``, else
+    ``~/.cache/pregen-jax`` (user-writable; never the installed package)."""
+    root = os.environ.get("PREGEN_JAX_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
+                                                      "pregen-jax")
+    return Path(root)
+
+
+def _lines(member: str) -> list[str]:
+    with zipfile.ZipFile(jar_path()) as jar:
+        return jar.read(member).decode("utf-8").splitlines()
+
+
+@functools.lru_cache(maxsize=1)
+def function_words() -> frozenset[str]:
+    """The jar's English function words (``function/english.words``)."""
+    return frozenset(_lines("function/english.words"))
+
+
+@functools.lru_cache(maxsize=1)
+def nonbreaking_prefixes() -> dict[str, int]:
+    """prefix -> NBP_ANY or NBP_NUMERIC_ONLY (``nonbreaking/english.prefixes``; # comments skipped)."""
+    prefixes = {}
+    for line in _lines("nonbreaking/english.prefixes"):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        numeric = len(fields) > 1 and fields[1] == "#NUMERIC_ONLY#"
+        prefixes[fields[0]] = NBP_NUMERIC_ONLY if numeric else NBP_ANY
+    return prefixes
+
+
+@dataclass(frozen=True)
+class Synonyms:
+    """WordNet 3 as the jar ships it: word -> synset ids, and irregular form -> base forms."""
+
+    synsets: dict[str, frozenset[int]]
+    bases: dict[str, tuple[str, ...]]
+
+
+@functools.lru_cache(maxsize=1)
+def synonyms() -> Synonyms:
+    """``synonym/english.synsets`` (word line, then its synset ids) and ``english.exceptions`` (base
+    form line, then its irregular forms); a later line for the same word replaces the earlier."""
+    lines = _lines("synonym/english.synsets")
+    synsets = {lines[k]: frozenset(map(int, lines[k + 1].split())) for k in range(0, len(lines) - 1, 2)}
+    bases: dict[str, list[str]] = {}
+    lines = _lines("synonym/english.exceptions")
+    for k in range(0, len(lines) - 1, 2):
+        for form in lines[k + 1].split():
+            bases.setdefault(form, []).append(lines[k])
+    return Synonyms(synsets, {form: tuple(b) for form, b in bases.items()})

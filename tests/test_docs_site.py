@@ -1,0 +1,15 @@
+"""The documentation site builds with ``mkdocs build --strict`` (a broken link, a page missing
+from the navigation or an API page whose module moved fails it), into a temporary folder."""
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def test_docs_site_builds_strict(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
+                           "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "site" / "reference" / "commands" / "index.html").is_file()

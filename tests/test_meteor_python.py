@@ -1,0 +1,129 @@
+"""The Python METEOR against the jar, stage by stage and segment by segment.
+
+Fast samples of every set run here; the whole sets are @pytest.mark.slow. A segment that differs
+fails with its name (set, model or corruption, image). The jar's replies are kept per session.
+"""
+import numpy as np
+import pytest
+
+from pregen_jax.postgen.meteor import METEOR, scoring
+from pregen_jax.postgen.meteor.normalize import normalize, normalize_text
+from pregen_jax.postgen.meteor.python import PythonMeteor, alignment
+from pregen_jax.postgen.meteor.stem import stem
+from tests.meteor_oracle import JarStats, Probe, java_available, sets
+
+pytestmark = pytest.mark.skipif(not java_available(), reason="java not installed (the METEOR oracle)")
+
+
+@pytest.fixture(scope="session")
+def jar():
+    oracle = JarStats()
+    yield oracle
+    oracle.close()
+
+
+@pytest.fixture(scope="session")
+def probe():
+    oracle = Probe()
+    yield oracle
+    oracle.close()
+
+
+@pytest.fixture(scope="session")
+def python():
+    meteor = PythonMeteor()
+    meteor.load()
+    return meteor
+
+
+def assert_segments_equal(jar: JarStats, python: PythonMeteor, segments: list) -> None:
+    """Statistics exactly, per-segment and corpus scores to 1e-12, against the jar (its EVAL too)."""
+    expected = jar.stats([(refs, cand) for refs, cand, _ in segments])
+    got = np.array([python.segment(refs, cand) for refs, cand, _ in segments]).reshape(len(segments), scoring.K)
+    differ = [segments[k][2] for k in range(len(segments)) if not np.array_equal(got[k], expected[k])]
+    assert not differ, f"{len(differ)} of {len(segments)} segments differ from the jar, e.g. {differ[:5]}"
+    corpus, per_segment = jar.eval(expected)
+    np.testing.assert_allclose(scoring.aggregate(got[:, None, :]), per_segment, rtol=0, atol=1e-12)
+    assert abs(scoring.aggregate(got) - corpus) <= 1e-12
+
+
+def _texts(segments: list) -> list[str]:
+    return sorted({t for refs, cand, _ in segments for t in [*refs, cand]})
+
+
+def _sample() -> list:
+    every = sets.flickr8k_leave_one_out()
+    return (sets.where_image2("merge_2")[:80] + sets.where_image2("human_1")[80:120] + every[::250]
+            + [s for c in ("neg_subj", "near_syms", "swap_chunks") for s in sets.mutt(c, 20)[::9]]
+            + sets.hard_strings())
+
+
+def test_normalized_tokens_and_stems_equal_the_jars(probe):
+    texts = _texts(_sample())
+    assert [normalize_text(t) for t in texts] == probe.normalize(texts)
+    words = sorted({w for t in texts for w in normalize(t) if not all(c.isdigit() or c in ",.-" for c in w)})
+    differ = [(w, s) for w, s in zip(words, probe.stem(words)) if stem(w) != s]
+    assert not differ
+
+
+def test_stems_of_words_where_todays_snowball_differs_equal_the_jars(probe):
+    words = ["added", "evening", "university", "organization", "archeologist", "paste", "emergency", "skies",
+             "dying", "inning", "generously", "communication", "arsenal", "'tis", "yellowy", "cry", "proceeded"]
+    assert [stem(w) for w in words] == probe.stem(words)
+
+
+def test_alignments_equal_the_jars_on_pairs_with_every_matcher(probe, python):
+    pairs = [("a man rides a horse", "the man is riding a horse ."), ("dogs", "the dog"),
+             ("Two puppies play in the snow", "two young dogs are playing on snow"),
+             ("a kid jumps into the pool", "a child is jumping into a swimming pool"),
+             ("a a a b b b", "b b a a"), ("the the the", "the"), ("a man", "a man")]
+    pairs += [(cand, refs[0]) for refs, cand, _ in _sample()[::7]]
+    for (test, ref), aligned in zip(pairs, probe.align(pairs)):
+        assert tuple(alignment(python, test, ref)) == aligned.matches, (test, ref)
+
+
+def test_where_image2_mutt_flickr8k_and_hard_strings_sample_equal_the_jar(jar, python):
+    assert_segments_equal(jar, python, _sample())
+
+
+def test_metric_backends_give_the_same_scores(jar):
+    segments = sets.where_image2("pre_3")[:40]
+    gts = {k: refs for k, (refs, _, _) in enumerate(segments)}
+    res = {k: [cand] for k, (_, cand, _) in enumerate(segments)}
+    metric = METEOR(backend="python")
+    np.testing.assert_array_equal(metric.stats(gts, res),
+                                  scoring.eval_rows(jar.stats([(r, c) for r, c, _ in segments])))
+    assert metric.compute_score(gts, res)[0] == pytest.approx(jar.eval(jar.stats([(r, c) for r, c, _ in segments]))[0],
+                                                              abs=1e-12, rel=0)
+    aligned = metric.aligned
+    metric.stats(gts, res)
+    assert metric.aligned == aligned  # every pair came from the memo
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", sets.WHERE_MODELS)
+def test_where_image2_captions_equal_the_jar(jar, python, model):
+    assert_segments_equal(jar, python, sets.where_image2(model))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("references", [5, 10, 20])
+def test_mutt_pairs_equal_the_jar(jar, python, references):
+    assert_segments_equal(jar, python, [s for c in sets.MUTT for s in sets.mutt(c, references)])
+
+
+@pytest.mark.slow
+def test_each_flickr8k_test_caption_against_the_other_four_equals_the_jar(jar, python):
+    assert_segments_equal(jar, python, sets.flickr8k_leave_one_out())
+
+
+@pytest.mark.slow
+def test_hard_strings_equal_the_jar(jar, python):
+    assert_segments_equal(jar, python, sets.hard_strings())
+
+
+@pytest.mark.slow
+def test_demo_captions_equal_the_jar(jar, python):
+    segments = sets.demo_captions()
+    assert segments, "the baseline demo's captions are missing"
+    assert_segments_equal(jar, python, segments)
