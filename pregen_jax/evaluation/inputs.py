@@ -136,6 +136,10 @@ def _check_id(path, where: str, image_id) -> None:
         raise ValueError(f"{path}: {where}: image_id {json.dumps(image_id)[:40]} is not an integer or a string")
 
 
+def _kind(image_id) -> str:
+    return "an integer" if isinstance(image_id, int) else "a string"
+
+
 def read_results(path, references: References) -> Results:
     """A COCO results file ``[{"image_id", "caption"}]`` checked against REFS: every image is in
     REFS (an id that matches only as a string or only as a number is named as such), once."""
@@ -158,10 +162,9 @@ def read_results(path, references: References) -> Results:
         if image_id not in known:
             twin = as_text.get(str(image_id))
             if twin is not None:
-                raise ValueError(f"{path}: entry {k}: image_id {image_id!r} ({type(image_id).__name__}) matches "
-                                 f"image {twin!r} of {references.path} only as a "
-                                 f"{'string' if isinstance(image_id, int) else 'number'} "
-                                 f"(it is a {type(twin).__name__} there)")
+                raise ValueError(f"{path}: entry {k}: image_id {image_id!r} ({_kind(image_id)}) matches image "
+                                 f"{twin!r} of {references.path} only as a "
+                                 f"{'string' if isinstance(image_id, int) else 'number'} (it is {_kind(twin)} there)")
             raise ValueError(f"{path}: entry {k}: image {image_id!r} is not in {references.path}")
         if image_id in captions:
             raise ValueError(f"{path}: entry {k}: a second result for image {image_id!r} (one caption per image)")

@@ -59,7 +59,7 @@ def render(evaluation: Evaluation) -> str:
         rows.append(row)
     lines.append(pd.DataFrame(rows, columns=["metric", *systems]).to_string(index=False))
     if len(systems) > 1:
-        lines.append(f"95% percentile bootstrap intervals; d: difference to {systems[0]} (paired bootstrap, "
+        lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} (paired bootstrap, "
                      f"{evaluation.settings['significance']['bootstrap_resamples']} resamples; approximate randomization, "
                      f"{evaluation.settings['significance']['randomization_trials']} trials; "
                      f"seed {evaluation.settings['significance']['seed']})")

@@ -206,7 +206,7 @@ def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics
         "metrics": metrics,
         "unavailable": unavailable,
         "significance": {"bootstrap_resamples": plan.resamples, "randomization_trials": plan.trials,
-                         "seed": plan.seed, "interval": "95% percentile bootstrap",
+                         "seed": plan.seed, "interval": "95% BCa bootstrap (bias-corrected and accelerated)",
                          "tests": "paired bootstrap and approximate randomization against the first system"},
         "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
                      "numpy": np.__version__},
