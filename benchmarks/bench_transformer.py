@@ -141,7 +141,7 @@ def end_margins(model, params, features, max_len: int):
     """f32[B, max_len]: per greedy step with the end token forbidden, its logit minus the best other's."""
     def body(carry, _):
         state, prev = carry
-        state, logits = decode.step(model, params, state, prev)
+        state, logits = decode.decode_step(model, params, state, prev)
         others = logits.at[:, decode.EDGE_ID].set(-jnp.inf)
         return (state, jnp.argmax(others, -1).astype(jnp.int32)), logits[:, decode.EDGE_ID] - others.max(-1)
     init = (decode.start(model, params, features, max_len), jnp.full((features.shape[0],), decode.EDGE_ID, jnp.int32))
@@ -173,7 +173,7 @@ def stepwise_token_probs(model, params, features, inputs, targets):
     """``decode.true_token_probs`` with the positions read one at a time through the key/value
     cache (``start_decoding`` + ``step``, as decoding reads them) instead of in one parallel pass."""
     def body(state, tokens):
-        return decode.step(model, params, state, tokens)
+        return decode.decode_step(model, params, state, tokens)
     _, logits = jax.lax.scan(body, decode.start(model, params, features, inputs.shape[1]), inputs.T)
     logits = logits.swapaxes(0, 1).astype(jnp.float32)
     true_logit = jnp.take_along_axis(logits, targets[..., None], -1)
@@ -248,7 +248,7 @@ def roofline_s(flops: float, bytes_: float, tflops: float, tbs: float) -> float:
 def beam_step(model, width: int):
     """One beam-search position as its own program: the decoder's step, log-softmax, top-k, reordering."""
     def one(params, beams, t):
-        decoder, logits = decode.step(model, params, beams.decoder, decode.previous_tokens(beams, t))
+        decoder, logits = decode.decode_step(model, params, beams.decoder, decode.previous_tokens(beams, t))
         return decode.extend_beams(beams, decoder, decode._log_probs(logits, t, MIN_LEN), t)
     return jax.jit(one)
 

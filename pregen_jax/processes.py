@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.5
@@ -39,6 +40,17 @@ def _libc():
 
 
 _libc()  # loaded here, in the parent: a child between fork and exec must not load libraries (locks)
+
+
+def ignore_fork_warning() -> None:
+    """Silence JAX's warning that ``os.fork()`` deadlocks a threaded process, for the children this
+    package starts: ``preexec_fn`` makes Python fork (not spawn) them, which runs JAX's at-fork hook,
+    but between fork and exec they only ask the kernel for a death signal (no lock, no Python
+    object): the one safe use of fork in a threaded process. Only that message is silenced."""
+    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+
+
+ignore_fork_warning()
 
 
 def die_with_parent() -> None:

@@ -39,18 +39,33 @@ class ReferenceFingerprint:
     units: str = "word"
 
     def difference(self, other: ReferenceFingerprint) -> str | None:
-        """The first way ``other`` differs from these references (units, vocabulary, references), or None.
+        """How ``other`` (a model's numbers) differs from these references (the search's), and how to
+        fix it, in one sentence; None when it matches.
 
-        A vocabulary ``unknown`` here (models given ready-made) matches any vocabulary.
+        A vocabulary ``unknown`` here (a search of models given ready-made) matches any vocabulary.
         """
         if other.units != self.units:
-            return f"units {other.units!r}, not {self.units!r}"
-        if self.vocabulary != UNKNOWN_VOCABULARY and (other.vocabulary, other.vocabulary_fingerprint) != (self.vocabulary, self.vocabulary_fingerprint):
-            same_name = other.vocabulary == self.vocabulary
-            return (f"vocabulary {other.vocabulary}" + (f" ({other.vocabulary_fingerprint})" if same_name else "")
-                    + f", not {self.vocabulary}" + (f" ({self.vocabulary_fingerprint})" if same_name else ""))
+            fix = ("combine each word's pieces into one position with RefProbs.to_words(word_starts)"
+                   if self.units == "word" else "compute it at the model's pieces (units 'token')")
+            return f"its positions are {other.units}s, the search's are {self.units}s: {fix}"
+        if self.vocabulary != UNKNOWN_VOCABULARY and (other.vocabulary, other.vocabulary_fingerprint) != (
+                self.vocabulary, self.vocabulary_fingerprint):
+            attach = ("pregen_jax.external.attach_search_fingerprint(ref_probs, 'refs.jsonl') attaches the "
+                      "search's fingerprint, from the match file pregen-search export-references writes beside "
+                      "refs.jsonl (with the vocabulary's tokens)")
+            if other.vocabulary == UNKNOWN_VOCABULARY:
+                return (f"it does not say which vocabulary its model reads, and the search's models read "
+                        f"{self.vocabulary}: if the model reads that vocabulary, {attach}")
+            if other.vocabulary == self.vocabulary:
+                return (f"its vocabulary is another {self.vocabulary} (the same kind and size, other tokens: "
+                        f"fingerprint {other.vocabulary_fingerprint}, the search's {self.vocabulary_fingerprint}): "
+                        f"compute it with the search's vocabulary; {attach}")
+            return (f"its model reads vocabulary {other.vocabulary}, the search's models read {self.vocabulary}: "
+                    f"its numbers are not comparable; compute it with the search's vocabulary ({attach})")
         if other.tokens != self.tokens:
-            return f"references {other.tokens}, not {self.tokens} (other reference captions, or in another order)"
+            return (f"it was computed on other references, or on the same in another order (fingerprint "
+                    f"{other.tokens}, the search's {self.tokens}): score the references pregen-search "
+                    "export-references writes, in that order")
         return None
 
     def to_json(self) -> str:

@@ -30,6 +30,23 @@ Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 ValidationError = pydantic.ValidationError
 
 
+@dataclasses.dataclass(frozen=True)
+class PathKind:
+    """Marks a settings field as a path (``Annotated[str, PathKind(...)]``), so that resolving and
+    checking every path of a config is one loop (``path_fields``, ``map_paths``).
+
+    kind: "file", "dir", or "module" (a tier module: a ``.py`` file is a path, anything else an
+    importable module's name).
+    """
+
+    kind: str
+
+
+FilePath = Annotated[str, PathKind("file")]
+DirPath = Annotated[str, PathKind("dir")]
+ModulePath = Annotated[str, PathKind("module")]
+
+
 MISSING = frozenset({"missing", "missing_argument", "missing_keyword_only_argument", "missing_positional_only_argument"})
 UNKNOWN = frozenset({"unexpected_keyword_argument", "unexpected_positional_argument", "extra_forbidden"})
 
@@ -85,3 +102,50 @@ def as_dict(obj) -> dict:
             return {k: plain(v) for k, v in value.items()}
         return value
     return plain(obj)
+
+
+def _path_kinds(cls) -> dict[str, tuple[PathKind | None, bool, bool]]:
+    """field -> (its PathKind or None, holds a list, holds settings dataclasses)."""
+    import typing
+    found = {}
+    for name, hint in typing.get_type_hints(cls, include_extras=True).items():
+        listed = typing.get_origin(hint) is list
+        inner = typing.get_args(hint)[0] if listed else hint
+        kind = next((m for m in getattr(inner, "__metadata__", ()) if isinstance(m, PathKind)), None)
+        found[name] = (kind, listed, dataclasses.is_dataclass(inner))
+    return found
+
+
+def path_fields(obj, where: str = ""):
+    """Every path a settings object names, as (section, key, value, kind), nested sections and lists
+    of sections included (empty values too: a path left out is the caller's business).
+
+    >>> @settings
+    ... class Files:
+    ...     corpus: FilePath = "c.json"
+    ...     models: list[FilePath] = dataclasses.field(default_factory=lambda: ["a.msgpack"])
+    ...     name: str = "x"
+    >>> list(path_fields(Files()))
+    [('', 'corpus', 'c.json', 'file'), ('', 'models', 'a.msgpack', 'file')]
+    """
+    for name, (kind, listed, nested) in _path_kinds(type(obj)).items():
+        value = getattr(obj, name)
+        if nested:
+            for k, item in enumerate(value if listed else [value]):
+                yield from path_fields(item, f"{name} {k + 1}" if listed else name)
+        elif kind is not None:
+            for item in (value if listed else [value]):
+                yield where, name, item, kind.kind
+
+
+def map_paths(obj, fn):
+    """``obj`` with every path field's value replaced by ``fn(value, kind)`` (nested sections and
+    lists included): one loop for resolving a config's relative paths."""
+    changes = {}
+    for name, (kind, listed, nested) in _path_kinds(type(obj)).items():
+        value = getattr(obj, name)
+        if nested:
+            changes[name] = [map_paths(v, fn) for v in value] if listed else map_paths(value, fn)
+        elif kind is not None:
+            changes[name] = [fn(v, kind.kind) for v in value] if listed else fn(value, kind.kind)
+    return dataclasses.replace(obj, **changes) if changes else obj

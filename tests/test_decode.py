@@ -105,7 +105,7 @@ def test_beam_zero_is_final_once_ended_although_other_beams_live():
     @jax.jit
     def beam_loops(params):
         beams = decode.init_beams(decode.start(model, params, feats, MAX_LEN), len(feats), 3, MAX_LEN)
-        step = lambda decoder, prev, beams, t: decode.step(model, params, decoder, prev)  # noqa: E731
+        step = lambda decoder, prev, beams, t: decode.decode_step(model, params, decoder, prev)  # noqa: E731
         return [decode.beam_loop(step, beams, MAX_LEN, MIN_LEN, stop) for stop in (False, True)]
 
     for bias in np.arange(0.0, 6.0, 0.5):

@@ -64,6 +64,8 @@ def test_every_option_is_documented_and_nothing_else():
 
 
 PATH = re.compile(r"`((?:pregen_jax|tests|benchmarks|experiments|search|scripts|docs)/[\w./-]*?)`")
+READMES = ["README.md", "search/README.md", "experiments/README.md", "benchmarks/README.md"]
+SCRIPT = re.compile(r"python3? ((?:experiments|benchmarks)/[\w./-]+\.py)")
 
 
 def test_every_repository_path_the_docs_name_exists():
@@ -77,11 +79,14 @@ def test_every_repository_path_the_docs_name_exists():
                 continue
             if not (ROOT / named).exists():
                 missing.append(f"{path.relative_to(ROOT)}: {named}")
+    for path in [*doc_files(), *(ROOT / name for name in READMES), *ROOT.glob("experiments/*/README.md")]:
+        for match in SCRIPT.finditer(path.read_text(encoding="utf-8")):  # the commands of results
+            if not (ROOT / match[1]).is_file():
+                missing.append(f"{path.relative_to(ROOT)}: {match[1]}")
     assert not missing, missing
 
 
 LINK = re.compile(r"\]\((?!https?:|mailto:|#)(?P<target>[^)#\s]+)(?:#(?P<anchor>[^)\s]+))?\)")
-READMES = ["README.md", "search/README.md", "experiments/README.md", "benchmarks/README.md"]
 
 
 def slug(heading: str) -> str:

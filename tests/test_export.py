@@ -11,7 +11,7 @@ from pregen_jax.datasets.tokenizer import train_bpe
 from pregen_jax.external.references import (
     attach_references,
     export_references,
-    read_references,
+    read_exported_references,
     read_test_split,
     references,
 )
@@ -47,7 +47,7 @@ def test_export_follows_the_order_a_search_checks(tmp_path, capsys):
         test.captions, test.image_ids)
     RefProbs.load(tmp_path / "model0.npz").check_references([[row["tokens"] for row in rows if row["image"] == i]
                                                              for i in range(12)])
-    assert read_references(out)[7].tokens == rows[7]["tokens"]
+    assert read_exported_references(out)[7].tokens == rows[7]["tokens"]
 
 
 def test_flickr8k_ids_are_file_names_and_caption_less_lines_are_skipped(tmp_path, capsys):

@@ -294,7 +294,7 @@ def test_cli_main_gives_back_the_callers_sigint_handler(tmp_path, crash_on, caps
     handler is back, so a test process or a Python caller is not left with an exiting handler."""
     import signal
 
-    from pregen_jax.external import references as export
+    from pregen_jax.external import match as export
     mine = signal.getsignal(signal.SIGINT)
     config = write_precomputed(tmp_path, models=1)
     with crash_on(export, "read_corpus", call=1):

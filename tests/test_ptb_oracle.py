@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from pregen_jax.postgen.ptb import jar, lexer
+from pregen_jax.postgen.ptb import jar, lexer, one_line
 from tests.conftest import shared
 from tests.test_ptb import QUIRKS, SAMPLE, flickr8k_captions
 
@@ -50,19 +50,48 @@ HARD = list(QUIRKS) + SAMPLE + [
     "Turkish dotted İ and dotless ı: İİ ıI istanbul İSTANBUL",
     # the scanner's caseless letters: i also matches İ and ı, s the long s, k the Kelvin sign
     "'tİs 'tıs 'twaſ gİmme gımme nor'eaſter &apos;tİl x \u212aans. y CANNOT caNNot",
+    # Java's final sigma looks to the end of the word (Python's at the next letter only)
+    "ΟΣ-A ΟΣ-1 ΟΣ_A ΟΣ1A ΟΣ.A ΟΣ\u0300A ΟΣᄀA a@ΟΣ:A.com ΣΊΣΥΦΟΣᵢ ΣΊΣΥΦΟΣ2nd ΣΣ AΣΣ Ⓐ-Σ",
 ]
 
 _ALPHABET = list("aAcdeEiIlLmnNoOpsStTxyY0123456789   .,:;-/'\"()<>@#$&=*\t\u2002\u3000\u00a0") + [
     "\u2019", "\u00ad", "&amp;", "&apos;", "n't", "'s", "'re", "www.", ".com", "https://", "Mr.", "U.S.", "etc.",
     "The ", "ca.", "no.", "Pty.", " Ltd", " 1/2", "(555) ", "555-", "12/25/", "\u2044", "<a b='c'>", "a.k.a",
     "Inc.", "e.g.", "I.", "...", ". . .", "--", "---", "C.D.s", "pro-", "c'mon", "O'", "d'", "-U.S", "S&P-500",
-    ".jpg", "@x", "#y", "\u2026", "\u0096", "\u0092", "\u0093", "y'", "'90s", "'em", "cannot", "\u0130", "\u0131", "\u017f", "\u212a", "'t", "\U0001F600"]
+    ".jpg", "@x", "#y", "\u2026", "\u0096", "\u0092", "\u0093", "y'", "'90s", "'em", "cannot", "\u0130", "\u0131", "\u017f", "\u212a", "'t", "\U0001F600",
+    "ΟΣ", "Σ", "\u1d62", "\u0300", "\u0860", "\u1885", "\u24b6", "\u1100", "\u4e2d", "\u0de6", "\u2160"]
 
 
 def random_lines(seed: int, count: int, longest: int = 20) -> list[str]:
     """``count`` strings of up to ``longest`` pieces drawn from the lexer's awkward corners."""
     rng = random.Random(seed)
     return ["".join(rng.choice(_ALPHABET) for _ in range(rng.randint(1, longest))) for _ in range(count)]
+
+
+def mixed_lines(seed: int, count: int) -> list[str]:
+    """``count`` lines of up to 14 pieces: words of the hard strings, the random alphabet, tags,
+    entities, abbreviations before capitals and digits, and random chars of U+0080..U+2FFF."""
+    rng = random.Random(seed)
+    pieces = " ".join(HARD).split(" ") + _ALPHABET + [chr(rng.randrange(0x80, 0x3000)) for _ in range(300)] + [
+        '<a href="x y">', "<!-- c -->", "</b>", "&#123;", "&HT;", "&odq;", "&eacute;", "&nbsp;", "\x7f", "\x00",
+        "&lt;x@y.com&gt;", "Mr. ", "U.S. ", " The ", " He ", "ca. 5", "fig.3", "pty. ltd", "co. lim", "etc. A",
+        "Inc. <b>", " 1 1/2", "3\u00a01/2", "+1 (555) 123-4567", "555.123.4567", "12-25-2014", "x\u2044y",
+        "www.a.com/b?c", "http://x.org/a.", "1.2.3", "3,000.50", "+.5", ";P", "x_x", "don'ts", "'n'", "Dunkin'",
+        "somethin'", "c'est", "Cap'n", "S&Ls", "Ph.D.", "Ph. D.", "Jr.", "St."]
+    lines = ["".join(rng.choice(["", " ", ""]).join(rng.choice(pieces) for _ in range(rng.randint(1, 14))))
+             for _ in range(count)]
+    return one_line(lines)  # the random chars hold line ends, which tokenize turns into spaces first
+
+
+_CASING = ["Σ", "ΟΣ", "ΣΑ", "ς", "σ", "a", "A", "1", "-", "_", ".", ",", "'", '"', ":", "\u00ad", "\u2027", "\u0300",
+           "\u200d", "中", "カ", "ひ", "ᵢ", "ʰ", "Ⓐ", "ⓐ", "Ⅰ", "ǅ", "ᄀ", "@", "x.com", "/", "ΐ", "\u0345", "ℌ", "ı", "İ", " "]
+
+
+def casing_lines(seed: int, count: int) -> list[str]:
+    """``count`` lines of up to 10 pieces around the capital sigma, whose lower case (final or not)
+    Java decides by word boundaries: letters, digits, marks, joiners, CJK, cased symbols."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice(_CASING) for _ in range(rng.randint(1, 10))) for _ in range(count)]
 
 
 def mutt_captions() -> list[str]:
@@ -99,8 +128,10 @@ SETS = {
     "mutt": mutt_captions,
     "where-image2": where_image2_captions,
     "random": lambda: random_lines(0, 20_000),
+    "mixed": lambda: mixed_lines(0, 20_000),
+    "casing": lambda: casing_lines(0, 20_000),
 }
-SAMPLE_EVERY = {"hard": 1, "flickr8k": 20, "mutt": 8, "where-image2": 10, "random": 10}
+SAMPLE_EVERY = {"hard": 1, "flickr8k": 20, "mutt": 8, "where-image2": 10, "random": 10, "mixed": 20, "casing": 20}
 
 
 @pytest.mark.parametrize("name", list(SETS))
@@ -119,6 +150,7 @@ def test_lexer_equals_the_jar_on_every_caption(name, java_on_path):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_lexer_equals_the_jar_on_long_random_lines(seed, java_on_path):
     assert not (bad := differences(f"random-{seed}", random_lines(seed, 20_000, longest=45))), bad
+    assert not (bad := differences(f"mixed-{seed}", mixed_lines(seed, 20_000))), bad
 
 
 def test_every_caption_alone_at_the_end_of_the_input(java_on_path):

@@ -115,14 +115,15 @@ def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, 
     assert not (tmp_path / "o").exists()
     words = dataclasses.replace(run.references, vocabulary="word-72", vocabulary_fingerprint="beef")
     dataclasses.replace(plain, references=words).save(tmp_path / "words.npz")
-    assert "not computed on what the search's calibration was fitted on: vocabulary word-72, not bpe-9" in _refused(
-        search, capsys, tmp_path / "words.npz")
+    assert ("does not match the search its calibration was fitted on: its model reads vocabulary word-72, the "
+            "search's models read bpe-9") in _refused(search, capsys, tmp_path / "words.npz")
     other = dataclasses.replace(run.references, tokens="0123456789abcdef")
     dataclasses.replace(plain, references=other).save(tmp_path / "other.npz")
-    assert "other.npz: not computed on what the search's calibration was fitted on: references " in _refused(
-        search, capsys, tmp_path / "other.npz")
+    assert "other.npz: does not match the search its calibration was fitted on: it was computed on other references" \
+        in _refused(search, capsys, tmp_path / "other.npz")
     dataclasses.replace(plain, units="token", references=dataclasses.replace(run.references, units="token")).save(tmp_path / "t.npz")
-    assert "units 'token', not 'word'" in _refused(search, capsys, tmp_path / "t.npz")
+    assert "its positions are tokens, the search's are words: combine each word's pieces" in _refused(
+        search, capsys, tmp_path / "t.npz")
     assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
                      "--captions", str(search / "model0.txt"), str(search / "model1.txt")]) == 2
     assert "--captions: 2 file(s) for 1 --refprobs file(s)" in capsys.readouterr().err
@@ -161,7 +162,9 @@ def test_fingerprints_follow_tokens_order_and_vocabulary(tmp_path):
     assert base.vocabulary == "word-3" and base.units == "word"
     assert reference_fingerprint([refs[0][::-1], refs[1]], Vocab(["<edge>", "<unk>", "a"])).tokens != base.tokens
     other_vocab = reference_fingerprint(refs, Vocab(["<edge>", "<unk>", "b"]))
-    assert base.difference(other_vocab).startswith("vocabulary word-3 (")
+    # never "word-3 is not word-3": the same name with other tokens says so, with both fingerprints
+    assert base.difference(other_vocab).startswith("its vocabulary is another word-3 (the same kind and size, other "
+                                                   "tokens: fingerprint <edge>-<unk>-b, the search's <edge>-<unk>-a)")
     assert base.difference(base) is None
     mask = np.ones((1, 1, 2), bool)
     rp = RefProbs(np.full((1, 1, 2), 0.5), np.zeros((1, 1, 2), np.int32), mask, references=base)

@@ -62,7 +62,7 @@ def test_parallel_pass_equals_cached_step_by_step_decoding():
     model, params = tiny_model(1)
     features, captions = toy_data(1, images=5)
     start = jax.jit(decode.start, static_argnums=(0, 3))
-    step = jax.jit(decode.step, static_argnums=0)
+    step = jax.jit(decode.decode_step, static_argnums=0)
     with jax.default_matmul_precision("highest"):
         rp = evaluate.reference_probs(model, params, features, captions, VOCAB, batch_size=4, progress=False)
         for n in range(5):

@@ -77,7 +77,7 @@ def start(model: nn.Module, params, features, max_len: int) -> DecoderState:
     return DecoderState(carry, dict(variables).get(CACHE, {}))
 
 
-def step(model: nn.Module, params, state: DecoderState, tokens) -> tuple[DecoderState, jax.Array]:
+def decode_step(model: nn.Module, params, state: DecoderState, tokens) -> tuple[DecoderState, jax.Array]:
     """state, tokens: i32[B] (previous token) -> (next state, logits f[B, V]); the cache grows by one position."""
     variables = {**params, CACHE: state.cache} if state.cache else params
     (carry, logits), mutated = model.apply(variables, state.carry, tokens, method="step", mutable=[CACHE])
@@ -168,7 +168,7 @@ def decode_greedy(model: nn.Module, params, features, max_len: int = 50, min_len
 
     def body(carry, t):
         state, prev, done, finite = carry
-        state, logits = step(model, params, state, prev)
+        state, logits = decode_step(model, params, state, prev)
         log_probs = _log_probs(logits, t, min_len)
         token = jnp.where(done, EDGE_ID, jnp.argmax(log_probs, -1))
         finite = finite & (done | ~jnp.isnan(log_probs).any(-1))
@@ -286,7 +286,7 @@ def decode_beams(model: nn.Module, params, features, width: int = 3, max_len: in
     """
     batch = features.shape[0]
     beams = init_beams(start(model, params, features, max_len), batch, width, max_len)
-    beams, steps = beam_loop(lambda decoder, prev, beams, t: step(model, params, decoder, prev), beams, max_len,
+    beams, steps = beam_loop(lambda decoder, prev, beams, t: decode_step(model, params, decoder, prev), beams, max_len,
                              min_len, stop_early, real)
     # top_k keeps beams sorted by score: beam 0 is the best
     return Decoded(beams.tokens[:, 0], beams.scores[:, 0], jnp.full((batch,), steps), beams.finite)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 from collections.abc import Callable
 
@@ -29,6 +30,23 @@ def renamed(args: argparse.Namespace, name: str) -> None:
     if args.command != name:
         print(f"pregen-search {args.command}: renamed to `pregen-search {name}`; the old name `{args.command}` "
               "works for this version only", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def warnings_as_lines():
+    """Warnings the library gives inside (a captions file that looks wrong, a corpus line that is
+    not an image) printed after it as ``warning: ...`` lines on stderr, each once (not when it
+    fails: an error is one line)."""
+    import sys
+    import warnings
+
+    from ..processes import ignore_fork_warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ignore_fork_warning()
+        yield
+    for message in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+        print(f"warning: {message}", file=sys.stderr)
 
 
 def seed(text: str) -> int:

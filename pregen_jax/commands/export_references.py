@@ -3,35 +3,42 @@ elsewhere."""
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .base import Command
+from .base import Command, warnings_as_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the search's TOML config (only [data] is read, and "
-                                                        "[models] vocabulary for BPE pieces)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--search", help="a finished search's run folder: its references, and the fingerprint "
+                                         "its manifest records (what predict compares with)")
+    source.add_argument("--config", help="a search's TOML config, before or without running it ([data], [models] "
+                                         "vocabulary and [pregen] units are read)")
     parser.add_argument("--out", required=True, help="the JSONL file to write: one reference a line with image_id, "
                                                      "image, ref, text, tokens (and pieces, for a subword "
-                                                     "vocabulary)")
+                                                     "vocabulary); beside it, OUT's stem + .match.json: the "
+                                                     "search's fingerprint, vocabulary and units")
 
 
 def _run(args: argparse.Namespace) -> int:
-    import warnings
     from pathlib import Path
 
-    from ..external import export_references
+    from ..external import export_for_search, match_path
     from ..pipeline import SearchConfig
+    from ..pipeline.finished import FinishedSearch
     if Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: is a folder; give the name of the JSONL file to write")
-    with warnings.catch_warnings(record=True) as caught:  # e.g. Flickr8k test-list lines that are not images
-        warnings.simplefilter("always")
-        rows = export_references(SearchConfig.load(args.config), args.out)
-    for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
+    if args.search:
+        run = FinishedSearch.open(args.search)
+        vocab = run.vocabulary
+        config, fingerprint, tokens = run.config, run.references, list(vocab.tokens) if vocab else []
+    else:
+        config, fingerprint, tokens = SearchConfig.load(args.config), None, None
+    with warnings_as_lines():  # e.g. Flickr8k test-list lines that are not images
+        rows = export_for_search(config, args.out, fingerprint, tokens)
     images = len({row.image for row in rows})
     print(f"wrote {args.out}: {len(rows)} references of {images} test images, in RefProbs order "
-          "(image, then reference)")
+          f"(image, then reference); {match_path(args.out)}: what a model's RefProbs must match (the references' "
+          "fingerprint, the vocabulary and its tokens, the units)")
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, renamed
+from .base import Command, renamed, warnings_as_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,14 +23,19 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import time
+
     from .. import io
     from ..pipeline.finished import FinishedSearch
     from ..prediction import predict_scores
+    start = time.perf_counter()
     renamed(args, COMMAND.name)
     run = FinishedSearch.open(args.search)
     out = io.check_out_folder(args.out) if args.out else None
-    scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions)
+    with warnings_as_lines():
+        scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions)
     print(_render(scores))
+    print(f"{len(args.refprobs)} model(s) predicted in {time.perf_counter() - start:.1f} s (the whole run)")
     if out is not None:
         with io.staged_folder(out) as staging:
             io.write_tsv(scores.predictions, staging / "scores.tsv")
@@ -79,6 +84,10 @@ def _render(scores) -> str:
                          + " > ".join(ranked["model"]) + "; intervals cannot separate: "
                          + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
         lines.append("")
+    if not scores.pairs["separable"].all():
+        lines.append(f"hint: models whose {level} intervals overlap are not told apart by their predictions; to "
+                     "tell them apart, race them on real scores of their captions: pregen-search select --search "
+                     "DIR --split test --captions A.jsonl B.jsonl ...")
     return "\n".join(lines)
 
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command
+from .base import Command, warnings_as_lines
+from .select_summary import summary_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--search", required=True, help="a finished search's run folder (its models race)")
     parser.add_argument("--checkpoints", nargs="*", default=[], metavar="MSGPACK",
                         help="more saved models of this package to race beside the search's")
+    parser.add_argument("--captions", nargs="*", default=[], metavar="FILE",
+                        help="models that exist only as captions of the split's images, one file each (JSONL or "
+                             "TSV keyed by image_id, or one caption a line in split order), to race beside the "
+                             "search's")
     parser.add_argument("--metric", default="CIDEr", help="a post-gen metric whose corpus score is the mean of "
                                                           "per-image scores: CIDEr (default), ROUGE_L, WMD, SPICE")
     parser.add_argument("--budget", type=float, default=0.1,
@@ -35,66 +40,46 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import time
     from pathlib import Path
 
     from .. import io
     from ..pipeline.finished import FinishedSearch
-    from ..ranking.racing import RaceSettings
-    from ..selection import check_metric, run_select
-    check_metric(args.metric)
-    try:
-        settings = RaceSettings(args.budget, args.confidence, args.seed)
-    except ValueError as err:
-        raise ValueError(f"--{err}") from None
-    for path in args.checkpoints:
-        if not Path(path).is_file():
-            raise ValueError(f"--checkpoints: {path}: file not found")
+    from ..selection import run_select
+    start = time.perf_counter()
+    settings = race_settings(args)
+    for option, paths in (("--checkpoints", args.checkpoints), ("--captions", args.captions)):
+        for path in paths:
+            if not Path(path).is_file():
+                raise ValueError(f"{option}: {path}: file not found")
     out = io.check_out_folder(args.out)
     run = FinishedSearch.open(args.search)
-    if args.screen and not 0 < args.screen_keep <= 1:
-        raise ValueError(f"--screen-keep {args.screen_keep}: expected a share in (0, 1]")
-    table, selection, notes = run_select(run, args.split, args.metric, settings, args.checkpoints,
-                                         progress=not args.no_progress, assist=args.assist,
-                                         screen=args.screen_keep if args.screen else None)
+    with warnings_as_lines():
+        table, selection, notes = run_select(run, args.metric, settings, args.checkpoints, args.captions,
+                                             progress=not args.no_progress)
     for note in notes:
         print(note)
     with io.staged_folder(out) as staging:
         io.write_tsv(table, staging / "select.tsv")
-    print("\n".join(_summary_lines(table, selection, args.split)))
+    print("\n".join(summary_lines(table, selection, time.perf_counter() - start)))
     print(f"wrote {out}/select.tsv")
     return 0
 
 
-def _summary_lines(table, selection, split: str) -> list[str]:
-    """What select prints: the pick, its interval, the models it could not separate, the cost."""
-    race = selection.race
-    pick = table.iloc[race.picked]
-    from ..pipeline.config import model_label
-    name = lambda row: model_label(row["architecture"], row["run"], row["epoch"])  # noqa: E731
-    total = race.images_scored / race.cost if race.cost else 0
-    lines = [f"picked {name(pick)}: {selection.metric} {pick['estimate']:.4f} "
-             f"[{pick['low']:.4f}, {pick['high']:.4f}] on {int(pick['images_scored'])} {split} images "
-             f"(interval at level {1 - 2 * race.alpha_per_test:.4f}, the race's corrected level)"]
-    left = [name(table.iloc[c]) for c in race.not_separated]
-    lines.append("not separated from it: " + (", ".join(left) if left else "none (every other model was dropped)"))
-    lines.append(f"cost: {race.images_scored} images decoded and scored of {int(round(total))} "
-                 f"({100 * race.cost:.1f}% of scoring every model on every image), "
-                 f"{selection.seconds['generate']:.1f} s decoding, {selection.seconds['score']:.1f} s scoring, "
-                 f"{selection.seconds.get('pass', 0.0):.1f} s teacher-forced passes (assist {selection.assist})")
-    screened = [name(table.iloc[c]) for c in range(len(table)) if table.iloc[c]["status"] == "screened out"]
-    if screened:
-        lines.append(f"screened out before generation ({len(screened)} of {len(table)}, by the prior): "
-                     + ", ".join(screened))
-    if race.assist.get("r2_pairs") is not None and "variance_ratio_pairs" in race.assist:
-        lines.append(f"assist {selection.assist}: cross-fitted R^2 {race.assist['r2_single']:.3f} (scores), "
-                     f"{race.assist['r2_pairs']:.3f} (differences to the pick); variance ratio of those differences "
-                     f"(plain over assisted, median) {race.assist['variance_ratio_pairs']:.3f}")
-    if "search_score" in table and table["search_score"].notna().all():
-        best = table["search_score"].max()
-        regret = 100 * (best - pick["search_score"]) / best if best else 0.0
-        lines.append(f"check against the search's whole-split {selection.metric}: the pick's is "
-                     f"{pick['search_score']:.4f}, the best model's {best:.4f} (regret {regret:.2f}%)")
-    return lines
+def race_settings(args: argparse.Namespace):
+    """The race's settings from the options, validated once; a bad one is named as its option."""
+    import pydantic
+
+    from ..ranking.racing import RaceSettings
+    options = {"budget": "--budget", "confidence": "--confidence", "seed": "--seed", "assist": "--assist",
+               "screen": "--screen-keep", "split": "--split"}
+    try:
+        return RaceSettings(budget=args.budget, confidence=args.confidence, seed=args.seed, assist=args.assist,
+                            screen=args.screen_keep if args.screen else None, split=args.split)
+    except pydantic.ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        option = options.get(str(first["loc"][0]) if first["loc"] else "", "select")
+        raise ValueError(f"{option} {first.get('input')!r}: {first['msg']}") from None
 
 
 COMMAND = Command("select", "choose the best of a search's models by racing: real post-gen scores on growing "

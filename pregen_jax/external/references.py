@@ -73,6 +73,15 @@ def read_corpus(config: SearchConfig) -> tuple[str, CaptionDataset]:
     return name, dataset
 
 
+def read_split(config: SearchConfig, split: str = "test") -> CaptionSplit:
+    """A split of the corpus a search reads (``test``: the references it scores; ``val``: the images
+    ``select`` races on by default), checked as a search checks it."""
+    _, dataset = read_corpus(config)
+    if split not in dataset.splits:
+        raise ValueError(f"{dataset.name}: no {split} split (it has {', '.join(dataset.splits)})")
+    return dataset[split]
+
+
 def read_test_split(config: SearchConfig) -> tuple[str, CaptionSplit]:
     """The test split a search scores: (the dataset's description, the split)."""
     name, dataset = read_corpus(config)
@@ -102,14 +111,15 @@ def piece_encoder(config: SearchConfig, dataset: CaptionDataset) -> PieceEncoder
 
 
 def export_references(config: SearchConfig, out) -> list[Reference]:
-    """Write ``out`` (JSONL, one ``Reference`` a line) for ``config``'s test split and return the rows."""
+    """Write ``out`` (JSONL, one ``Reference`` a line) for ``config``'s test split and return the rows
+    (``match.export_for_search`` writes the match file beside it too)."""
     _, dataset = read_corpus(config)
     rows = references(dataset["test"], piece_encoder(config, dataset))
     io.write_text("".join(json.dumps(row.to_json(), ensure_ascii=False) + "\n" for row in rows), out)
     return rows
 
 
-def read_references(path) -> list[Reference]:
+def read_exported_references(path) -> list[Reference]:
     """The rows of an ``export-references`` file, in file order."""
     rows = []
     for line_no, line in enumerate(io.read_text(path, "references file").splitlines(), 1):
@@ -120,25 +130,31 @@ def read_references(path) -> list[Reference]:
     return rows
 
 
-def attach_references(ref_probs: RefProbs, path) -> RefProbs:
-    """``ref_probs`` computed by a model elsewhere on the references exported to ``path``, with
-    those references' fingerprint attached (``RefProbs.references``), which ``pregen-search
-    score`` compares with the search's before it scores anything.
-
-    A RefProbs with one position per word and the end token (``len(tokens) + 1`` per reference:
-    a word vocabulary, or pieces combined into words with ``word_starts``) is at word level,
-    whatever its ``units`` said; one with other lengths must be at token level (its positions
-    are the model's pieces). The model's vocabulary is recorded as ``ref_probs.vocabulary`` or
-    unknown. Raises ``ValueError`` naming the image and reference that do not match.
-    """
-    rows = read_references(path)
+def exported_captions(path) -> tuple[list[list[list[str]]], list[str]]:
+    """The references of an export as ``captions[i][r]`` token lists, and the image ids."""
     captions: list[list[list[str]]] = []
     image_ids: list[str] = []
-    for row in rows:
+    for row in read_exported_references(path):
         if row.image == len(captions):
             captions.append([])
             image_ids.append(row.image_id)
         captions[row.image].append(row.tokens)
+    return captions, image_ids
+
+
+def attach_references(ref_probs: RefProbs, path) -> RefProbs:
+    """``ref_probs`` computed by a model elsewhere on the references exported to ``path``, with
+    those references' fingerprint attached (``RefProbs.references``) and the model's own
+    vocabulary (``ref_probs.vocabulary``, or unknown): what a search of ready-made models
+    (``[[precomputed]]``) reads. To score a model against a search of trained models, attach that
+    search's fingerprint instead (``match.attach_search_fingerprint``).
+
+    A RefProbs with one position per word and the end token (``len(tokens) + 1`` per reference:
+    a word vocabulary, or pieces combined into words with ``word_starts``) is at word level,
+    whatever its ``units`` said; one with other lengths must be at token level (its positions
+    are the model's pieces). Raises ``ValueError`` naming the image and reference that do not match.
+    """
+    captions, image_ids = exported_captions(path)
     where = f"{ref_probs.source or 'RefProbs'} against {path}"
     try:
         ref_probs.check_references(captions, image_ids, where)
@@ -146,7 +162,7 @@ def attach_references(ref_probs: RefProbs, path) -> RefProbs:
     except ValueError:
         if ref_probs.units != "token":
             raise
-        _check_pieces(ref_probs, captions, image_ids, where)
+        check_pieces(ref_probs, captions, image_ids, where)
         units = "token"  # the model's pieces: how many a word has is the model's business
     anonymous = types.SimpleNamespace(name=UNKNOWN_VOCABULARY, tokens=[], fingerprint=lambda: UNKNOWN_VOCABULARY)
     fingerprint = reference_fingerprint(captions, anonymous, units)
@@ -154,7 +170,7 @@ def attach_references(ref_probs: RefProbs, path) -> RefProbs:
     return dataclasses.replace(ref_probs, units=units, references=fingerprint)
 
 
-def _check_pieces(ref_probs: RefProbs, captions, image_ids, where: str) -> None:
+def check_pieces(ref_probs: RefProbs, captions, image_ids, where: str) -> None:
     """What a token-level RefProbs must have: the images, each image's references, and at least a
     piece per word plus the end token in each."""
     if ref_probs.num_images != len(captions):

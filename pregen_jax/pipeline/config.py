@@ -22,7 +22,19 @@ from ..captioning.models import CaptionerConfig
 from ..captioning.train import TrainConfig
 from ..postgen import DEFAULT_METRICS
 from ..postgen.base import PostgenOptions
-from ..settings import NonNegativeInt, PositiveInt, Seed, as_dict, build, settings
+from ..settings import (
+    DirPath,
+    FilePath,
+    ModulePath,
+    NonNegativeInt,
+    PositiveInt,
+    Seed,
+    as_dict,
+    build,
+    map_paths,
+    path_fields,
+    settings,
+)
 from ..strata import NUM_SPEC_STRATA, SPEC_MAX_K
 
 ID_COLUMNS = ("dataset", "architecture", "run", "epoch", "num_strata", "stratum")
@@ -31,12 +43,13 @@ ID_COLUMNS = ("dataset", "architecture", "run", "epoch", "num_strata", "stratum"
 
 def model_label(architecture: str, run, epoch="final") -> str:
     """A model's one label, in every file name, message and table that names a model:
-    ``architecture-run`` for the final model, ``architecture-run-eEPOCH`` for a snapshot.
+    ``architecture-run`` for the final model (or a model with no epochs: a checkpoint file, a
+    captions file), ``architecture-run-eEPOCH`` for a snapshot.
 
-    >>> model_label("merge", 1), model_label("merge", "1", 1)
-    ('merge-1', 'merge-1-e1')
+    >>> model_label("merge", 1), model_label("merge", "1", 1), model_label("captions", "mine.jsonl", "")
+    ('merge-1', 'merge-1-e1', 'captions-mine.jsonl')
     """
-    return f"{architecture}-{run}" + (f"-e{epoch}" if str(epoch) != "final" else "")
+    return f"{architecture}-{run}" + (f"-e{epoch}" if str(epoch) not in ("final", "") else "")
 
 GROUPABLE = ("dataset", "architecture", "run", "epoch")
 DEFAULT_POSTGEN = DEFAULT_METRICS  # the post-gen metrics' one list is postgen's
@@ -51,9 +64,9 @@ class DataConfig:
     test: PositiveInt = 1000
     seed: Seed = 0                        # shapes: generation seed
     encoder_epochs: PositiveInt = 4       # shapes: epochs of the shared image encoder
-    karpathy_json: str = ""               # karpathy: dataset_<name>.json
-    flickr8k_dir: str = ""                # flickr8k: folder with Flickr8k.token.txt and the split files
-    features: str = ""                    # karpathy/flickr8k: .npy/.npz/.mat image features (row order: see README)
+    karpathy_json: FilePath = ""          # karpathy: dataset_<name>.json
+    flickr8k_dir: DirPath = ""            # flickr8k: folder with Flickr8k.token.txt and the split files
+    features: FilePath = ""               # karpathy/flickr8k: .npy/.npz/.mat image features (row order: see README)
     min_count: PositiveInt = 5            # word vocabulary: tokens seen at least this often in train
     tokenizer: Literal["word", "bpe"] = "word"  # the models' vocabulary: words, or BPE pieces (never across words)
     vocab_size: Annotated[int, pydantic.Field(ge=8)] = 1000  # bpe: entries of the BPE trained on the train captions
@@ -75,8 +88,8 @@ class ModelsConfig:
     architectures: list[str] = dataclasses.field(default_factory=lambda: list(BUILTIN_ARCHITECTURES))  # registered names
     runs: PositiveInt = 3                 # independently seeded runs per architecture
     captioner: CaptionerConfig = CaptionerConfig()
-    checkpoints: list[str] = dataclasses.field(default_factory=list)  # already trained model.msgpack files
-    vocabulary: str = ""                  # the vocabulary.json those checkpoints were trained with
+    checkpoints: list[FilePath] = dataclasses.field(default_factory=list)  # already trained model.msgpack files
+    vocabulary: FilePath = ""             # the vocabulary.json those checkpoints were trained with
 
     @pydantic.field_validator("architectures")
     @classmethod
@@ -111,6 +124,9 @@ class GenerationConfig:
 
 @settings
 class PostgenConfig(PostgenOptions):
+    stopwords: FilePath = ""    # PostgenOptions's paths, marked as paths (same order, same defaults)
+    corenlp_dir: DirPath = ""
+    reo_model: DirPath = ""
     metrics: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_POSTGEN))
 
     @pydantic.field_validator("metrics")
@@ -136,7 +152,7 @@ class PregenConfig:
     units: Literal["word", "token"] = "word"  # positions: reference words (pieces combined, see pieces) or tokens
     group_by: str = ""                    # table column to group correlations by ("" = all rows only)
     degenerate: Literal["exclude", "include"] = "exclude"  # degenerate models in the findings? (their rows stay in table.tsv)
-    modules: list[str] = dataclasses.field(default_factory=list)  # your tier functions: module names or .py files
+    modules: list[ModulePath] = dataclasses.field(default_factory=list)  # your tier functions: module names or .py files
     filters: list[str] = dataclasses.field(default_factory=list)  # tier names added to the 504-metric space
     caption_scores: list[str] = dataclasses.field(default_factory=list)
     image_aggregators: list[str] = dataclasses.field(default_factory=list)
@@ -157,8 +173,8 @@ class PrecomputedModel:
 
     architecture: str
     run: str
-    ref_probs: str
-    captions: str
+    ref_probs: FilePath
+    captions: FilePath
 
     @pydantic.field_validator("architecture", "run")
     @classmethod
@@ -245,15 +261,10 @@ class SearchConfig:
         if self.data.source != "shapes" and not self.data.features and not self.only_precomputed:
             raise ValueError(f"{source}: [data] features is required to train or run caption models on "
                              f"source {self.data.source!r}")
-        named = [("data", "karpathy_json", self.data.karpathy_json, "file"),
-                 ("data", "flickr8k_dir", self.data.flickr8k_dir, "dir"),
-                 ("data", "features", self.data.features, "file"),
-                 ("models", "vocabulary", self.models.vocabulary, "file"),
-                 ("postgen", "stopwords", self.postgen.stopwords, "file"),
-                 ("postgen", "corenlp_dir", self.postgen.corenlp_dir, "dir"),
-                 ("postgen", "reo_model", self.postgen.reo_model, "dir"),
-                 *(("models", "checkpoints", p, "file") for p in self.models.checkpoints),
-                 *(("pregen", "modules", m, "file") for m in self.pregen.modules if m.endswith(".py"))]
+        # every path the config marks (settings.PathKind), but [[precomputed]]'s: read later, with their own messages
+        named = [(section, key, value, "file" if kind == "module" else kind)
+                 for section, key, value, kind in path_fields(self)
+                 if not section.startswith("precomputed") and (kind != "module" or value.endswith(".py"))]
         for section, key, value, kind in named:
             if not value or not Path(value).is_absolute():
                 continue  # unresolved paths (a config built in code) are checked where they are read
@@ -268,22 +279,11 @@ class SearchConfig:
 
     def resolve_paths(self, base: Path) -> SearchConfig:
         """The same config with relative file paths made absolute against ``base``."""
-        def path(value: str) -> str:
-            return str((base / value).resolve()) if value and not Path(value).is_absolute() else value
-
-        def module(value: str) -> str:
-            return path(value) if value.endswith(".py") else value
-        data = dataclasses.replace(self.data, karpathy_json=path(self.data.karpathy_json),
-                                   flickr8k_dir=path(self.data.flickr8k_dir), features=path(self.data.features))
-        models = dataclasses.replace(self.models, checkpoints=[path(p) for p in self.models.checkpoints],
-                                     vocabulary=path(self.models.vocabulary))
-        postgen = dataclasses.replace(self.postgen, stopwords=path(self.postgen.stopwords),
-                                      corenlp_dir=path(self.postgen.corenlp_dir), reo_model=path(self.postgen.reo_model))
-        pregen = dataclasses.replace(self.pregen, modules=[module(m) for m in self.pregen.modules])
-        precomputed = [dataclasses.replace(m, ref_probs=path(m.ref_probs), captions=path(m.captions))
-                       for m in self.precomputed]
-        return dataclasses.replace(self, data=data, models=models, postgen=postgen, pregen=pregen,
-                                   precomputed=precomputed)
+        def path(value: str, kind: str) -> str:
+            if not value or Path(value).is_absolute() or (kind == "module" and not value.endswith(".py")):
+                return value  # empty, absolute, or an importable module's name
+            return str((base / value).resolve())
+        return map_paths(self, path)
 
 
 DEMO_CONFIGS = Path(__file__).parent / "demo"

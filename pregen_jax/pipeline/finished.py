@@ -266,8 +266,11 @@ class FinishedSearch:
         where = where or ref_probs.source or "RefProbs"
         if ref_probs.references is None:
             raise ValueError(f"{where}: carries no reference fingerprint, so it cannot be matched to the search's "
-                             "test references; compute it with pregen_jax.captioning.reference_probs (or attach "
-                             "refprobs.reference_fingerprint(captions, vocab)) and save it with RefProbs.save")
+                             "test references; a model of this package: compute it with "
+                             "pregen_jax.captioning.reference_probs; a model elsewhere: attach the search's with "
+                             "pregen_jax.external.attach_search_fingerprint(ref_probs, 'refs.jsonl') (pregen-search "
+                             "export-references --search DIR --out refs.jsonl writes what it needs); then "
+                             "RefProbs.save")
         difference = self.references.difference(ref_probs.references)
         if difference:
-            raise ValueError(f"{where}: not computed on what the search's calibration was fitted on: {difference}")
+            raise ValueError(f"{where}: does not match the search its calibration was fitted on: {difference}")

@@ -6,7 +6,9 @@ from ..pipeline.finished import FinishedSearch
 
 
 def measured_scores(run: FinishedSearch, caption_paths: list) -> list[dict[str, float]]:
-    """Each captions file's post-gen scores on the search's test references (the run's metrics that can run here)."""
+    """Each captions file's post-gen scores on the search's test references (the run's metrics that can
+    run here). A file whose captions look like captions of other images (``datasets.caption_fit``)
+    is scored all the same, with a warning naming the measure."""
     from ..pipeline.postgen_metrics import LazyMetrics, gts_res
     from ..pipeline.sources import load_data
     from ..refprobs import reference_fingerprint
@@ -14,9 +16,12 @@ def measured_scores(run: FinishedSearch, caption_paths: list) -> list[dict[str, 
     if reference_fingerprint(data.test.captions, data.vocab).tokens != run.references.tokens:
         raise ValueError(f"{run.file('config.toml')}: its data no longer give the search's test references (a "
                          "corpus file changed?): rerun the search")
+    from ..datasets.caption_fit import warn_if_misfit
     from ..datasets.generated import read_generated_captions
     # JSONL/TSV keyed by image id, or a caption a line; all checked before any scoring
     captions = [read_generated_captions(path, data.test.image_ids) for path in caption_paths]
+    for path, model in zip(caption_paths, captions):
+        warn_if_misfit(model, data.test.captions, str(path))
     metrics = LazyMetrics(run.config.postgen, data)
     try:
         out = []

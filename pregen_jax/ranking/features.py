@@ -14,12 +14,17 @@ A model of another framework brings the same features through its own ``RefProbs
 """
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 
 from .. import tiers
 from ..refprobs import RefProbs
 
-ASSISTS = ("none", "perplexity", "pregen", "both")
+Assist = Literal["none", "perplexity", "pregen", "both"]
+"""What an assisted race predicts per-image scores from: nothing (a plain race), the per-image
+perplexity, the pre-gen tier space, or both."""
+ASSISTS: tuple[str, ...] = get_args(Assist)
 # the compact predictor of ``--assist pregen``: the references' mean log-probability, the least
 # likely token, the share of top-1 tokens, the longest top-1 prefix (each averaged over references)
 PREGEN_FEATURES = ("mean_mean_pplx_none", "mean_min_prob_none", "mean_mean_normcount_none",

@@ -35,12 +35,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 from scipy import stats
 
+from ..settings import Seed, settings
 from . import ppi
+from .features import Assist
 
 MIN_ROUND = 16  # images in the first round, at least: fewer make the t bound meaningless
 STATUS_PICKED = "picked"
@@ -48,26 +52,28 @@ STATUS_LEFT = "not separated"  # still in the race when it ended, not the pick
 STATUS_SCREENED = "screened out"  # ranked below the screen by the prior: never scored
 
 
-@dataclasses.dataclass(frozen=True)
+Share = Annotated[float, Field(gt=0, le=1)]
+
+
+@settings
 class RaceSettings:
-    """How a race spends its budget.
+    """How a race spends its budget, validated once, when made (a ``ValueError`` naming the field).
 
     budget: share of (candidates x images) that may be scored, in (0, 1].
-    confidence: 1 - alpha for the whole race (Bonferroni over rounds and candidates).
+    confidence: 1 - alpha for the whole race (Bonferroni over rounds and candidates), in [0.5, 1).
     seed: the random order in which the split's images are drawn.
+    assist: the per-image features an assisted race predicts scores from ("none": a plain race).
+    screen: race only this share of the candidates, those the prior ranks best (None: all).
+    split: the split whose images a race of a search's models scores ("val" selects; "test"
+      checks a pick against the search's whole-split scores).
     """
 
-    budget: float = 0.1
-    confidence: float = 0.95
-    seed: int = 0
-
-    def __post_init__(self):
-        if not 0 < self.budget <= 1:
-            raise ValueError(f"budget {self.budget}: expected a share of models x images in (0, 1]")
-        if not 0.5 <= self.confidence < 1:
-            raise ValueError(f"confidence {self.confidence}: expected a value in [0.5, 1)")
-        if not 0 <= self.seed < 2 ** 32:
-            raise ValueError(f"seed {self.seed}: expected an integer in 0..2^32-1")
+    budget: Share = 0.1
+    confidence: Annotated[float, Field(ge=0.5, lt=1)] = 0.95
+    seed: Seed = 0
+    assist: Assist = "none"
+    screen: Share | None = None
+    split: Literal["val", "test"] = "val"
 
 
 @dataclasses.dataclass
@@ -136,7 +142,8 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
       perplexity): the order candidates are scored in, the tie-break between equal means,
       and reported as ``prior_rank``.
     features: f[candidates, images, C] cheap per-image features (an assisted race) or None.
-    screen: race only the ``screen`` candidates the prior ranks best (None: all).
+    screen: race only the ``screen`` candidates the prior ranks best (None: the share
+      ``settings.screen`` says, or all).
     """
     if num_candidates < 1:
         raise ValueError("no candidates to race")
@@ -150,6 +157,8 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         features = np.asarray(features, np.float64)
         if features.ndim != 3 or features.shape[:2] != (num_candidates, num_images):
             raise ValueError(f"features {features.shape}: expected f[{num_candidates}, {num_images}, C]")
+    if screen is None and settings.screen is not None:
+        screen = screen_size(num_candidates, settings.screen)
     order = prior_order(prior)
     prior_rank = np.empty(num_candidates, int)
     prior_rank[order] = np.arange(1, num_candidates + 1)

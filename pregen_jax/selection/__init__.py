@@ -4,8 +4,9 @@
 optional prior and teacher-forced pass; ``select`` races them) and ``search_models`` (a finished
 search's models as candidates, and ``run_select``, what ``pregen-search select`` runs).
 """
-from .race import Candidate, PassFeatures, Selection, check_metric, lookup, mean_metrics, select
+from ..ranking.racing import RaceSettings
+from .race import Candidate, PassFeatures, Selection, check_metric, lookup, mean_metrics, race_candidates, select
 from .search_models import logged_perplexity, model_candidate, run_select, search_candidates
 
-__all__ = ["Candidate", "PassFeatures", "Selection", "check_metric", "logged_perplexity", "lookup", "mean_metrics",
-           "model_candidate", "run_select", "search_candidates", "select"]
+__all__ = ["Candidate", "PassFeatures", "RaceSettings", "Selection", "check_metric", "logged_perplexity", "lookup", "mean_metrics",
+           "model_candidate", "race_candidates", "run_select", "search_candidates", "select"]

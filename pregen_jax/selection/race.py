@@ -12,12 +12,12 @@ the race's means estimate whole-split CIDEr without bias. Only metrics whose cor
 the mean of per-image scores can race: a paired difference of means is then a difference of
 corpus scores.
 
-Assists (``assist``, issue 29): a candidate may also bring ``pass_features``, one teacher-forced
+Assists (``RaceSettings.assist``): a candidate may also bring ``pass_features``, one teacher-forced
 pass over the whole split (``PassFeatures``: per-image log-perplexity and tier space). With
 ``assist`` "perplexity", "pregen" or "both" the race is assisted (``ranking.racing``: every
-estimate prediction-powered, ``ranking.ppi``), and the pass's seconds are billed. ``screen``
-races only the candidates the prior ranks in its best ``screen`` share; the rest are never
-decoded.
+estimate prediction-powered, ``ranking.ppi``), and the pass's seconds are billed.
+``RaceSettings.screen`` races only the candidates the prior ranks in its best ``screen`` share;
+the rest are never decoded.
 """
 from __future__ import annotations
 
@@ -75,12 +75,13 @@ class Candidate:
 
 @dataclasses.dataclass
 class Selection:
-    """A race's result with its cost in seconds: ``race`` is the ``RaceResult``."""
+    """A race's result with its cost in seconds: ``race`` is the ``RaceResult``, ``settings`` what
+    it ran with."""
 
     race: RaceResult
     metric: str
     seconds: dict[str, float]
-    assist: str = "none"
+    settings: RaceSettings = RaceSettings()
 
 
 def mean_metrics() -> list[str]:
@@ -133,18 +134,27 @@ def assist_matrix(candidates: Sequence[Candidate], assist: str, racing: Sequence
 
 
 def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str = "CIDEr",
-           settings: RaceSettings = RaceSettings(), options: dict | None = None, assist: str = "none",
-           screen: float | None = None) -> Selection:
+           settings: RaceSettings = RaceSettings(), options: dict | None = None) -> Selection:
     """Race ``candidates`` on a split whose image i has references ``references[i]`` (strings or
-    token lists). ``options``: ``postgen.PostgenOptions`` fields for toolkit metrics.
+    token lists), on ``metric`` (``check_metric``), as ``settings`` say (its budget, confidence,
+    seed, assist and screen; validated when made). ``options``: ``postgen.PostgenOptions`` fields
+    for toolkit metrics.
 
-    assist: "none", "perplexity", "pregen" or "both" (``ranking.features.ASSISTS``): the per-image
-    features an assisted race predicts scores from. screen: race only this share of the
-    candidates, those the prior ranks best (None: all).
+    >>> refs = [["a red ball"], ["a blue cube"]] * 20
+    >>> good = Candidate("good", lookup(["a red ball", "a blue cube"] * 20))
+    >>> poor = Candidate("poor", lookup(["a cube", "a ball"] * 20))
+    >>> selection = select([good, poor], refs, "CIDEr", RaceSettings(budget=1.0))
+    >>> selection.race.table["candidate"][selection.race.picked]
+    'good'
     """
     check_metric(metric)
-    if assist not in cheap.ASSISTS:
-        raise ValueError(f"--assist {assist}: choose from {', '.join(cheap.ASSISTS)}")
+    return race_candidates(candidates, references, metric, settings, options)
+
+
+def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str,
+                    settings: RaceSettings, options: dict | None = None) -> Selection:
+    """``select`` for a caller that has checked ``metric`` already (``run_select``, before its work)."""
+    assist = settings.assist
     if not candidates:
         raise ValueError("no candidates to select from")
     names = [c.name for c in candidates]
@@ -168,12 +178,12 @@ def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metr
         return np.asarray(per_image, np.float64)
 
     prior = np.array([c.prior for c in candidates], np.float64)
-    keep = None if screen is None else screen_size(len(candidates), screen)
+    keep = None if settings.screen is None else screen_size(len(candidates), settings.screen)
     racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
     seconds["pass"] = 0.0
     features = assist_matrix(candidates, assist, racing, len(references), seconds)
     result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep)
-    return Selection(result, metric, seconds, assist)
+    return Selection(result, metric, seconds, settings)
 
 
 def lookup(captions: Sequence) -> Callable[[np.ndarray], list]:

@@ -15,9 +15,7 @@ import numpy as np
 
 from ..pipeline.config import model_label
 from ..ranking.racing import RaceSettings
-from .race import Candidate, PassFeatures, check_metric, lookup, select
-
-SPLITS = ("val", "test")
+from .race import Candidate, PassFeatures, check_metric, lookup, race_candidates
 
 
 def logged_perplexity(path) -> float:
@@ -64,13 +62,20 @@ def model_candidate(name: str, path, data, generation, split: str) -> Candidate:
     return Candidate(name, generate, logged_perplexity(path), pass_features)
 
 
-def search_candidates(run, data, split: str, checkpoints=()) -> tuple[list[Candidate], list[dict], list[str]]:
-    """Candidates from a finished search (``FinishedSearch``) and extra checkpoint files.
+def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tuple[list[Candidate], list[dict],
+                                                                                    list[str]]:
+    """Candidates from a finished search (``FinishedSearch``), extra checkpoint files, and models
+    that exist only as captions of ``split``'s images (``captions``: one file each, JSONL/TSV keyed
+    by image_id or one caption a line in split order; each checked against the references, with a
+    warning when it looks like captions of other images).
 
     Returns (candidates, their identity rows: architecture, run, epoch, source; notes on models
-    left out). A model that exists only as captions races on the test split by looking them up
-    (each image still counts as scored); on the validation split it has no captions and is left out.
+    left out). A search's model that exists only as captions races on the test split by looking
+    them up (each image still counts as scored); on the validation split it has no captions and is
+    left out.
     """
+    from ..datasets.caption_fit import warn_if_misfit
+    from ..datasets.generated import read_generated_captions
     from ..pipeline.sources import precomputed_candidates
     candidates, ids, notes = [], [], []
     precomputed = ({(c.architecture, c.run): c.captions for c in precomputed_candidates(run.config, data)}
@@ -90,12 +95,26 @@ def search_candidates(run, data, split: str, checkpoints=()) -> tuple[list[Candi
         label = f"checkpoint-{k + 1}"
         candidates.append(model_candidate(label, path, data, run.config.generation, split))
         ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
+    for path in captions:
+        split_data = data.dataset[split]
+        found = read_generated_captions(path, split_data.image_ids)
+        warn_if_misfit(found, split_data.captions, str(path))
+        candidates.append(Candidate(_captions_label(path, captions), lookup(found)))
+        ids.append({"architecture": "captions", "run": str(path), "epoch": "", "source": "captions"})
     return candidates, ids, notes
 
 
-def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints=(), progress: bool = True,
-               assist: str = "none", screen: float | None = None):
-    """``pregen-search select``: race a finished search's models (and ``checkpoints``) on ``split``.
+def _captions_label(path, paths) -> str:
+    """A captions file's name in a race: its stem, or its path where stems repeat."""
+    from pathlib import Path
+    stems = [Path(p).stem for p in paths]
+    stem = Path(path).stem
+    return stem if stems.count(stem) == 1 else str(path)
+
+
+def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), captions=(), progress: bool = True):
+    """``pregen-search select``: race a finished search's models (with ``checkpoints`` and models
+    that exist only as ``captions``) on ``settings.split``.
 
     Returns (the select.tsv table, the ``Selection``, notes). On the test split the table also
     gives each model's whole-split score from the search (``search_score``) and the pick's regret,
@@ -104,16 +123,15 @@ def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints
     import pandas as pd
 
     from ..pipeline.sources import load_data
-    if split not in SPLITS:
-        raise ValueError(f"--split {split}: choose from {', '.join(SPLITS)}")
-    check_metric(metric)
+    check_metric(metric)  # before any work (and the only time: the race below trusts it)
+    split = settings.split
     data = load_data(run.config, progress, run_folder=run.folder)
-    candidates, ids, notes = search_candidates(run, data, split, checkpoints)
+    candidates, ids, notes = search_candidates(run, data, split, checkpoints, captions)
     if not candidates:
         raise ValueError(f"{run.folder}: no model of the search can be decoded on the {split} split")
     # the run's stop words, jars...; never its backend: whole-split frequencies need the array CIDEr
     options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v and k != "backend"}
-    selection = select(candidates, data.dataset[split].captions, metric, settings, options, assist, screen)
+    selection = race_candidates(candidates, data.dataset[split].captions, metric, settings, options)
     race = selection.race.table.drop(columns=["candidate"])
     table = pd.concat([pd.DataFrame(ids), race], axis=1)
     if split == "test" and metric in run.postgen:
@@ -122,7 +140,7 @@ def run_select(run, split: str, metric: str, settings: RaceSettings, checkpoints
         table["search_score"] = [whole.get((str(a), str(r), str(e)), math.nan)
                                  for a, r, e in zip(table["architecture"], table["run"], table["epoch"])]
     table["metric"] = metric
-    table["assist"] = assist
+    table["assist"] = settings.assist
     for key, value in selection.race.assist.items():  # the race's own: R^2, variance ratio, how many screened
         table[f"race_{key}"] = value
     table["split"] = split

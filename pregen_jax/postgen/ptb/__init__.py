@@ -7,8 +7,9 @@ becomes ``--`` and is removed).
 
 Backends: ``"java"`` runs the Stanford CoreNLP 3.4.1 jar that pycocoevalcap ships
 (``-preserveLines -lowerCase``, the input in a temporary file, Java through postgen/jvm.py);
-``"python"`` is this package's own lexer (lexer.py, scanner.py, rules.py, patterns.py), equal to the jar token
-for token on every test set (tests/test_ptb_oracle.py) and needing no Java.
+``"python"`` is this package's own lexer (lexer.py, scanner.py, rules.py, patterns.py,
+charclasses.py, javacase.py), equal to the jar token for token on every test set
+(tests/test_ptb_oracle.py, tests/test_ptb_unicode.py) and needing no Java; the default.
 
 Where COCOEvalCap is wrong we differ on purpose: the jar ends a line at a carriage return, a
 vertical tab, a form feed, U+2028 or U+2029 as well as at a newline, so in COCOEvalCap a caption

@@ -16,6 +16,7 @@ import bisect
 import itertools
 import re
 
+from .javacase import lower
 from .punctuation import drop_punctuation
 from .scanner import shadow, step
 
@@ -95,7 +96,7 @@ def _lower(token: str) -> str:
     """Java's ``toLowerCase(Locale.ENGLISH)`` of a token (surrogate pairs joined back first)."""
     if not token.isascii() and any("\ud800" <= c <= "\udfff" for c in token):
         token = token.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return token.lower()
+    return lower(token)
 
 
 def _context_end(text: str, stop: int) -> int:
