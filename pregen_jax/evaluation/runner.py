@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from .. import postgen
-from .inputs import References, Results, read_references, read_results, scored_images
+from .inputs import ReferenceFile, ResultsFile, read_references, read_results, scored_images
 from .significance import Resampling, compare
-from .tokenizers import check_tokenizer, describe, tokenize_all
+from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
 COCO_METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")  # COCOEvalCap's
 IDF_RULES = ("scored", "all")
@@ -115,7 +115,7 @@ def _system_names(paths: list) -> list[str]:
     return names
 
 
-def _empty_caption_notes(systems: list[Results]) -> list[str]:
+def _empty_caption_notes(systems: list[ResultsFile]) -> list[str]:
     notes = []
     for system in systems:
         empty = [i for i, caption in system.captions.items() if not caption.strip()]
@@ -125,7 +125,7 @@ def _empty_caption_notes(systems: list[Results]) -> list[str]:
     return notes
 
 
-def _tokenized(refs: References, systems: list[Results], images: list, tokenizer: str, idf_from: str,
+def _tokenized(refs: ReferenceFile, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
                notes: list):
     """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer; its warnings
     added to ``notes``."""
@@ -187,7 +187,7 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
     return pd.concat(frames, ignore_index=True)
 
 
-def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
+def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     from ..postgen.jvm import java_description
@@ -198,7 +198,7 @@ def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics
         except PackageNotFoundError:
             return "absent"
     return {
-        "tokenizer": describe(tokenizer),
+        "tokenizer": tokenizer_label(tokenizer),
         "references": {"path": refs.path, "format": refs.format, "images": len(refs.captions)},
         "captions": dict(zip(names, map(str, paths))),
         "images_scored": images,

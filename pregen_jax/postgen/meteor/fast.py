@@ -6,28 +6,16 @@ ones take ``align.pair_stats``. Tests hold both to the jar.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .jit import compiled
 from .matchers import Sentence
 from .paraphrase import ParaphraseTable
-from .resources import cache_folder
 from .scoring import MODULE_WEIGHTS
 
 MAX_WORDS = 62
 BEAM = 40
 WEIGHTS = np.array(MODULE_WEIGHTS)
-
-
-def _compiled(function):
-    """``numba.njit`` with its compiled code cached in the user cache folder (``cache_folder()/numba``),
-    never beside the installed source: numba reads ``config.CACHE_DIR`` when the function is decorated."""
-    previous = numba.config.CACHE_DIR
-    numba.config.CACHE_DIR = str(cache_folder() / "numba")
-    try:
-        return numba.njit(cache=True)(function)
-    finally:
-        numba.config.CACHE_DIR = previous
 
 
 def pack(sentence: Sentence, table: ParaphraseTable) -> tuple:
@@ -38,10 +26,10 @@ def pack(sentence: Sentence, table: ParaphraseTable) -> tuple:
     synsets = np.array([x for s in sentence.synsets for x in sorted(s)], np.int64)
     return (np.array(sentence.hashes, np.int64), np.array(sentence.stem_hashes, np.int64), syn_offsets, synsets,
             np.array(sentence.para_ids, np.int64), np.array(sentence.function, np.bool_),
-            *table.gather(sentence.spans))
+            *table.gather(len(sentence.words), sentence.span_rows))
 
 
-@_compiled
+@compiled
 def _shares(a, a0, a1, b, b0, b1) -> bool:
     """Two sorted ranges a[a0:a1], b[b0:b1] have a common element."""
     while a0 < a1 and b0 < b1:
@@ -54,7 +42,7 @@ def _shares(a, a0, a1, b, b0, b1) -> bool:
     return False
 
 
-@_compiled
+@compiled
 def _candidates(t, r):
     """Matches (rows: ref start, length, test start, length, stage) in the jar's order per ref start."""
     h1, s1, so1, sy1, p1, _, eo1, el1, ew1, w1 = t
@@ -110,12 +98,12 @@ def _candidates(t, r):
     return m[order]
 
 
-@_compiled
+@compiled
 def _span(start, length):
     return ((np.int64(1) << length) - 1) << start
 
 
-@_compiled
+@compiled
 def _search(m, n1, n2, weights):
     """The beam search of ``align.best_alignment`` over candidate rows ``m``; the best path's rows."""
     first = np.zeros(n2 + 1, np.int64)
@@ -213,7 +201,7 @@ def _search(m, n1, n2, weights):
     return m[rows[np.argsort(m[rows, 0], kind="mergesort")]]
 
 
-@_compiled
+@compiled
 def _take(path, m, k, weights, node_match, node_parent, nodes):
     w = weights[m[k, 4]]
     path[2] = np.int64(path[2] + m[k, 3] * w)  # Java's int += double: truncation toward zero
@@ -228,7 +216,7 @@ def _take(path, m, k, weights, node_match, node_parent, nodes):
     nodes[0] = node + 1
 
 
-@_compiled
+@compiled
 def _stats(t, r, weights):
     n1, n2 = len(t[0]), len(r[0])
     matches = _search(_candidates(t, r), n1, n2, weights)

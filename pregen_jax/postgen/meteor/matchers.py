@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from .paraphrase import ParaphraseTable
 from .resources import Synonyms, function_words
 from .stem import stem
@@ -46,6 +48,7 @@ class Sentence:
     spans: tuple[tuple[tuple[int, int, int], ...], ...]  # per start: (phrase length, entry range) in the table
     function: tuple[bool, ...]
     starts: dict[int, list[int]]  # paraphrase-table word id -> positions where it occurs
+    span_rows: np.ndarray  # ``spans`` as i64[rows, 4]: (start, phrase length, first entry, end entry)
 
 
 class Analyzer:
@@ -81,10 +84,17 @@ class Analyzer:
     def sentence(self, words: tuple[str, ...]) -> Sentence:
         features = [self.word_features(w) for w in words]
         para_ids = tuple(f[3] for f in features)
+        rows = self.table.span_rows(para_ids)
         return Sentence(words, tuple(f[0] for f in features), tuple(f[1] for f in features),
                         tuple(f[2] for f in features), para_ids,
-                        tuple(self.table.spans(para_ids, j) for j in range(len(words))),
-                        tuple(f[4] for f in features), _positions(para_ids))
+                        _per_start(rows, len(words)), tuple(f[4] for f in features), _positions(para_ids), rows)
+
+
+def _per_start(rows: np.ndarray, words: int) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+    spans: list[list[tuple[int, int, int]]] = [[] for _ in range(words)]
+    for start, length, first, end in rows.tolist():
+        spans[start].append((length, first, end))
+    return tuple(map(tuple, spans))
 
 
 def _positions(ids: tuple[int, ...]) -> dict[int, list[int]]:
