@@ -72,6 +72,9 @@ def test_equals_cocoevalcap_on_raw_flickr8k_captions(tmp_path, monkeypatch, java
     captions = flickr_captions(400)
     first = next(iter(captions))
     captions[first] = ["A dog -- in a T-shirt (red) can't jump ... !", *captions[first][1:]]  # PTB's quirks
+    second, third = list(captions)[1:3]
+    captions[second] = [" ", *captions[second][1:]]          # an empty caption
+    captions[third] = [captions[third][0], "...", "!", "-- ;", "?"]  # references PTB leaves empty
     refs, (res,) = coco_files(tmp_path, captions)
     expected, per_image = cocoevalcap(refs, res, monkeypatch)
     got = score_files(refs, res, metrics=[m for m in expected if m != "SPICE"])
@@ -174,3 +177,18 @@ def test_a_system_against_itself_has_p_one_and_a_zero_difference(tmp_path):
     table = score_files(refs, [res, twin], metrics=["Bleu_4", "CIDEr"], tokenizer="alnum-lower").table
     second = table[table["system"] == "twin"]
     assert (second["diff"] == 0).all() and (second["p_bootstrap"] == 1).all() and (second["p_randomization"] == 1).all()
+
+
+def test_a_carriage_return_inside_a_caption_is_a_space_with_a_warning(tmp_path):
+    """COCOEvalCap's PTB wrapper would split the line and shift every later caption onto the wrong image."""
+    captions = flickr_captions(20)
+    first = next(iter(captions))
+    plain = score_files(*coco_files(tmp_path, captions)[:1], tmp_path / "res0.json", metrics=["CIDEr"])
+    captions[first] = ["a dog\rruns on the grass", *captions[first][1:]]
+    captions[first][0] = captions[first][0].replace("\r", " ")
+    spaced = score_files(*coco_files(tmp_path, captions)[:1], tmp_path / "res0.json", metrics=["CIDEr"])
+    captions[first][0] = captions[first][0].replace(" runs", "\rruns")
+    broken = score_files(*coco_files(tmp_path, captions)[:1], tmp_path / "res0.json", metrics=["CIDEr"])
+    assert list(broken.per_image["CIDEr"]) == list(spaced.per_image["CIDEr"])
+    assert list(broken.per_image["CIDEr"])[1:] == list(plain.per_image["CIDEr"])[1:]
+    assert any("carriage return" in note for note in broken.notes) and not spaced.notes

@@ -167,3 +167,11 @@ def test_tokenize_equals_the_java_backend_on_every_caption(name, java_on_path):
     lines = SETS[name]()
     ours, theirs = ptb.tokenize(lines, backend="python"), ptb.tokenize(lines, backend="java")
     assert not (bad := [(k, lines[k], a, b) for k, (a, b) in enumerate(zip(ours, theirs)) if a != b]), bad
+
+
+def test_a_tag_across_lines(java_on_path):
+    """A tag's quoted attribute may hold the newline between two captions: the jar writes the tag
+    newline and all, and so does the lexer (the line count stays)."""
+    lines = ["A man .", "a <a b='x", "y'> z", "<b c=\"", "", "d\"> The", "<e f='g", "h"]
+    assert lexer.tokenize_lines(lines) == list(jar_lines(tuple(lines)))
+    assert lexer.tokenize_lines(lines)[1:3] == ["a <a\xa0b='x", "y'> z"]

@@ -26,7 +26,7 @@ def scores_json(evaluation: Evaluation) -> dict:
     return {**scores, "tokenizer": evaluation.settings["tokenizer"]}
 
 
-def write_outputs(evaluation: Evaluation, staging: Path) -> list[str]:
+def write_evaluation(evaluation: Evaluation, staging: Path) -> list[str]:
     """Write the files into ``staging`` (a staged folder); their names."""
     io.write_text(json.dumps(scores_json(evaluation), indent=1) + "\n", staging / "scores.json")
     frame = evaluation.per_image.assign(tokenizer=evaluation.table["tokenizer"].iloc[0])

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from .. import postgen
-from .inputs import References, Results, read_references, read_results, scored_images
+from .inputs import ReferenceFile, ResultsFile, read_references, read_results, scored_images
 from .significance import Resampling, compare
-from .tokenizers import check_tokenizer, describe, tokenize_all
+from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
 COCO_METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")  # COCOEvalCap's
 IDF_RULES = ("scored", "all")
@@ -78,7 +78,7 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     names = _system_names(paths)
     images = scored_images(refs, systems)
     notes = _empty_caption_notes(systems)
-    gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from)
+    gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:
         unavailable = dict(started.unavailable)
         if metrics and unavailable:  # asked for by name: not running it is an error, not a note
@@ -115,7 +115,7 @@ def _system_names(paths: list) -> list[str]:
     return names
 
 
-def _empty_caption_notes(systems: list[Results]) -> list[str]:
+def _empty_caption_notes(systems: list[ResultsFile]) -> list[str]:
     notes = []
     for system in systems:
         empty = [i for i, caption in system.captions.items() if not caption.strip()]
@@ -125,13 +125,16 @@ def _empty_caption_notes(systems: list[Results]) -> list[str]:
     return notes
 
 
-def _tokenized(refs: References, systems: list[Results], images: list, tokenizer: str, idf_from: str):
-    """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer."""
+def _tokenized(refs: ReferenceFile, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
+               notes: list):
+    """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer; its warnings
+    added to ``notes``."""
     ref_images = list(refs.captions) if idf_from == "all" else images
     strings = [c for i in ref_images for c in refs.captions[i]] + [s.captions[i] for s in systems for i in images]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:  # PTB: line breaks inside a caption, said once each
         warnings.simplefilter("always")
         tokens = iter(tokenize_all(strings, tokenizer))
+    notes.extend(" ".join(str(w.message).split()) for w in caught)
     all_gts = {i: [next(tokens) for _ in refs.captions[i]] for i in ref_images}
     system_res = [{i: [next(tokens)] for i in images} for _ in systems]
     gts = {i: all_gts[i] for i in images}
@@ -153,8 +156,8 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -
     corpus: dict = {s: {} for s in names}
     for name, metric in scorers.items():
         for system, res in zip(names, system_res):
-            try:
-                rows = metric.stats(gts, res)
+            try:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap scores it
+                rows = metric.stats_of_tokenized(gts, res)
                 per_image[system][name] = metric.per_image(rows)
             except NotImplementedError:  # a metric without per-image statistics: its own compute_score
                 rows = None
@@ -184,7 +187,7 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
     return pd.concat(frames, ignore_index=True)
 
 
-def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
+def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     from ..postgen.jvm import java_description
@@ -195,7 +198,7 @@ def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics
         except PackageNotFoundError:
             return "absent"
     return {
-        "tokenizer": describe(tokenizer),
+        "tokenizer": tokenizer_label(tokenizer),
         "references": {"path": refs.path, "format": refs.format, "images": len(refs.captions)},
         "captions": dict(zip(names, map(str, paths))),
         "images_scored": images,

@@ -62,7 +62,7 @@ def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dic
         if name not in ARRAY_METRICS:
             return metric.compute_score(gts, res)
         # checked before tokenizing: a reference that tokenizes to nothing is scored, as the toolkit scores it
-        stats = metric._checked_stats(gts, res)
+        stats = metric.stats_of_tokenized(gts, res)
         return float(metric.aggregate(stats)), metric.per_image(stats).tolist()
 
 

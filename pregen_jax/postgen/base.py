@@ -80,6 +80,11 @@ class PostgenMetric:
         check_inputs(gts, res)
         return self._checked_stats(gts, res)
 
+    def stats_of_tokenized(self, gts: dict, res: dict) -> np.ndarray:
+        """``stats`` of inputs the caller checked before tokenizing them: a reference that tokenizes to
+        nothing (only punctuation) is scored as the toolkits score it, not refused as input."""
+        return self._checked_stats(gts, res)
+
     def _checked_stats(self, gts: dict, res: dict) -> np.ndarray:
         """``stats`` of inputs already checked: what a metric implements."""
         raise NotImplementedError(f"{type(self).__name__} does not give per-image statistics")

@@ -116,6 +116,9 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
     >>> @register(1, "top2prefix")
     ... def top2prefix(probs, ranks, mask):
     ...     return jnp.cumprod(ranks < 2, axis=-1).astype(bool) & mask
+    >>> get(1, "top2prefix").tier, "top2prefix" in REGISTRIES[1]
+    (1, True)
+    >>> REGISTRIES[1].remove("top2prefix")  # (the example leaves the registry as it found it)
     """
     tiers = (tier,) if isinstance(tier, int) else tuple(tier)
     for t in tiers:

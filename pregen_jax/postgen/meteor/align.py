@@ -14,6 +14,7 @@ Behaviour kept from the jar (``Aligner``), some of it accidental:
 from __future__ import annotations
 
 from .matchers import Match, Sentence, candidates
+from .paraphrase import ParaphraseTable
 from .scoring import MODULE_WEIGHTS
 
 BEAM = 40
@@ -130,10 +131,10 @@ def chunks_of(matches: list[Match]) -> int:
     return chunks + (last_end != -1)
 
 
-def pair_stats(test: Sentence, ref: Sentence) -> tuple[float, ...]:
+def pair_stats(test: Sentence, ref: Sentence, table: ParaphraseTable) -> tuple[float, ...]:
     """The pair's METEOR statistics (23 counts, the SCORE line's order)."""
     n1, n2 = len(test.words), len(ref.words)
-    found, cover1, cover2 = candidates(test, ref)
+    found, cover1, cover2 = candidates(test, ref, table)
     matches = best_alignment(found, cover1, cover2, n1)
     content1, content2, function1, function2 = ([0] * STAGES for _ in range(4))
     for m in matches:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from .paraphrase import ParaphraseTable
 from .resources import Synonyms, function_words
 from .stem import stem
@@ -43,8 +45,10 @@ class Sentence:
     stem_hashes: tuple[int, ...]
     synsets: tuple[frozenset[int], ...]
     para_ids: tuple[int, ...]
-    paraphrases: tuple[tuple[tuple[int, tuple[int, ...]], ...], ...]  # per start: (phrase length, paraphrase ids)
+    spans: tuple[tuple[tuple[int, int, int], ...], ...]  # per start: (phrase length, entry range) in the table
     function: tuple[bool, ...]
+    starts: dict[int, list[int]]  # paraphrase-table word id -> positions where it occurs
+    span_rows: np.ndarray  # ``spans`` as i64[rows, 4]: (start, phrase length, first entry, end entry)
 
 
 class Analyzer:
@@ -80,17 +84,31 @@ class Analyzer:
     def sentence(self, words: tuple[str, ...]) -> Sentence:
         features = [self.word_features(w) for w in words]
         para_ids = tuple(f[3] for f in features)
+        rows = self.table.span_rows(para_ids)
         return Sentence(words, tuple(f[0] for f in features), tuple(f[1] for f in features),
                         tuple(f[2] for f in features), para_ids,
-                        tuple(tuple(self.table.paraphrases(para_ids, j)) for j in range(len(words))),
-                        tuple(f[4] for f in features))
+                        _per_start(rows, len(words)), tuple(f[4] for f in features), _positions(para_ids), rows)
+
+
+def _per_start(rows: np.ndarray, words: int) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+    spans: list[list[tuple[int, int, int]]] = [[] for _ in range(words)]
+    for start, length, first, end in rows.tolist():
+        spans[start].append((length, first, end))
+    return tuple(map(tuple, spans))
+
+
+def _positions(ids: tuple[int, ...]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for k, word in enumerate(ids):
+        out.setdefault(word, []).append(k)
+    return out
 
 
 def java_lower_is_function(word: str, function_words: frozenset[str]) -> bool:
     return word.lower() in function_words
 
 
-def candidates(test: Sentence, ref: Sentence) -> tuple[list[list[Match]], list[int], list[int]]:
+def candidates(test: Sentence, ref: Sentence, table: ParaphraseTable) -> tuple[list[list[Match]], list[int], list[int]]:
     """(matches starting at each reference position, test coverage, reference coverage): how many
     matches cover each word. Identical sentences get exact matches only (as the jar does)."""
     n1, n2 = len(test.words), len(ref.words)
@@ -121,27 +139,35 @@ def candidates(test: Sentence, ref: Sentence) -> tuple[list[list[Match]], list[i
             for i in range(n1):
                 if h1[i] != h2[j] and not ref.synsets[j].isdisjoint(test.synsets[i]):
                     add((j, 1, i, 1, SYNONYM))
-    _paraphrases(test, ref, add)
+    _paraphrases(test, ref, table, add)
     return found, cover1, cover2
 
 
-def _paraphrases(test: Sentence, ref: Sentence, add) -> None:
+def _paraphrases(test: Sentence, ref: Sentence, table: ParaphraseTable, add) -> None:
     """Paraphrases of reference phrases found in the test, then of test phrases found in the reference."""
-    ids1, ids2 = test.para_ids, ref.para_ids
-    for j, entries in enumerate(ref.paraphrases):
-        for length, words in entries:
-            for i in _occurrences(ids1, words):
-                add((j, length, i, len(words), PARAPHRASE))
-    for i, entries in enumerate(test.paraphrases):
-        for length, words in entries:
-            for j in _occurrences(ids2, words):
-                add((j, len(words), i, length, PARAPHRASE))
+    for j, spans in enumerate(ref.spans):
+        for length, first, end in spans:
+            for entry in range(first, end):
+                words = table.words(entry)
+                for i in _occurrences(test.para_ids, test.starts, words):
+                    add((j, length, i, len(words), PARAPHRASE))
+    for i, spans in enumerate(test.spans):
+        for length, first, end in spans:
+            for entry in range(first, end):
+                words = table.words(entry)
+                for j in _occurrences(ref.para_ids, ref.starts, words):
+                    add((j, len(words), i, length, PARAPHRASE))
 
 
-def _occurrences(ids: tuple[int, ...], words: tuple[int, ...]) -> list[int]:
-    """Every start where ``words`` occurs in ``ids`` (an empty phrase occurs everywhere)."""
-    n, k = len(ids), len(words)
+def _occurrences(ids: tuple[int, ...], starts: dict[int, list[int]], words: tuple[int, ...]) -> list[int]:
+    """Every start where ``words`` occurs in ``ids`` (``starts``: word id -> its positions; an
+    empty phrase occurs everywhere)."""
+    k = len(words)
     if k == 0:
-        return list(range(n))
-    first = words[0]
-    return [i for i in range(n - k + 1) if ids[i] == first and ids[i:i + k] == words]
+        return list(range(len(ids)))
+    at = starts.get(words[0])
+    if at is None:
+        return []
+    if k == 1:
+        return at
+    return [i for i in at if ids[i:i + k] == words]

@@ -1,13 +1,14 @@
 """METEOR's English paraphrase table, compiled once into memory-mapped arrays.
 
 The table (``paraphrase-en.gz``, 5.3 M entries of three lines: a probability the jar ignores, a
-reference phrase, its paraphrase) becomes, in ``cache_folder()/meteor-paraphrase-<sha256>/``:
+reference phrase, its paraphrase) becomes, in ``cache_folder()/meteor-paraphrase-v<FORMAT>-<sha256>/``:
 
 - ``vocab.bin`` + ``vocab_offsets.npy``: the table's words, UTF-8, sorted by bytes; a word's id
   is its rank (looked up by bisection, no dictionary in memory);
 - ``keys.npy`` (u64, sorted): a hash of each distinct reference phrase (checked free of
   collisions when compiled), ``phrase_offsets.npy``/``phrase_ids.npy`` its words;
 - ``entry_offsets.npy``: each phrase's entries, in the table's order (the order the jar tries them);
+- ``prefix_keys.npy`` (u64, sorted): the keys of every phrase's prefixes (where a lookup can stop);
 - ``para_offsets.npy``/``para_ids.npy``: each entry's paraphrase words.
 
 The folder is named by the source's digest, written under a temporary name and renamed, so a
@@ -27,12 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from ..base import file_hash
+from .jit import compiled
 from .resources import cache_folder, paraphrase_path
 
 HASH_MULTIPLIER = 0x9E3779B97F4A7C15  # an odd 64-bit constant: phrase key = fold of (key * M + id + 1) mod 2^64
 MASK = (1 << 64) - 1
+FORMAT = 2  # the compiled layout's version, part of the folder name
 FILES = ("vocab.bin", "vocab_offsets.npy", "keys.npy", "phrase_offsets.npy", "phrase_ids.npy", "entry_offsets.npy",
-         "para_offsets.npy", "para_ids.npy")
+         "para_offsets.npy", "para_ids.npy", "prefix_keys.npy")
 
 
 def phrase_key(ids) -> int:
@@ -95,8 +98,22 @@ def compile_table(source: Path, folder: Path) -> None:
     for name, array in (("vocab_offsets", vocab_offsets), ("keys", sorted_keys[first]),
                         ("phrase_offsets", phrase_offsets), ("phrase_ids", phrase_ids),
                         ("entry_offsets", np.r_[first, len(order)].astype(np.int64)),
-                        ("para_offsets", entry_para_offsets), ("para_ids", entry_para_ids)):
+                        ("para_offsets", entry_para_offsets), ("para_ids", entry_para_ids),
+                        ("prefix_keys", prefix_keys(phrase_offsets, phrase_ids))):
         np.save(folder / f"{name}.npy", array)
+
+
+def prefix_keys(offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """u64[...] sorted, distinct: the keys of every prefix (the phrase itself included) of every phrase."""
+    lengths = np.diff(offsets)
+    keys, out = np.zeros(len(lengths), np.uint64), []
+    with np.errstate(over="ignore"):
+        for position in range(int(lengths.max()) if len(lengths) else 0):
+            has = lengths > position
+            keys[has] = keys[has] * np.uint64(HASH_MULTIPLIER) + ids[offsets[:-1][has] + position].astype(np.uint64) \
+                + np.uint64(1)
+            out.append(keys[has].copy())
+    return np.unique(np.concatenate(out)) if out else np.zeros(0, np.uint64)
 
 
 def _gather(offsets: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,12 +145,14 @@ class ParaphraseTable:
         self.folder = folder
         with open(folder / "vocab.bin", "rb") as f:
             self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.path.getsize(f.name) else b""
-        load = functools.partial(np.load, mmap_mode="r")
+        def load(path):  # a plain ndarray view of the map: element access without np.memmap's overhead
+            return np.load(path, mmap_mode="r").view(np.ndarray)
         self._vocab_offsets = load(folder / "vocab_offsets.npy")
         self.keys = load(folder / "keys.npy")
         self.phrase_offsets, self.phrase_ids = load(folder / "phrase_offsets.npy"), load(folder / "phrase_ids.npy")
         self.entry_offsets = load(folder / "entry_offsets.npy")
         self.para_offsets, self.para_ids = load(folder / "para_offsets.npy"), load(folder / "para_ids.npy")
+        self.prefix_keys = load(folder / "prefix_keys.npy")
         self.max_phrase = int(np.diff(self.phrase_offsets).max()) if len(self.keys) else 0
 
     def word_id(self, word: str) -> int:
@@ -143,24 +162,73 @@ class ParaphraseTable:
         k = bisect.bisect_left(words, target)
         return k if k < len(words) and words[k] == target else -1
 
-    def paraphrases(self, ids: tuple[int, ...], start: int) -> list[tuple[int, tuple[int, ...]]]:
-        """(reference phrase length, paraphrase word ids) of every entry whose reference phrase is
-        ``ids[start:start + length]``: shorter phrases first, each phrase's entries in table order."""
-        out = []
-        for length in range(1, min(self.max_phrase, len(ids) - start) + 1):
-            phrase = ids[start:start + length]
-            if phrase[-1] < 0:  # a word the table lacks: no longer phrase matches either
+    def span_rows(self, ids: tuple[int, ...]) -> np.ndarray:
+        """i64[rows, 4]: (start, reference phrase length, first entry, end entry) of every phrase of the
+        table in the sentence ``ids``: by start, shorter phrases first; a phrase's entries are a range,
+        in table order (the jar's order)."""
+        return _span_rows(np.array(ids, np.int64), self.max_phrase, self.keys, self.prefix_keys,
+                          self.phrase_offsets, self.phrase_ids, self.entry_offsets)
+
+    def words(self, entry: int) -> tuple[int, ...]:
+        """One entry's paraphrase (word ids)."""
+        return tuple(self.para_ids[self.para_offsets[entry]:self.para_offsets[entry + 1]].tolist())
+
+    def gather(self, words: int, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """A sentence's ``span_rows`` as arrays: (entry offsets i64[words + 1] per start, reference
+        phrase length i64[entries], word offsets i64[entries + 1], paraphrase words i64[...])."""
+        return _gather_rows(words, rows, self.para_offsets, self.para_ids)
+
+
+@compiled
+def _span_rows(ids, max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids, entry_offsets):
+    """The table's trie walk from each start: stop where no phrase has the prefix so far."""
+    n = len(ids)
+    out = []
+    for start in range(n):
+        key = np.uint64(0)
+        for length in range(1, min(max_phrase, n - start) + 1):
+            word = ids[start + length - 1]
+            if word < 0:  # a word the table lacks
                 break
-            k = int(np.searchsorted(self.keys, np.uint64(phrase_key(phrase))))
-            if k == len(self.keys) or int(self.keys[k]) != phrase_key(phrase):
+            key = key * np.uint64(HASH_MULTIPLIER) + np.uint64(word + 1)
+            k = np.searchsorted(prefix_keys, key)
+            if k == len(prefix_keys) or prefix_keys[k] != key:
+                break
+            k = np.searchsorted(keys, key)
+            if k == len(keys) or keys[k] != key or phrase_offsets[k + 1] - phrase_offsets[k] != length:
                 continue
-            a, b = self.phrase_offsets[k], self.phrase_offsets[k + 1]
-            if tuple(int(w) for w in self.phrase_ids[a:b]) != tuple(phrase):
-                continue
-            for entry in range(self.entry_offsets[k], self.entry_offsets[k + 1]):
-                c, d = self.para_offsets[entry], self.para_offsets[entry + 1]
-                out.append((length, tuple(int(w) for w in self.para_ids[c:d])))
-        return out
+            same = True
+            for q in range(length):
+                same = same and phrase_ids[phrase_offsets[k] + q] == ids[start + q]
+            if same:
+                out.append((start, length, entry_offsets[k], entry_offsets[k + 1]))
+    rows = np.empty((len(out), 4), np.int64)
+    for r in range(len(out)):
+        rows[r, 0], rows[r, 1], rows[r, 2], rows[r, 3] = out[r]
+    return rows
+
+
+@compiled
+def _gather_rows(words, rows, para_offsets, para_ids):
+    per_start = np.zeros(words + 1, np.int64)
+    total_words = 0
+    for r in range(len(rows)):
+        per_start[rows[r, 0] + 1] += rows[r, 3] - rows[r, 2]
+        total_words += para_offsets[rows[r, 3]] - para_offsets[rows[r, 2]]
+    per_start = np.cumsum(per_start)
+    lengths = np.empty(per_start[-1], np.int64)
+    word_offsets = np.zeros(per_start[-1] + 1, np.int64)
+    out = np.empty(total_words, np.int64)
+    e, w = 0, 0
+    for r in range(len(rows)):
+        for entry in range(rows[r, 2], rows[r, 3]):
+            lengths[e] = rows[r, 1]
+            for q in range(para_offsets[entry], para_offsets[entry + 1]):
+                out[w] = para_ids[q]
+                w += 1
+            e += 1
+            word_offsets[e] = w
+    return per_start, lengths, word_offsets, out
 
 
 class _Words:
@@ -180,7 +248,7 @@ class _Words:
 def table(source: Path | None = None) -> ParaphraseTable:
     """The compiled table of ``source`` (the installed one by default), compiled first if needed."""
     source = Path(source or paraphrase_path())
-    folder = cache_folder() / f"meteor-paraphrase-{file_hash(str(source))[:16]}"
+    folder = cache_folder() / f"meteor-paraphrase-v{FORMAT}-{file_hash(str(source))[:16]}"
     if not all((folder / name).exists() for name in FILES):
         cache_folder().mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".meteor-paraphrase-", dir=cache_folder()))

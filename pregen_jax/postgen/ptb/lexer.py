@@ -1,7 +1,8 @@
 """The PTB tokenizer in Python: lines of captions through the scanner (scanner.py), with shortcuts.
 
 Lines are one text joined by newlines, as the jar reads its input file, so a lookahead at the end
-of one caption sees the next, as in COCOEvalCap.
+of one caption sees the next, as in COCOEvalCap; a tag whose quoted attribute holds a newline
+(the only token that can) is written newline and all, as the jar writes it.
 
 Most of a caption takes a shortcut that gives what the rules give: a run of ASCII letters and
 digits that starts with a letter and ends at a space or the line's end is one word token
@@ -130,15 +131,22 @@ def _lines(lines: list[str], clean: bool) -> list[str]:
     shade = shadow(text)
     starts = [0, *itertools.accumulate(len(line) + 1 for line in units)]
     split = _split_form_lines(text, starts)
-    out, pos = [], 0
+    out: list[str] = []
+    stream: list[str] = []  # tokens of a line whose last token runs on into the next line(s), and theirs
+    pos = 0
     for k, line in enumerate(units):
         start, stop = starts[k], starts[k] + len(line)
-        if pos <= start and k not in split and _PLAIN_LINE.fullmatch(line):
+        if pos <= start and not stream and k not in split and _PLAIN_LINE.fullmatch(line):
             out.append((line[:-2] if clean and line.endswith(" .") else line).lower())
             continue
         tokens, pos = lex(text, shade, max(pos, start), stop, _context_end(text, stop))
-        written = " ".join(map(_lower, tokens))
-        out.append(drop_punctuation(written) if clean else written)
+        stream.extend(map(_lower, tokens))
+        if pos > stop:  # a tag with a newline inside its quotes: the jar writes it as it is, newline and all
+            continue
+        # the jar's output lines: tokens joined by spaces, a newline where a line ends (or inside a token)
+        written = " ".join(stream).split("\n")
+        out.extend([drop_punctuation(w) for w in written] if clean else written)
+        stream = []
     return out
 
 

@@ -1,0 +1,257 @@
+"""The pair alignment of ``align.py`` compiled with numba: the same matches, beam and statistics
+over integer arrays (a sentence's features packed once by ``pack``).
+
+Word sets are 64-bit masks, so sentences of at most ``MAX_WORDS`` words take this path; longer
+ones take ``align.pair_stats``. Tests hold both to the jar.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import compiled
+from .matchers import Sentence
+from .paraphrase import ParaphraseTable
+from .scoring import MODULE_WEIGHTS
+
+MAX_WORDS = 62
+BEAM = 40
+WEIGHTS = np.array(MODULE_WEIGHTS)
+
+
+def pack(sentence: Sentence, table: ParaphraseTable) -> tuple:
+    """A sentence's features as arrays: hashes, stem hashes, synsets (CSR, sorted), paraphrase ids,
+    function flags, and its paraphrase entries (per start: phrase length and paraphrase ids, CSR)."""
+    syn_offsets = np.zeros(len(sentence.words) + 1, np.int64)
+    syn_offsets[1:] = np.cumsum([len(s) for s in sentence.synsets])
+    synsets = np.array([x for s in sentence.synsets for x in sorted(s)], np.int64)
+    return (np.array(sentence.hashes, np.int64), np.array(sentence.stem_hashes, np.int64), syn_offsets, synsets,
+            np.array(sentence.para_ids, np.int64), np.array(sentence.function, np.bool_),
+            *table.gather(len(sentence.words), sentence.span_rows))
+
+
+@compiled
+def _shares(a, a0, a1, b, b0, b1) -> bool:
+    """Two sorted ranges a[a0:a1], b[b0:b1] have a common element."""
+    while a0 < a1 and b0 < b1:
+        if a[a0] == b[b0]:
+            return True
+        if a[a0] < b[b0]:
+            a0 += 1
+        else:
+            b0 += 1
+    return False
+
+
+@compiled
+def _candidates(t, r):
+    """Matches (rows: ref start, length, test start, length, stage) in the jar's order per ref start."""
+    h1, s1, so1, sy1, p1, _, eo1, el1, ew1, w1 = t
+    h2, s2, so2, sy2, p2, _, eo2, el2, ew2, w2 = r
+    n1, n2 = len(h1), len(h2)
+    out = []
+    for j in range(n2):
+        for i in range(n1):
+            if h1[i] == h2[j]:
+                out.append((j, 1, i, 1, 0))
+    identical = n1 == n2
+    if identical:
+        for k in range(n1):
+            if h1[k] != h2[k]:
+                identical = False
+                break
+    if not identical:
+        for j in range(n2):
+            for i in range(n1):
+                if s1[i] == s2[j] and h1[i] != h2[j]:
+                    out.append((j, 1, i, 1, 1))
+        for j in range(n2):
+            for i in range(n1):
+                if h1[i] != h2[j] and _shares(sy1, so1[i], so1[i + 1], sy2, so2[j], so2[j + 1]):
+                    out.append((j, 1, i, 1, 2))
+        for j in range(n2):
+            for e in range(eo2[j], eo2[j + 1]):
+                k0, k1 = ew2[e], ew2[e + 1]
+                for i in range(n1):
+                    ok = True
+                    for k in range(k1 - k0):
+                        if i + k == n1 or p1[i + k] != w2[k0 + k]:
+                            ok = False
+                            break
+                    if ok:
+                        out.append((j, el2[e], i, k1 - k0, 3))
+        for i in range(n1):
+            for e in range(eo1[i], eo1[i + 1]):
+                k0, k1 = ew1[e], ew1[e + 1]
+                for j in range(n2):
+                    ok = True
+                    for k in range(k1 - k0):
+                        if j + k == n2 or p2[j + k] != w1[k0 + k]:
+                            ok = False
+                            break
+                    if ok:
+                        out.append((j, k1 - k0, i, el1[e], 3))
+    m = np.empty((len(out), 5), np.int64)
+    for k in range(len(out)):
+        for c in range(5):
+            m[k, c] = out[k][c]
+    order = np.argsort(m[:, 0], kind="mergesort")  # per ref start, in the order found
+    return m[order]
+
+
+@compiled
+def _span(start, length):
+    return ((np.int64(1) << length) - 1) << start
+
+
+@compiled
+def _search(m, n1, n2, weights):
+    """The beam search of ``align.best_alignment`` over candidate rows ``m``; the best path's rows."""
+    first = np.zeros(n2 + 1, np.int64)
+    for k in range(len(m)):
+        first[m[k, 0] + 1] += 1
+    first = np.cumsum(first)
+    cover1 = np.zeros(max(n1, 1), np.int64)
+    cover2 = np.zeros(max(n2, 1), np.int64)
+    for k in range(len(m)):
+        for q in range(m[k, 3]):
+            cover1[m[k, 2] + q] += 1
+        for q in range(m[k, 1]):
+            cover2[m[k, 0] + q] += 1
+    fixed = np.full(n2 + 1, -1, np.int64)
+    used1_0, used2_0 = np.int64(0), np.int64(0)
+    for j in range(n2):
+        if first[j + 1] - first[j] == 1:
+            k = first[j]
+            ok = True
+            for q in range(m[k, 1]):
+                ok = ok and cover2[j + q] == 1
+            for q in range(m[k, 3]):
+                ok = ok and cover1[m[k, 2] + q] == 1
+            if ok:
+                fixed[j] = k
+                used2_0 |= _span(j, m[k, 1])
+                used1_0 |= _span(m[k, 2], m[k, 3])
+    # paths: used1, used2, m1, m2, chunks, idx, last_end, distance, node
+    paths = np.zeros((1, 9), np.int64)
+    paths[0, 0], paths[0, 1], paths[0, 6], paths[0, 8] = used1_0, used2_0, -1, -1
+    # the matches each path took, as a tree: node -> (match row, parent node); a match is taken at
+    # most once per path alive at its position, so BEAM nodes per candidate bound the tree
+    node_match = np.empty(BEAM * (len(m) + 1), np.int64)
+    node_parent = np.empty(BEAM * (len(m) + 1), np.int64)
+    nodes = np.zeros(1, np.int64)
+    for current in range(n2 + 1):
+        key = -(paths[:, 2] + paths[:, 3]) * (np.int64(1) << 42) + paths[:, 4] * (np.int64(1) << 21) + paths[:, 7]
+        order = np.argsort(key, kind="mergesort")
+        top = order[:BEAM]
+        width = len(top) * (2 + (first[current + 1] - first[current] if current < n2 else 0))
+        nxt = np.zeros((width, 9), np.int64)
+        count = 0
+        for p in top:
+            path = paths[p].copy()
+            if current == n2:
+                if path[6] != -1:
+                    path[4] += 1
+                nxt[count] = path
+                count += 1
+                continue
+            if (path[1] >> current) & 1:
+                if current < path[5]:
+                    nxt[count] = path
+                    count += 1
+                elif fixed[path[5]] >= 0:
+                    k = fixed[path[5]]
+                    _take(path, m, k, weights, node_match, node_parent, nodes)
+                    path[7] += abs(m[k, 0] - m[k, 2])
+                    nxt[count] = path
+                    count += 1
+                continue
+            for k in range(first[current], first[current + 1]):
+                span2, span1 = _span(m[k, 0], m[k, 1]), _span(m[k, 2], m[k, 3])
+                if (path[1] & span2) or (path[0] & span1):
+                    continue
+                new = path.copy()
+                new[1] |= span2
+                new[0] |= span1
+                _take(new, m, k, weights, node_match, node_parent, nodes)
+                path[7] += abs(m[k, 0] - m[k, 2])
+                nxt[count] = new
+                count += 1
+            if path[6] != -1:
+                path[4] += 1
+                path[6] = -1
+            path[5] += 1
+            nxt[count] = path
+            count += 1
+        if count == 0:
+            nxt[0] = paths[order[0]]
+            count = 1
+        paths = nxt[:count]
+    key = -(paths[:, 2] + paths[:, 3]) * (np.int64(1) << 42) + paths[:, 4] * (np.int64(1) << 21) + paths[:, 7]
+    best = paths[np.argsort(key, kind="mergesort")[0]]
+    taken = 0
+    node = best[8]
+    while node >= 0:
+        taken += 1
+        node = node_parent[node]
+    rows = np.empty(taken, np.int64)
+    node = best[8]
+    for q in range(taken):
+        rows[q] = node_match[node]
+        node = node_parent[node]
+    return m[rows[np.argsort(m[rows, 0], kind="mergesort")]]
+
+
+@compiled
+def _take(path, m, k, weights, node_match, node_parent, nodes):
+    w = weights[m[k, 4]]
+    path[2] = np.int64(path[2] + m[k, 3] * w)  # Java's int += double: truncation toward zero
+    path[3] = np.int64(path[3] + m[k, 1] * w)
+    if path[6] != -1 and m[k, 2] != path[6]:
+        path[4] += 1
+    path[5] = m[k, 0] + m[k, 1]
+    path[6] = m[k, 2] + m[k, 3]
+    node = nodes[0]
+    node_match[node], node_parent[node] = k, path[8]
+    path[8] = node
+    nodes[0] = node + 1
+
+
+@compiled
+def _stats(t, r, weights):
+    n1, n2 = len(t[0]), len(r[0])
+    matches = _search(_candidates(t, r), n1, n2, weights)
+    f1, f2 = t[5], r[5]
+    row = np.zeros(23)
+    row[0], row[1] = n1, n2
+    row[2], row[3] = f1.sum(), f2.sum()
+    chunks, last_end, position = 0, -1, 0
+    for q in range(len(matches)):
+        j, length, i, match_length, stage = matches[q]
+        for k in range(match_length):
+            row[4 + 4 * stage + (2 if f1[i + k] else 0)] += 1
+        for k in range(length):
+            row[5 + 4 * stage + (2 if f2[j + k] else 0)] += 1
+        if j > position and last_end != -1:
+            chunks += 1
+            last_end = -1
+        if last_end != -1 and i != last_end:
+            chunks += 1
+        position, last_end = j + length, i + match_length
+        row[21] += match_length
+        row[22] += length
+    row[20] = chunks + (1 if last_end != -1 else 0)
+    return row
+
+
+def pair_stats(test: tuple, ref: tuple) -> tuple[float, ...]:
+    """The pair's statistics (as ``align.pair_stats``) from two ``pack``-ed sentences."""
+    return tuple(_stats(test, ref, WEIGHTS).tolist())
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) the search, on a pair that exercises every matcher."""
+    words = np.array([1, 2], np.int64)
+    offsets = np.array([0, 1, 2], np.int64)
+    sentence = (words, words, offsets, words, words, np.array([True, False]), offsets, np.array([1, 1], np.int64),
+                offsets, words)
+    _stats(sentence, sentence, WEIGHTS)
