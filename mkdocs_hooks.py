@@ -1,22 +1,39 @@
 """mkdocs hooks of the documentation site (mkdocs.yml: ``hooks``).
 
-Docstrings write nested indexing as shapes do, ``log_probs[i][r]``, which Markdown reads as a
-reference-style link to ``r``; mkdocs-autorefs then warns that no page defines ``r``, and a
-strict build fails. A one-letter index is never a cross-reference, so only that warning is
-dropped: every other unresolved reference still fails the build.
+Docstrings are prose (``docstring_style: null``), so Markdown reads two things in them as
+reference-style links: nested indexing written as shapes, ``log_probs[i][r]``, and subscripts
+inside doctest lines, ``table["candidate"][selection.race.picked]``. mkdocs-autorefs then warns
+that no page defines ``r`` or ``selection.race.picked``, and a strict build fails. Neither is a
+cross-reference, so only those warnings are dropped: a one-letter index, or a target that a
+doctest line (``>>>`` or ``...``) of the docstring the warning names contains. Every other
+unresolved reference still fails the build.
 """
 import logging
 import re
+from pathlib import Path
 
-_INDEX = re.compile(r"Could not find cross-reference target '[a-z]'$")
+_UNRESOLVED = re.compile(r"from (?P<file>\S+?):(?P<line>\d+): .*Could not find cross-reference target '(?P<target>[^']*)'$")
+_DOCSTRING_LINES = 200  # how far past the docstring's first line a doctest may sit
 
 
-class _IndexNotLink(logging.Filter):
+def _in_doctest(file: str, line: int, target: str) -> bool:
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()[line - 1:line - 1 + _DOCSTRING_LINES]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return any(row.lstrip().startswith((">>>", "...")) and target in row for row in lines)
+
+
+class _NotALink(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not _INDEX.search(record.getMessage())
+        match = _UNRESOLVED.search(record.getMessage())
+        if match is None:
+            return True
+        target = match["target"]
+        return not (re.fullmatch(r"[a-z]", target) or _in_doctest(match["file"], int(match["line"]), target))
 
 
 def on_startup(command, dirty) -> None:
     # the plugin's loggers (one per module) are created on import: filter the named one of each
     for name in ("plugin", "references", "backlinks"):
-        logging.getLogger(f"mkdocs.plugins.mkdocs_autorefs._internal.{name}").addFilter(_IndexNotLink())
+        logging.getLogger(f"mkdocs.plugins.mkdocs_autorefs._internal.{name}").addFilter(_NotALink())

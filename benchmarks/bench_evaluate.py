@@ -199,7 +199,7 @@ def main() -> None:
     print(f"{images} images; largest difference to COCOEvalCap (corpus and per image, all metrics): {worst:.2e}")
     print(f"{'part':15s} {'COCOEvalCap wall':>17s} {'cpu':>7s} {'evaluate wall':>14s} {'cpu':>7s} {'wall ratio':>10s}")
     for part in our_parts:
-        (cw, cc), (ow, oc) = coco_parts[part.split()[0]], our_parts[part]
+        (cw, cc), (ow, oc) = coco_parts[part.removesuffix(" python")], our_parts[part]
         print(f"{part:15s} {cw:17.2f} {cc:7.2f} {ow:14.2f} {oc:7.2f} {cw / ow:9.1f}x")
     print(f"{'in all':15s} {coco_wall:17.2f} {coco_cpu:7.2f} {our_wall:14.2f} {our_cpu:7.2f} {coco_wall / our_wall:9.1f}x")
     print(f"load average at end: {os.getloadavg()}")

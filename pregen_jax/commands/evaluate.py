@@ -42,7 +42,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from .. import io, postgen
     from ..evaluation import Resampling, score_files
-    from ..evaluation.outputs import render, write_outputs
+    from ..evaluation.outputs import render, write_evaluation
     out = io.check_out_folder(args.out) if args.out else None
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     if args.metrics is not None and not metrics:
@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     print(render(evaluation))
     if out is not None:
         with io.staged_folder(out) as staging:
-            written = write_outputs(evaluation, staging)
+            written = write_evaluation(evaluation, staging)
         print(f"wrote {out}/{', '.join(written)}")
     return 0
 

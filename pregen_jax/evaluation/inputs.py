@@ -20,7 +20,7 @@ FORMATS = ("coco", "karpathy", "references-jsonl")
 
 
 @dataclasses.dataclass(frozen=True)
-class References:
+class ReferenceFile:
     """The references of every image of REFS, in REFS's image order.
 
     Attributes:
@@ -36,7 +36,7 @@ class References:
 
 
 @dataclasses.dataclass(frozen=True)
-class Results:
+class ResultsFile:
     """One results file: image id (REFS's key) -> its caption, in file order."""
 
     path: str
@@ -50,7 +50,7 @@ def read_json(path, what: str):
         raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
 
 
-def read_references(path, split: str = "test") -> References:
+def read_references(path, split: str = "test") -> ReferenceFile:
     """REFS in whichever of the three formats it is (``split``: a Karpathy JSON's split)."""
     path = Path(path)
     if path.suffix == ".jsonl":
@@ -62,7 +62,7 @@ def read_references(path, split: str = "test") -> References:
     return _coco_annotations(path, data)
 
 
-def _coco_annotations(path: Path, data) -> References:
+def _coco_annotations(path: Path, data) -> ReferenceFile:
     """``{"images": [{"id"}], "annotations": [{"image_id", "caption"}]}``."""
     if not isinstance(data, dict) or "annotations" not in data:
         raise ValueError(f"{path}: not a COCO annotation file (no 'annotations'; a Karpathy-split JSON has "
@@ -85,10 +85,10 @@ def _coco_annotations(path: Path, data) -> References:
     # loadRes keeps the 'images' order; images without an entry there come after, in annotation order
     listed = [i for i in dict.fromkeys(order) if i in captions]
     ordered = {i: captions[i] for i in listed + [i for i in captions if i not in set(listed)]}
-    return References(str(path), "coco", ordered)
+    return ReferenceFile(str(path), "coco", ordered)
 
 
-def _karpathy(path: Path, data: dict, split: str) -> References:
+def _karpathy(path: Path, data: dict, split: str) -> ReferenceFile:
     """A Karpathy-split JSON: images keyed by ``cocoid`` where present, else ``filename``; raw captions."""
     captions: dict = {}
     for k, image in enumerate(data["images"]):
@@ -110,10 +110,10 @@ def _karpathy(path: Path, data: dict, split: str) -> References:
         captions[key] = raws
     if not captions:
         raise ValueError(f"{path}: no image in split {split!r} (--split)")
-    return References(str(path), "karpathy", captions)
+    return ReferenceFile(str(path), "karpathy", captions)
 
 
-def _references_jsonl(path: Path) -> References:
+def _references_jsonl(path: Path) -> ReferenceFile:
     """The JSONL ``export-references`` writes: one reference a line, ``image_id`` and ``text``."""
     captions: dict = {}
     for line_no, line in enumerate(io.read_text(path, "references file").splitlines(), 1):
@@ -128,7 +128,7 @@ def _references_jsonl(path: Path) -> References:
         captions.setdefault(row["image_id"], []).append(row["text"])
     if not captions:
         raise ValueError(f"{path}: no references")
-    return References(str(path), "references-jsonl", captions, tokenized=True)
+    return ReferenceFile(str(path), "references-jsonl", captions, tokenized=True)
 
 
 def _check_id(path, where: str, image_id) -> None:
@@ -140,7 +140,7 @@ def _kind(image_id) -> str:
     return "an integer" if isinstance(image_id, int) else "a string"
 
 
-def read_results(path, references: References) -> Results:
+def read_results(path, references: ReferenceFile) -> ResultsFile:
     """A COCO results file ``[{"image_id", "caption"}]`` checked against REFS: every image is in
     REFS (an id that matches only as a string or only as a number is named as such), once."""
     data = read_json(path, "results file")
@@ -169,10 +169,10 @@ def read_results(path, references: References) -> Results:
         if image_id in captions:
             raise ValueError(f"{path}: entry {k}: a second result for image {image_id!r} (one caption per image)")
         captions[image_id] = row["caption"]
-    return Results(str(path), captions)
+    return ResultsFile(str(path), captions)
 
 
-def scored_images(references: References, systems: list[Results]) -> list:
+def scored_images(references: ReferenceFile, systems: list[ResultsFile]) -> list:
     """The images scored, in REFS's order; every system must cover the same ones."""
     first = systems[0]
     for other in systems[1:]:

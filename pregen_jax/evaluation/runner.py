@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from .. import postgen
-from .inputs import References, Results, read_references, read_results, scored_images
+from .inputs import ReferenceFile, ResultsFile, read_references, read_results, scored_images
 from .significance import Resampling, compare
-from .tokenizers import check_tokenizer, describe, tokenize_all
+from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
 COCO_METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")  # COCOEvalCap's
 IDF_RULES = ("scored", "all")
@@ -77,13 +77,13 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     systems = [read_results(path, refs) for path in paths]
     names = _system_names(paths)
     images = scored_images(refs, systems)
+    for name, (ok, why) in postgen.metric_availability(options, requested).items():
+        if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
+            raise ValueError(f"--metrics {name}: cannot run here ({why})")
     notes = _empty_caption_notes(systems)
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:
         unavailable = dict(started.unavailable)
-        if metrics and unavailable:  # asked for by name: not running it is an error, not a note
-            name, why = next(iter(unavailable.items()))
-            raise ValueError(f"--metrics {name}: cannot run here ({why})")
         scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
         stats, per_image, corpus = _score(scorers, gts, system_res, names)
     with_stats = {name: scorers[name] for name in scorers if stats[names[0]][name] is not None}
@@ -115,7 +115,7 @@ def _system_names(paths: list) -> list[str]:
     return names
 
 
-def _empty_caption_notes(systems: list[Results]) -> list[str]:
+def _empty_caption_notes(systems: list[ResultsFile]) -> list[str]:
     notes = []
     for system in systems:
         empty = [i for i, caption in system.captions.items() if not caption.strip()]
@@ -125,7 +125,7 @@ def _empty_caption_notes(systems: list[Results]) -> list[str]:
     return notes
 
 
-def _tokenized(refs: References, systems: list[Results], images: list, tokenizer: str, idf_from: str,
+def _tokenized(refs: ReferenceFile, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
                notes: list):
     """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer; its warnings
     added to ``notes``."""
@@ -187,7 +187,7 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
     return pd.concat(frames, ignore_index=True)
 
 
-def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
+def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     from ..postgen.jvm import java_description
@@ -198,7 +198,7 @@ def _settings(refs: References, paths, names, tokenizer, idf_from, plan, metrics
         except PackageNotFoundError:
             return "absent"
     return {
-        "tokenizer": describe(tokenizer),
+        "tokenizer": tokenizer_label(tokenizer),
         "references": {"path": refs.path, "format": refs.format, "images": len(refs.captions)},
         "captions": dict(zip(names, map(str, paths))),
         "images_scored": images,

@@ -32,12 +32,11 @@ def tokenize_all(strings: list[str], name: str) -> list[str]:
     return list(strings)
 
 
-def describe(name: str) -> str:
+def tokenizer_label(name: str) -> str:
     """The tokenizer as outputs name it (with the PTB backend)."""
     if name == "ptb":
         from ..postgen.ptb import DEFAULT_BACKEND
         return f"ptb (pycocoevalcap's PTBTokenizer, punctuation removed; {DEFAULT_BACKEND} backend)"
     if name == "alnum-lower":
-        from ..datasets import TOKENIZER_NAME
-        return f"alnum-lower ({TOKENIZER_NAME})"
+        return "alnum-lower (lower-case alphanumeric runs, the package tokenizer)"
     return "none (strings as given)"
