@@ -11,6 +11,7 @@ import pytest
 from pregen_jax import postgen
 from pregen_jax.cli import main
 from pregen_jax.evaluation import Resampling, evaluate, score_files
+from pregen_jax.postgen import jvm, ptb
 from tests.conftest import shared
 
 TOL = 1e-9
@@ -164,6 +165,9 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
     assert ((0 < second["p_randomization"]) & (second["p_randomization"] <= 1)).all()
     settings = json.loads((out / "settings.json").read_text())
     assert settings["significance"]["randomization_trials"] == 2000 and settings["significance"]["seed"] == 0
+    assert settings["java"] == "not used"  # array metrics and no PTB: no JVM to name
+    ptb_only = score_files(refs, paths[:1], metrics=["CIDEr"], tokenizer="ptb")
+    assert ptb_only.settings["java"] == ("not used" if ptb.DEFAULT_BACKEND == "python" else jvm.java_description())
     again = score_files(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000))
     assert again.table.set_index(["system", "metric"]).loc[("res1", "CIDEr"), "p_bootstrap"] == \
         second.loc["CIDEr", "p_bootstrap"]  # the same seed, the same draws

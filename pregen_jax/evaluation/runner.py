@@ -190,7 +190,9 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
 def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
+    from ..postgen import ptb
     from ..postgen.jvm import java_description
+    uses_java_ptb = tokenizer == "ptb" and ptb.DEFAULT_BACKEND == "java"  # the Python PTB runs no JVM
 
     def installed(package: str) -> str:
         try:
@@ -213,6 +215,6 @@ def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metr
                          "tests": "paired bootstrap and approximate randomization against the first system"},
         "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
                      "numpy": np.__version__},
-        "java": java_description() if any(postgen.REGISTRY[m].needs_java for m in metrics) or tokenizer == "ptb"
+        "java": java_description() if any(postgen.REGISTRY[m].needs_java for m in metrics) or uses_java_ptb
         else "not used",
     }
