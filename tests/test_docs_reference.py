@@ -65,6 +65,8 @@ def test_every_option_is_documented_and_nothing_else():
 
 PATH = re.compile(r"`((?:pregen_jax|tests|benchmarks|experiments|search|scripts|docs)/[\w./-]*?)`")
 READMES = ["README.md", "search/README.md", "experiments/README.md", "benchmarks/README.md"]
+MODULE = re.compile(r"`((?:pipeline|ranking|postgen|reo|captioning|selection|prediction|external|evaluation|meta|"
+                    r"datasets|tiers|training|commands)/[\w./-]+\.py)`")
 SCRIPT = re.compile(r"python3? ((?:experiments|benchmarks)/[\w./-]+\.py)")
 
 
@@ -80,9 +82,13 @@ def test_every_repository_path_the_docs_name_exists():
             if not (ROOT / named).exists():
                 missing.append(f"{path.relative_to(ROOT)}: {named}")
     for path in [*doc_files(), *(ROOT / name for name in READMES), *ROOT.glob("experiments/*/README.md")]:
-        for match in SCRIPT.finditer(path.read_text(encoding="utf-8")):  # the commands of results
+        text = path.read_text(encoding="utf-8")
+        for match in SCRIPT.finditer(text):  # the commands of results
             if not (ROOT / match[1]).is_file():
                 missing.append(f"{path.relative_to(ROOT)}: {match[1]}")
+        for match in MODULE.finditer(text):  # `reo/scores.py`: a module of the package, named short
+            if not (ROOT / "pregen_jax" / match[1]).exists():
+                missing.append(f"{path.relative_to(ROOT)}: pregen_jax/{match[1]}")
     assert not missing, missing
 
 

@@ -5,11 +5,13 @@ import json
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pregen_jax import postgen
 from pregen_jax.cli import main
-from pregen_jax.evaluation import Resampling, score_files
+from pregen_jax.evaluation import Resampling, evaluate, score_files
+from pregen_jax.postgen import jvm, ptb
 from tests.conftest import shared
 
 TOL = 1e-9
@@ -154,7 +156,6 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
     assert "tokenizer: alnum-lower" in printed and "p_bs=" in printed
     scores = json.loads((out / "scores.json").read_text())
     assert scores["tokenizer"].startswith("alnum-lower") and set(scores["res0"]) == {"Bleu_4", "CIDEr", "ROUGE_L"}
-    import pandas as pd
     per_image = pd.read_csv(out / "per_image.tsv", sep="\t")
     assert list(per_image.columns) == ["image_id", "Bleu_4", "CIDEr", "ROUGE_L", "system", "tokenizer"]
     table = pd.read_csv(out / "significance.tsv", sep="\t")
@@ -164,9 +165,16 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
     assert ((0 < second["p_randomization"]) & (second["p_randomization"] <= 1)).all()
     settings = json.loads((out / "settings.json").read_text())
     assert settings["significance"]["randomization_trials"] == 2000 and settings["significance"]["seed"] == 0
+    assert settings["java"] == "not used"  # array metrics and no PTB: no JVM to name
+    ptb_only = score_files(refs, paths[:1], metrics=["CIDEr"], tokenizer="ptb")
+    assert ptb_only.settings["java"] == ("not used" if ptb.DEFAULT_BACKEND == "python" else jvm.java_description())
     again = score_files(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000))
     assert again.table.set_index(["system", "metric"]).loc[("res1", "CIDEr"), "p_bootstrap"] == \
         second.loc["CIDEr", "p_bootstrap"]  # the same seed, the same draws
+    other = score_files(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000, seed=7))
+    assert other.table["low"].iloc[0] != again.table["low"].iloc[0]  # --seed changes the draws
+    table = evaluate(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000))
+    assert isinstance(table, pd.DataFrame) and table.equals(again.table)
 
 
 def test_a_system_against_itself_has_p_one_and_a_zero_difference(tmp_path):

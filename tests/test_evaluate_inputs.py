@@ -94,3 +94,10 @@ def test_an_empty_caption_is_scored_with_a_warning_that_counts_them(tmp_path, ca
         f"warning: {tmp_path / 'res0.json'}: 2 empty caption(s) (first: image 1), scored as the toolkits score them"]
     per_image = (tmp_path / "out" / "per_image.tsv").read_text().splitlines()
     assert per_image[0].split("\t") == ["image_id", "Bleu_4", "CIDEr", "tokenizer"] and len(per_image) == 4
+
+
+def test_a_metric_asked_for_that_cannot_run_here_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("PREGEN_JAX_CORENLP", raising=False)
+    code, err, _ = run(tmp_path, capsys, extra=("--metrics", "SPICE", "--corenlp-dir", str(tmp_path)))
+    assert code == 2 and len(err) == 1 and "--metrics SPICE: cannot run here" in err[0], err
+    assert not (tmp_path / "out").exists()

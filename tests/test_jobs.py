@@ -68,6 +68,10 @@ def test_select_races_models_that_exist_only_as_captions(guide):
     assert (picked["source"], picked["run"]) == ("captions", "good.jsonl")
     assert "at 95% confidence for the whole race" in out and "s the whole run" in out
     assert "the pick's estimate is optimistic" in out
+    # the Python race: the search's models and the user's own candidate, as the guide builds them
+    table = guide[1]["result"].race.table
+    search = {f"{arch}-1{epoch}" for arch in ("init", "par", "merge") for epoch in ("", "-e2")}  # finals, snapshots
+    assert set(table["candidate"]) == search | {"mine"} and table["picked"].sum() == 1
 
 
 def test_a_captions_file_of_other_images_gets_a_warning(guide):

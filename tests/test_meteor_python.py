@@ -82,6 +82,24 @@ def test_alignments_equal_the_jars_on_pairs_with_every_matcher(probe, python):
         assert tuple(alignment(python, test, ref)) == aligned.matches, (test, ref)
 
 
+def test_the_compiled_search_and_scores_equal_the_python_ones(python):
+    """fast.py (numba) against align.py and pair_score, pair by pair, bit for bit."""
+    from pregen_jax.postgen.meteor import fast
+    from pregen_jax.postgen.meteor.align import pair_stats
+    from pregen_jax.postgen.meteor.python import pair_score
+    pairs = list(dict.fromkeys((normalize(cand), normalize(ref)) for refs, cand, _ in _sample() for ref in refs))
+    pairs = [(t, r) for t, r in pairs if max(len(t), len(r)) <= fast.MAX_WORDS]
+    sentences = list(dict.fromkeys(s for pair in pairs for s in pair))
+    index = {s: k for k, s in enumerate(sentences)}
+    packed = [python._analysed(s)[1] for s in sentences]
+    rows, scores = fast.pair_stats_batch(np.array([index[t] for t, _ in pairs]), np.array([index[r] for _, r in pairs]),
+                                         packed)
+    table = python._analyzer.table
+    for (test, ref), row, score in zip(pairs, rows.tolist(), scores.tolist()):
+        expected = pair_stats(python._sentence(test), python._sentence(ref), table)
+        assert (tuple(row), score) == (expected, pair_score(expected)), (test, ref)
+
+
 def test_where_image2_mutt_flickr8k_and_hard_strings_sample_equal_the_jar(jar, python):
     assert_segments_equal(jar, python, _sample())
 

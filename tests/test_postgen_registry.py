@@ -144,7 +144,7 @@ def _toolkit(name: str, gts: dict, res: dict):
 
 
 @pytest.mark.parametrize("name", postgen.metric_names())
-def test_every_registered_metric_is_the_aggregate_of_its_statistics(name):
+def test_every_registered_metric_is_the_aggregate_of_its_statistics(name, java_on_path):  # Meteor(): java on PATH
     """stats/aggregate for each registered metric: the corpus score is aggregate(stats), per image
     aggregate(stats[:, None]); equal to the scores before the protocol, and to the toolkit; a
     resample (stats[idx]) aggregates in one vectorized call; a subset of rows is that subset's score

@@ -54,7 +54,7 @@ def render(evaluation: Evaluation) -> str:
                 cell += f" [{r['low']:.4f}, {r['high']:.4f}]"
             if pd.notna(r.get("diff")):
                 cell += (f"  d={r['diff']:+.4f} [{r['diff_low']:+.4f}, {r['diff_high']:+.4f}] "
-                         f"p_bs={r['p_bootstrap']:.3f} p_ar={r['p_randomization']:.3f}")
+                         f"p_bs={r['p_bootstrap']:.4f} p_ar={r['p_randomization']:.4f}")
             row[r["system"]] = cell
         rows.append(row)
     lines.append(pd.DataFrame(rows, columns=["metric", *systems]).to_string(index=False))

@@ -77,13 +77,13 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     systems = [read_results(path, refs) for path in paths]
     names = _system_names(paths)
     images = scored_images(refs, systems)
+    for name, (ok, why) in postgen.metric_availability(options, requested).items():
+        if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
+            raise ValueError(f"--metrics {name}: cannot run here ({why})")
     notes = _empty_caption_notes(systems)
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:
         unavailable = dict(started.unavailable)
-        if metrics and unavailable:  # asked for by name: not running it is an error, not a note
-            name, why = next(iter(unavailable.items()))
-            raise ValueError(f"--metrics {name}: cannot run here ({why})")
         scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
         stats, per_image, corpus = _score(scorers, gts, system_res, names)
     with_stats = {name: scorers[name] for name in scorers if stats[names[0]][name] is not None}
@@ -190,7 +190,9 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
 def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
+    from ..postgen import ptb
     from ..postgen.jvm import java_description
+    uses_java_ptb = tokenizer == "ptb" and ptb.DEFAULT_BACKEND == "java"  # the Python PTB runs no JVM
 
     def installed(package: str) -> str:
         try:
@@ -213,6 +215,6 @@ def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metr
                          "tests": "paired bootstrap and approximate randomization against the first system"},
         "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
                      "numpy": np.__version__},
-        "java": java_description() if any(postgen.REGISTRY[m].needs_java for m in metrics) or tokenizer == "ptb"
+        "java": java_description() if any(postgen.REGISTRY[m].needs_java for m in metrics) or uses_java_ptb
         else "not used",
     }

@@ -93,6 +93,7 @@ HARD = [
     "ALL CAPS SENTENCE WITH WORDS",
     "x" * 60,
     "a man in a red shirt is riding a bicycle down the street next to a building",
+    " ".join(["a dog runs on the grass and a man in a red shirt throws a ball"] * 5),  # 75 words: no bit masks
 ]
 
 

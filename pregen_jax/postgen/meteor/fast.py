@@ -6,16 +6,19 @@ ones take ``align.pair_stats``. Tests hold both to the jar.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .jit import compiled
 from .matchers import Sentence
 from .paraphrase import ParaphraseTable
-from .scoring import MODULE_WEIGHTS
+from .scoring import ALPHA, BETA, DELTA, GAMMA, MODULE_WEIGHTS
 
 MAX_WORDS = 62
 BEAM = 40
 WEIGHTS = np.array(MODULE_WEIGHTS)
+PARAMS = np.array([ALPHA, BETA, GAMMA, DELTA])
 
 
 def pack(sentence: Sentence, table: ParaphraseTable) -> tuple:
@@ -48,11 +51,14 @@ def _candidates(t, r):
     h1, s1, so1, sy1, p1, _, eo1, el1, ew1, w1 = t
     h2, s2, so2, sy2, p2, _, eo2, el2, ew2, w2 = r
     n1, n2 = len(h1), len(h2)
-    out = []
+    # at most: a match per (test, reference) word and stage, a paraphrase entry per position
+    out = np.empty((3 * n1 * n2 + eo2[n2] * n1 + eo1[n1] * n2, 5), np.int64)
+    count = 0
     for j in range(n2):
         for i in range(n1):
             if h1[i] == h2[j]:
-                out.append((j, 1, i, 1, 0))
+                _put(out, count, j, 1, i, 1, 0)
+                count += 1
     identical = n1 == n2
     if identical:
         for k in range(n1):
@@ -63,11 +69,13 @@ def _candidates(t, r):
         for j in range(n2):
             for i in range(n1):
                 if s1[i] == s2[j] and h1[i] != h2[j]:
-                    out.append((j, 1, i, 1, 1))
+                    _put(out, count, j, 1, i, 1, 1)
+                    count += 1
         for j in range(n2):
             for i in range(n1):
                 if h1[i] != h2[j] and _shares(sy1, so1[i], so1[i + 1], sy2, so2[j], so2[j + 1]):
-                    out.append((j, 1, i, 1, 2))
+                    _put(out, count, j, 1, i, 1, 2)
+                    count += 1
         for j in range(n2):
             for e in range(eo2[j], eo2[j + 1]):
                 k0, k1 = ew2[e], ew2[e + 1]
@@ -78,7 +86,8 @@ def _candidates(t, r):
                             ok = False
                             break
                     if ok:
-                        out.append((j, el2[e], i, k1 - k0, 3))
+                        _put(out, count, j, el2[e], i, k1 - k0, 3)
+                        count += 1
         for i in range(n1):
             for e in range(eo1[i], eo1[i + 1]):
                 k0, k1 = ew1[e], ew1[e + 1]
@@ -89,13 +98,16 @@ def _candidates(t, r):
                             ok = False
                             break
                     if ok:
-                        out.append((j, k1 - k0, i, el1[e], 3))
-    m = np.empty((len(out), 5), np.int64)
-    for k in range(len(out)):
-        for c in range(5):
-            m[k, c] = out[k][c]
+                        _put(out, count, j, k1 - k0, i, el1[e], 3)
+                        count += 1
+    m = out[:count]
     order = np.argsort(m[:, 0], kind="mergesort")  # per ref start, in the order found
     return m[order]
+
+
+@compiled
+def _put(out, row, a, b, c, d, e):
+    out[row, 0], out[row, 1], out[row, 2], out[row, 3], out[row, 4] = a, b, c, d, e
 
 
 @compiled
@@ -131,63 +143,66 @@ def _search(m, n1, n2, weights):
                 fixed[j] = k
                 used2_0 |= _span(j, m[k, 1])
                 used1_0 |= _span(m[k, 2], m[k, 3])
-    # paths: used1, used2, m1, m2, chunks, idx, last_end, distance, node
-    paths = np.zeros((1, 9), np.int64)
+    # paths: used1, used2, m1, m2, chunks, idx, last_end, distance, node; two buffers, in turn
+    widest = 0
+    for j in range(n2):
+        widest = max(widest, first[j + 1] - first[j])
+    buffers = np.empty((2, BEAM * (widest + 2), 9), np.int64)
+    paths = buffers[0]
+    paths[0, :] = 0
     paths[0, 0], paths[0, 1], paths[0, 6], paths[0, 8] = used1_0, used2_0, -1, -1
+    alive = 1
+    parent = np.empty(9, np.int64)
     # the matches each path took, as a tree: node -> (match row, parent node); a match is taken at
     # most once per path alive at its position, so BEAM nodes per candidate bound the tree
     node_match = np.empty(BEAM * (len(m) + 1), np.int64)
     node_parent = np.empty(BEAM * (len(m) + 1), np.int64)
     nodes = np.zeros(1, np.int64)
     for current in range(n2 + 1):
-        key = -(paths[:, 2] + paths[:, 3]) * (np.int64(1) << 42) + paths[:, 4] * (np.int64(1) << 21) + paths[:, 7]
-        order = np.argsort(key, kind="mergesort")
-        top = order[:BEAM]
-        width = len(top) * (2 + (first[current + 1] - first[current] if current < n2 else 0))
-        nxt = np.zeros((width, 9), np.int64)
+        order = _ranked(paths, alive)
+        nxt = buffers[(current + 1) % 2]
         count = 0
-        for p in top:
-            path = paths[p].copy()
+        for rank in range(min(BEAM, alive)):
+            parent[:] = paths[order[rank]]
             if current == n2:
-                if path[6] != -1:
-                    path[4] += 1
-                nxt[count] = path
+                if parent[6] != -1:
+                    parent[4] += 1
+                nxt[count, :] = parent
                 count += 1
                 continue
-            if (path[1] >> current) & 1:
-                if current < path[5]:
-                    nxt[count] = path
+            if (parent[1] >> current) & 1:
+                if current < parent[5]:
+                    nxt[count, :] = parent
                     count += 1
-                elif fixed[path[5]] >= 0:
-                    k = fixed[path[5]]
-                    _take(path, m, k, weights, node_match, node_parent, nodes)
-                    path[7] += abs(m[k, 0] - m[k, 2])
-                    nxt[count] = path
+                elif fixed[parent[5]] >= 0:
+                    k = fixed[parent[5]]
+                    _take(parent, m, k, weights, node_match, node_parent, nodes)
+                    parent[7] += abs(m[k, 0] - m[k, 2])
+                    nxt[count, :] = parent
                     count += 1
                 continue
             for k in range(first[current], first[current + 1]):
                 span2, span1 = _span(m[k, 0], m[k, 1]), _span(m[k, 2], m[k, 3])
-                if (path[1] & span2) or (path[0] & span1):
+                if (parent[1] & span2) or (parent[0] & span1):
                     continue
-                new = path.copy()
+                new = nxt[count]
+                new[:] = parent
                 new[1] |= span2
                 new[0] |= span1
                 _take(new, m, k, weights, node_match, node_parent, nodes)
-                path[7] += abs(m[k, 0] - m[k, 2])
-                nxt[count] = new
+                parent[7] += abs(m[k, 0] - m[k, 2])
                 count += 1
-            if path[6] != -1:
-                path[4] += 1
-                path[6] = -1
-            path[5] += 1
-            nxt[count] = path
+            if parent[6] != -1:
+                parent[4] += 1
+                parent[6] = -1
+            parent[5] += 1
+            nxt[count, :] = parent
             count += 1
         if count == 0:
-            nxt[0] = paths[order[0]]
+            nxt[0, :] = paths[order[0]]
             count = 1
-        paths = nxt[:count]
-    key = -(paths[:, 2] + paths[:, 3]) * (np.int64(1) << 42) + paths[:, 4] * (np.int64(1) << 21) + paths[:, 7]
-    best = paths[np.argsort(key, kind="mergesort")[0]]
+        paths, alive = nxt, count
+    best = paths[_ranked(paths, alive)[0]]
     taken = 0
     node = best[8]
     while node >= 0:
@@ -199,6 +214,16 @@ def _search(m, n1, n2, weights):
         rows[q] = node_match[node]
         node = node_parent[node]
     return m[rows[np.argsort(m[rows, 0], kind="mergesort")]]
+
+
+@compiled
+def _ranked(paths, alive):
+    """Path order, best first: more weighted matches, then fewer chunks, then less distance; ties
+    keep their order (a stable sort, as Java's)."""
+    key = np.empty(alive, np.int64)
+    for p in range(alive):
+        key[p] = -(paths[p, 2] + paths[p, 3]) * (np.int64(1) << 42) + paths[p, 4] * (np.int64(1) << 21) + paths[p, 7]
+    return np.argsort(key, kind="mergesort")
 
 
 @compiled
@@ -243,6 +268,80 @@ def _stats(t, r, weights):
     return row
 
 
+@compiled
+def _score(row, weights, alpha, beta, gamma, delta):
+    """One row's METEOR in ``python.pair_score``'s order of operations (no division by zero reaches
+    Java's NaN there: an empty sentence or no match scores 0, as the jar's NaN does)."""
+    test_length = delta * (row[0] - row[2]) + (1.0 - delta) * row[2]
+    ref_length = delta * (row[1] - row[3]) + (1.0 - delta) * row[3]
+    test = 0.0
+    ref = 0.0
+    for k in range(4):
+        test += row[4 + 4 * k] * weights[k] * delta
+    for k in range(4):
+        ref += row[5 + 4 * k] * weights[k] * delta
+    for k in range(4):
+        test += row[6 + 4 * k] * weights[k] * (1.0 - delta)
+    for k in range(4):
+        ref += row[7 + 4 * k] * weights[k] * (1.0 - delta)
+    if test_length == 0.0 or ref_length == 0.0 or test == 0.0 or ref == 0.0:
+        return 0.0
+    precision = test / test_length
+    recall = ref / ref_length
+    f_mean = 1.0 / (((1.0 - alpha) / precision) + (alpha / recall))
+    test_matched = 0.0
+    ref_matched = 0.0
+    for k in range(4):
+        test_matched += row[4 + 4 * k] + row[6 + 4 * k]
+        ref_matched += row[5 + 4 * k] + row[7 + 4 * k]
+    if test_matched == row[0] and ref_matched == row[1] and row[20] == 1.0:
+        frag = 0.0
+    else:
+        frag = row[20] / ((row[21] + row[22]) / 2)
+    score = f_mean * (1.0 - gamma * math.pow(frag, beta))
+    return max(score, 0.0)
+
+
+@compiled
+def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights, params):
+    """Statistics f64[pairs, 23] and scores f64[pairs] of sentence pairs (``tests``, ``refs``: indices
+    into the sentences concatenated by ``concatenate``)."""
+    rows = np.zeros((len(tests), 23))
+    scores = np.zeros(len(tests))
+    for p in range(len(tests)):
+        a, b = tests[p], refs[p]
+        t = (d0[offsets[a, 0]:offsets[a + 1, 0]], d1[offsets[a, 1]:offsets[a + 1, 1]],
+             d2[offsets[a, 2]:offsets[a + 1, 2]], d3[offsets[a, 3]:offsets[a + 1, 3]],
+             d4[offsets[a, 4]:offsets[a + 1, 4]], d5[offsets[a, 5]:offsets[a + 1, 5]],
+             d6[offsets[a, 6]:offsets[a + 1, 6]], d7[offsets[a, 7]:offsets[a + 1, 7]],
+             d8[offsets[a, 8]:offsets[a + 1, 8]], d9[offsets[a, 9]:offsets[a + 1, 9]])
+        r = (d0[offsets[b, 0]:offsets[b + 1, 0]], d1[offsets[b, 1]:offsets[b + 1, 1]],
+             d2[offsets[b, 2]:offsets[b + 1, 2]], d3[offsets[b, 3]:offsets[b + 1, 3]],
+             d4[offsets[b, 4]:offsets[b + 1, 4]], d5[offsets[b, 5]:offsets[b + 1, 5]],
+             d6[offsets[b, 6]:offsets[b + 1, 6]], d7[offsets[b, 7]:offsets[b + 1, 7]],
+             d8[offsets[b, 8]:offsets[b + 1, 8]], d9[offsets[b, 9]:offsets[b + 1, 9]])
+        rows[p] = _stats(t, r, weights)
+        scores[p] = _score(rows[p], weights, params[0], params[1], params[2], params[3])
+    return rows, scores
+
+
+def concatenate(sentences: list[tuple]) -> tuple:
+    """``pack``-ed sentences as one set of arrays: (offsets i64[sentences + 1, 10], the 10 arrays)."""
+    lengths = np.array([[len(a) for a in s] for s in sentences], np.int64).reshape(len(sentences), 10)
+    offsets = np.zeros((len(sentences) + 1, 10), np.int64)
+    np.cumsum(lengths, axis=0, out=offsets[1:])
+    kinds = (np.int64,) * 5 + (np.bool_,) + (np.int64,) * 4
+    data = tuple(np.concatenate([s[k] for s in sentences]).astype(kinds[k], copy=False) if sentences
+                 else np.zeros(0, kinds[k]) for k in range(10))
+    return offsets, data
+
+
+def pair_stats_batch(tests: np.ndarray, refs: np.ndarray, sentences: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs (indices into ``sentences``)."""
+    offsets, data = concatenate(sentences)
+    return _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS, PARAMS)
+
+
 def pair_stats(test: tuple, ref: tuple) -> tuple[float, ...]:
     """The pair's statistics (as ``align.pair_stats``) from two ``pack``-ed sentences."""
     return tuple(_stats(test, ref, WEIGHTS).tolist())
@@ -254,4 +353,4 @@ def warm_up() -> None:
     offsets = np.array([0, 1, 2], np.int64)
     sentence = (words, words, offsets, words, words, np.array([True, False]), offsets, np.array([1, 1], np.int64),
                 offsets, words)
-    _stats(sentence, sentence, WEIGHTS)
+    pair_stats_batch(np.zeros(1, np.int64), np.zeros(1, np.int64), [sentence])

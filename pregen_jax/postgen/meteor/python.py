@@ -90,39 +90,56 @@ class PythonMeteor:
             found = self._sentences[tokens] = (sentence, fast.pack(sentence, self._analyzer.table) if len(tokens) <= fast.MAX_WORDS else None)
         return found
 
-    def _pair(self, test: tuple[str, ...], ref: tuple[str, ...]) -> tuple[tuple[float, ...], float]:
-        key = (test, ref)
-        found = self._pairs.get(key)
-        if found is None:
-            if len(self._pairs) >= MEMO_LIMIT:
-                self._pairs.clear()
-                self._sentences.clear()
-            (test_sentence, test_arrays), (ref_sentence, ref_arrays) = self._analysed(test), self._analysed(ref)
-            if test_arrays is not None and ref_arrays is not None:
-                stats = fast.pair_stats(test_arrays, ref_arrays)
-            else:  # a sentence too long for 64-bit word masks
-                stats = pair_stats(test_sentence, ref_sentence, self._analyzer.table)
-            found = self._pairs[key] = (stats, pair_score(stats))
-            self.aligned += 1
-        return found
-
     def segment(self, references: list[str], candidate: str) -> tuple[float, ...]:
         """The SCORE statistics of one image (what the jar replies to pycocoevalcap's line)."""
-        self.load()
-        refs, test = segment_parts(score_line(references, candidate))
-        test_tokens = normalize(test)
-        best, best_score = None, -1.0
-        for ref in refs:
-            stats, score = self._pair(test_tokens, normalize(ref))
-            if score > best_score:
-                best, best_score = stats, score
-        return best
+        return tuple(self.stats({0: references}, {0: [candidate]})[0].tolist())
 
     def stats(self, gts: dict, res: dict) -> np.ndarray:
-        """f64[images, 23]: SCORE statistics per image, in ``gts`` order."""
+        """f64[images, 23]: SCORE statistics per image, in ``gts`` order. The new distinct pairs are
+        aligned together (one compiled call), then each image keeps its best reference."""
+        self.load()
         with _collector_paused():
-            rows = [self.segment(gts[i], res[i][0]) for i in gts]
+            segments = []
+            for i in gts:
+                refs, test = segment_parts(score_line(gts[i], res[i][0]))
+                segments.append((normalize(test), [normalize(r) for r in refs]))
+            if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
+                self._pairs.clear()
+                self._sentences.clear()
+            self._align(list(dict.fromkeys((t, r) for t, refs in segments for r in refs if (t, r) not in self._pairs)))
+            rows = []
+            for test, refs in segments:
+                best, best_score = None, -1.0
+                for ref in refs:
+                    stats, score = self._pairs[test, ref]
+                    if score > best_score:
+                        best, best_score = stats, score
+                rows.append(best)
         return np.array(rows, np.float64).reshape(len(gts), scoring.K)
+
+    def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
+        """Statistics and score of each new pair into the memo: short sentences in one compiled
+        batch, longer ones by ``align.pair_stats``."""
+        index: dict[tuple[str, ...], int] = {}
+        packed: list[tuple] = []
+        batch: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+        for test, ref in pairs:
+            (test_sentence, test_arrays), (ref_sentence, ref_arrays) = self._analysed(test), self._analysed(ref)
+            if test_arrays is None or ref_arrays is None:  # a sentence too long for 64-bit word masks
+                stats = pair_stats(test_sentence, ref_sentence, self._analyzer.table)
+                self._pairs[test, ref] = (stats, pair_score(stats))
+                continue
+            for tokens, arrays in ((test, test_arrays), (ref, ref_arrays)):
+                if tokens not in index:
+                    index[tokens] = len(packed)
+                    packed.append(arrays)
+            batch.append((test, ref))
+        if batch:
+            rows, scores = fast.pair_stats_batch(np.array([index[t] for t, _ in batch]),
+                                                 np.array([index[r] for _, r in batch]), packed)
+            for pair, row, score in zip(batch, rows.tolist(), scores.tolist()):
+                self._pairs[pair] = (tuple(row), score)
+        self.aligned += len(pairs)
 
 
 @contextlib.contextmanager
