@@ -421,11 +421,11 @@ def test_a_metric_that_cannot_run_is_refused_unless_others_remain(tmp_path, monk
     monkeypatch.setenv("PREGEN_JAVA", str(tmp_path / "no-java"))  # an explicit Java that does not run: no other tried
     jvm.java_problem.cache_clear()
     try:
-        edit_config(config_path, section("postgen", metrics=["METEOR"]))
+        edit_config(config_path, section("postgen", metrics=["METEOR"], backend="coco"))  # METEOR's jar needs Java
         with pytest.raises(ValueError, match=r"\[postgen\] metrics = \['METEOR'\]: METEOR cannot run here "
                                              r"\(java not found: PREGEN_JAVA="):
             check_metrics_can_run(SearchConfig.load(config_path), "search.toml")
-        edit_config(config_path, section("postgen", metrics=["METEOR", "CIDEr"]))
+        edit_config(config_path, section("postgen", metrics=["METEOR", "CIDEr"], backend="coco"))
         config = SearchConfig.load(config_path)
         check_metrics_can_run(config, "search.toml")
         assert not postgen.metric_availability(config.postgen.options, ["METEOR"])["METEOR"][0]

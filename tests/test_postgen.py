@@ -117,7 +117,7 @@ def test_meteor_equals_pycocoevalcap_with_shared_alignments_and_summed_block_sta
     first, second = {i: first[i] for i in ids}, {i: second[i] for i in ids}
     second = {i: (first[i] if k % 2 else second[i]) for k, i in enumerate(ids)}  # half the captions shared
     coco = Meteor()
-    metric = postgen.METEOR()
+    metric = postgen.METEOR(backend="coco")  # the jar: it aligns each distinct segment once
     try:
         for res, aligned in ((first, len(ids)), (second, len(ids) + len({i for i in ids if second[i] != first[i]}))):
             expected, expected_per_image = coco.compute_score(gts, res)
@@ -137,9 +137,9 @@ def test_meteor_equals_pycocoevalcap_with_shared_alignments_and_summed_block_sta
 
 def test_missing_java_is_reported_and_the_rest_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("PREGEN_JAVA", str(tmp_path / "no-java"))  # an explicit Java that does not run: no other tried
-    with postgen.make_metrics(["METEOR", "CIDEr", "SPICE"]) as metrics:
+    with postgen.make_metrics(["METEOR", "CIDEr", "SPICE"], postgen.PostgenOptions(backend="coco")) as metrics:
         assert metrics.names == ["CIDEr"]
-        assert "java not found" in metrics.unavailable["METEOR"]
+        assert "java not found" in metrics.unavailable["METEOR"]  # METEOR's jar; its default backend needs no Java
         assert "java not found" in metrics.unavailable["SPICE"]
         table = postgen.score_strata(metrics, GTS, RES, [["a", "b", "c"], ["a"]])
         assert list(table.columns) == ["CIDEr"] and len(table) == 2

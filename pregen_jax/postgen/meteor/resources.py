@@ -7,7 +7,6 @@ it (``paraphrase.py`` compiles it). Nothing of them is copied into this package.
 from __future__ import annotations
 
 import functools
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +26,10 @@ def paraphrase_path() -> Path:
 
 
 def cache_folder() -> Path:
-    """Where compiled resources live: ``$PREGEN_JAX_CACHE``, else ``$XDG_CACHE_HOME/pregen-jax``, else
-    ``~/.cache/pregen-jax`` (user-writable; never the installed package)."""
-    root = os.environ.get("PREGEN_JAX_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
-                                                      "pregen-jax")
-    return Path(root)
+    """Where compiled resources live: the package's cache folder (``$PREGEN_JAX_CACHE``, else
+    ``~/.cache/pregen-jax``; user-writable, never the installed package)."""
+    from ...io import default_cache_dir
+    return default_cache_dir()
 
 
 def _lines(member: str) -> list[str]:
