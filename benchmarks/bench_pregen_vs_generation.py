@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _inputs import spec_strata  # noqa: E402
 
 from pregen_jax import postgen, tiers  # noqa: E402
-from pregen_jax.captioning import CaptionerConfig, generate_captions, reference_probs  # noqa: E402
+from pregen_jax.captioning import RnnConfig, generate_captions, reference_probs  # noqa: E402
 from pregen_jax.captioning import train as training  # noqa: E402
 from pregen_jax.datasets import ShapesConfig, Vocabulary, load_shapes  # noqa: E402
 from pregen_jax.datasets.shapes_encoder import attach_image_features  # noqa: E402
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="pregen-bench-"))
     start = time.perf_counter()
     trained = training.train_captioner(
-        "merge", CaptionerConfig(embed_size=size, hidden_size=size, image_size=size),
+        "merge", RnnConfig(embed_size=size, hidden_size=size, image_size=size),
         training.TrainConfig(epochs=2 if args.quick else 8, snapshot_epochs=[1], patience=2), 0, vocab,
         train.features, train.captions, val.features, val.captions, workdir, progress=False)
     train_s = time.perf_counter() - start

@@ -75,11 +75,11 @@ def median_time(fn, repeats: int) -> float:
 
 def demo_model(seed: int = 0):
     """A model of the demo's size (GRU 128, 72-word vocabulary, 128-d image features), randomly initialised."""
-    from pregen_jax.captioning import Captioner, CaptionerConfig
+    from pregen_jax.captioning import Captioner, RnnConfig
     from pregen_jax.captioning.train import init_params
     from pregen_jax.datasets import Vocabulary
     vocab = Vocabulary([f"w{k}" for k in range(70)])
-    model = Captioner("merge", CaptionerConfig(embed_size=128, hidden_size=128, image_size=128), len(vocab))
+    model = Captioner("merge", RnnConfig(embed_size=128, hidden_size=128, image_size=128), len(vocab))
     return model, init_params(model, 128, seed), vocab
 
 

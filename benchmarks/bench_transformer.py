@@ -56,14 +56,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _inputs import spec_strata  # noqa: E402
 
 from pregen_jax import postgen, tiers  # noqa: E402
-from pregen_jax.captioning import CaptionerConfig, decode, generate_captions, make_model, reference_probs  # noqa: E402
+from pregen_jax.captioning import TransformerConfig, decode, generate_captions, make_model, reference_probs  # noqa: E402
 from pregen_jax.captioning.evaluate import DataParallel, _per_device, round_up  # noqa: E402
 from pregen_jax.captioning.input_pipeline import bucket_width, reference_word_starts  # noqa: E402
 from pregen_jax.datasets import read_flickr8k  # noqa: E402
 from pregen_jax.datasets.tokenizer import train_bpe  # noqa: E402
 
 FULL_IMAGES, REFS, FEATURE_SIZE = 5000, 5, 2048
-MODEL = CaptionerConfig(embed_size=512, hidden_size=2048, image_size=512, layers=6, heads=8, dropout=0.1)
+MODEL = TransformerConfig(width=512, mlp_width=2048, image_size=512, layers=6, heads=8, dropout=0.1)
 MAX_LEN, MIN_LEN, BEAM = 50, 5, 3
 TF_BATCH, DECODE_BATCH = 512, 200   # reference_probs' default batch size; 2 decoding batches at the CPU default
 CALIBRATION = 250                   # images whose greedy pass sets the end token's bias

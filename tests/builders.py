@@ -58,7 +58,7 @@ def training_config(**sections) -> dict:
     config = {"name": "tiny", "data": {"source": "karpathy", "karpathy_json": "dataset_toy.json",
                                        "features": "feats.npy", "min_count": 1},
               "models": {"architectures": ["par"], "runs": 1,
-                         "captioner": {"embed_size": 8, "hidden_size": 8, "image_size": 8}},
+                         "rnn": {"embed_size": 8, "hidden_size": 8, "image_size": 8}},
               "training": {"epochs": 1, "batch_size": 16, "snapshot_epochs": []},
               "generation": {"beam_width": 2, "max_len": 8, "min_len": 2},
               "postgen": {"metrics": ["CIDEr", "WMD"]}}

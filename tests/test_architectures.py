@@ -10,18 +10,21 @@ import pytest
 
 from pregen_jax.captioning import ARCHITECTURES, decode, make_model
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import FEATURE_STATS, CaptionerConfig, with_feature_mean
+from pregen_jax.captioning.models import FEATURE_STATS, RnnConfig, with_feature_mean
+from pregen_jax.captioning.transformer import TransformerConfig
 
-# Sizes every built-in architecture can build (the transformer's 2 heads divide its width of 8).
-CONFIG = CaptionerConfig(embed_size=8, hidden_size=16, image_size=8, dropout=0.5, layers=1, heads=2)
+# Small sizes of each family (an architecture is built from its registered config class's).
+SIZES = {RnnConfig: RnnConfig(embed_size=8, hidden_size=16, image_size=8, dropout=0.5),
+         TransformerConfig: TransformerConfig(width=8, mlp_width=16, image_size=8, dropout=0.5, layers=1, heads=2)}
 VOCAB, FEATURES, BATCH, LENGTH = 11, 6, 4, 5
 
 
 def built(name: str, seed: int = 0):
     """The architecture ``name`` over VOCAB tokens, its parameters, and image features f[BATCH, FEATURES]."""
-    model = make_model(name, CONFIG, VOCAB)
+    sizes = SIZES[ARCHITECTURES.get(name).config]
+    model = make_model(name, sizes, VOCAB)
     features = np.random.default_rng(seed).normal(size=(BATCH, FEATURES)).astype(np.float32)
-    params = with_feature_mean(training.init_params(model, FEATURES, seed), CONFIG, features)
+    params = with_feature_mean(training.init_params(model, FEATURES, seed), sizes, features)
     return model, params, features
 
 

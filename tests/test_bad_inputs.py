@@ -43,8 +43,8 @@ def section(name, **values):
     return lambda config: config.setdefault(name, {}).update(values)
 
 
-def captioner(**values):
-    return lambda config: config.setdefault("models", {}).setdefault("captioner", {}).update(values)
+def rnn_sizes(**values):
+    return lambda config: config.setdefault("models", {}).setdefault("rnn", {}).update(values)
 
 
 def swap_images(arrays):
@@ -110,8 +110,8 @@ RUN_CASES = [
      r"\[data\] seed = 4294967296: Input should be less than or equal to 4294967295"),
     ("batch size 2**63", lambda p: edit_config(p / "search.toml", section("training", batch_size=2**63 - 1)),
      r"\[training\] batch_size = 9223372036854775807: Input should be less than or equal to 2147483647"),
-    ("captioner a number", lambda p: edit_config(p / "search.toml", section("models", captioner=3)),
-     r"\[models\] captioner = 3: must be a table"),
+    ("rnn a number", lambda p: edit_config(p / "search.toml", section("models", rnn=3)),
+     r"\[models.rnn\] must be a table of settings, got 3"),
     ("architecture a path", lambda p: edit_config(
         p / "search.toml", lambda c: c["precomputed"][0].update(architecture="../../../x")),
      r"\[precomputed 1\] architecture = '../../../x': a name becomes part of file names"),
@@ -159,8 +159,8 @@ RUN_CASES = [
      r"\[postgen\] metrics = 'CIDEr': Input should be a valid list"),
     ("runs a string", lambda p: edit_config(p / "search.toml", section("models", runs="1")),
      r"\[models\] runs = '1': Input should be a valid integer"),
-    ("embed_size 0", lambda p: edit_config(p / "search.toml", captioner(embed_size=0)),
-     r"\[models.captioner\] embed_size = 0: Input should be greater than or equal to 1"),
+    ("embed_size 0", lambda p: edit_config(p / "search.toml", rnn_sizes(embed_size=0)),
+     r"\[models.rnn\] embed_size = 0: Input should be greater than or equal to 1"),
     ("batch_size 0", lambda p: edit_config(p / "search.toml", section("training", batch_size=0)),
      r"\[training\] batch_size = 0"),
     ("seed a word", lambda p: edit_config(p / "search.toml", lambda c: c.update(seed="zero")),

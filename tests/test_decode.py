@@ -10,11 +10,13 @@ import pytest
 
 from pregen_jax.captioning import decode, evaluate, registry
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import RNN_ARCHITECTURES, CaptionerConfig
+from pregen_jax.captioning.models import RNN_ARCHITECTURES, RnnConfig
+from pregen_jax.captioning.transformer import TransformerConfig
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.datasets.tokenizer import train_bpe
 
-TINY = dict(embed_size=16, hidden_size=24, image_size=8, dropout=0.3, layers=2, heads=4)
+TINY = {"rnn": RnnConfig(embed_size=16, hidden_size=24, image_size=8, dropout=0.3),
+        "transformer": TransformerConfig(width=16, mlp_width=24, image_size=8, dropout=0.3, layers=2, heads=4)}
 FEATURES = 10
 MAX_LEN, MIN_LEN = 12, 3
 WORDS = ["a", "red", "blue", "box", "ball", "above", "below", "small", "big", "green", "ring"]
@@ -37,7 +39,7 @@ def with_end_bias(params, bias: float):
 
 
 def model_and_params(arch, vocab_size, seed=1):
-    model = registry.make_model(arch, CaptionerConfig(**TINY), vocab_size)
+    model = registry.make_model(arch, TINY["transformer" if arch == "transformer" else "rnn"], vocab_size)
     return model, training.init_params(model, FEATURES, seed)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pregen_jax.captioning import Captioner, CaptionerConfig, generate_captions, reference_probs
+from pregen_jax.captioning import Captioner, RnnConfig, generate_captions, reference_probs
 from pregen_jax.captioning.evaluate import round_up
 from pregen_jax.captioning.train import init_params
 from pregen_jax.datasets import Vocabulary
@@ -32,7 +32,7 @@ def evaluate(devices=None, images=23) -> dict:
     words = VOCAB.tokens[2:] + ["unseen"]
     captions = [[list(rng.choice(words, rng.integers(1, 14))) for _ in range(rng.integers(1, 4))]
                 for _ in range(images)]
-    model = Captioner("par", CaptionerConfig(embed_size=16, hidden_size=16, image_size=16), len(VOCAB))
+    model = Captioner("par", RnnConfig(embed_size=16, hidden_size=16, image_size=16), len(VOCAB))
     params = init_params(model, FEATURES, 7)
     ref_probs = reference_probs(model, params, features, captions, VOCAB, batch_size=10, progress=False,
                                 warn_unknown=False, devices=devices)

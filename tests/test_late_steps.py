@@ -25,7 +25,7 @@ encoder_epochs = 1
 [models]
 architectures = ["merge"]
 runs = 1
-[models.captioner]
+[models.rnn]
 embed_size = 16
 hidden_size = 8
 image_size = 8

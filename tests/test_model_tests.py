@@ -12,7 +12,7 @@ import pytest
 from pregen_jax import cli, tiers
 from pregen_jax.captioning import decode
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import RNN_ARCHITECTURES, Captioner, CaptionerConfig
+from pregen_jax.captioning.models import RNN_ARCHITECTURES, Captioner, RnnConfig
 from pregen_jax.meta import model_corruptions as mc
 from pregen_jax.meta import model_tests, model_tests_report
 from pregen_jax.pipeline.finished import FinishedSearch
@@ -23,7 +23,7 @@ FEATURES, VOCAB_SIZE = 10, 9
 
 
 def tiny_model(arch, seed=0):
-    model = Captioner(arch, CaptionerConfig(**TINY), VOCAB_SIZE)
+    model = Captioner(arch, RnnConfig(**TINY), VOCAB_SIZE)
     return model, training.init_params(model, FEATURES, seed)
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from pregen_jax.captioning import decode, evaluate, input_pipeline
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import FEATURE_STATS, RNN_ARCHITECTURES, Captioner, CaptionerConfig, with_feature_mean
+from pregen_jax.captioning.models import FEATURE_STATS, RNN_ARCHITECTURES, Captioner, RnnConfig, with_feature_mean
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.training import checkpoints
 
@@ -28,7 +28,7 @@ VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])  # "small" is u
 @pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 @pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
 def test_one_train_step_changes_every_parameter(arch, cell):
-    config = CaptionerConfig(cell=cell, learn_init_state=True, normalize_image=True, **TINY)
+    config = RnnConfig(cell=cell, learn_init_state=True, normalize_image=True, **TINY)
     model = Captioner(arch, config, len(VOCAB))
     features, captions = toy_data()
     params = with_feature_mean(training.init_params(model, FEATURES, 0), config, features)
@@ -53,7 +53,7 @@ def test_one_train_step_changes_every_parameter(arch, cell):
 def test_image_is_never_dropped(arch):
     """Dropout is on words and RNN outputs only: the decoder state an image starts from (for pre,
     the state after the image word) does not depend on the dropout draw."""
-    model = Captioner(arch, CaptionerConfig(**TINY), len(VOCAB))
+    model = Captioner(arch, RnnConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 0)
     features = np.abs(toy_data()[0])
     starts = [model.apply(params, features, True, method=Captioner.start, rngs={"dropout": jax.random.PRNGKey(k)})
@@ -64,7 +64,7 @@ def test_image_is_never_dropped(arch):
 
 def test_pre_centres_its_features_on_the_training_mean(tmp_path):
     features, captions = toy_data(4, images=30)
-    config = CaptionerConfig(normalize_image=True, **TINY)
+    config = RnnConfig(normalize_image=True, **TINY)
     trained = training.train_captioner("pre", config, training.TrainConfig(epochs=1, batch_size=8), 0, VOCAB, features,
                                        captions, features[:10], captions[:10], tmp_path, progress=False)
     unit = features / np.linalg.norm(features, axis=1, keepdims=True)
@@ -93,7 +93,7 @@ def test_pre_learns_to_use_the_image(tmp_path):
     language model (p(colour) ~ 0.48 here, and one caption for every image of the demo)."""
     features, captions = _colour_data(0, 256)
     val_features, val_captions = _colour_data(1, 64)
-    config = CaptionerConfig(embed_size=32, hidden_size=32, image_size=32, dropout=0.0)
+    config = RnnConfig(embed_size=32, hidden_size=32, image_size=32, dropout=0.0)
     trained = training.train_captioner("pre", config, training.TrainConfig(epochs=20, batch_size=16, patience=99), 0,
                                        VOCAB, features, captions, val_features, val_captions, tmp_path, progress=False)
     rp = evaluate.reference_probs(trained.model, trained.params, val_features, val_captions, VOCAB, progress=False)
@@ -105,7 +105,7 @@ def test_pre_learns_to_use_the_image(tmp_path):
 def test_teacher_forcing_in_one_scan_equals_the_step_loop(arch, cell):
     """``teacher_forced`` (embedding and output layer over all positions, only the cell scanned)
     gives the logits of ``step`` at each position; in training it drops out and is differentiable."""
-    config = CaptionerConfig(cell=cell, **TINY)
+    config = RnnConfig(cell=cell, **TINY)
     model = Captioner(arch, config, len(VOCAB))
     params = training.init_params(model, FEATURES, 2)
     features = jax.random.normal(jax.random.PRNGKey(3), (5, FEATURES))
@@ -123,7 +123,7 @@ def test_teacher_forcing_in_one_scan_equals_the_step_loop(arch, cell):
 
 @pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_ref_probs_equal_step_by_step_decoding(arch):
-    config = CaptionerConfig(cell="lstm", **TINY)
+    config = RnnConfig(cell="lstm", **TINY)
     model = Captioner(arch, config, len(VOCAB))
     features, captions = toy_data(1, images=9)
     params = with_feature_mean(training.init_params(model, FEATURES, 1), config, features)
@@ -147,7 +147,7 @@ def test_ref_probs_equal_step_by_step_decoding(arch):
 
 @pytest.mark.parametrize("arch", RNN_ARCHITECTURES)
 def test_beam_width_one_equals_greedy(arch):
-    model = Captioner(arch, CaptionerConfig(**TINY), len(VOCAB))
+    model = Captioner(arch, RnnConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 2)
     features = np.random.default_rng(2).normal(size=(6, FEATURES)).astype(np.float32) * 3
     greedy = np.asarray(decode.greedy(model, params, features, 12, 3))
@@ -173,7 +173,7 @@ def sequence_log_prob(model, params, features, tokens) -> float:
 
 
 def test_beam_search_scores_at_least_greedy():
-    model = Captioner("par", CaptionerConfig(**TINY), len(VOCAB))
+    model = Captioner("par", RnnConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 3)
     features = np.random.default_rng(3).normal(size=(8, FEATURES)).astype(np.float32) * 3
     greedy = np.asarray(decode.greedy(model, params, features, 10, 2))
@@ -187,7 +187,7 @@ def test_beam_search_scores_at_least_greedy():
 def _train(workdir, epochs=2, arch="merge", **overrides):
     features, captions = toy_data(4, images=30)
     train_config = training.TrainConfig(epochs=epochs, batch_size=8, patience=5, snapshot_epochs=[1], **overrides)
-    return training.train_captioner(arch, CaptionerConfig(**TINY), train_config, 0, VOCAB, features, captions,
+    return training.train_captioner(arch, RnnConfig(**TINY), train_config, 0, VOCAB, features, captions,
                                     features[:10], captions[:10], workdir, progress=False)
 
 
@@ -226,7 +226,7 @@ def test_corrupt_checkpoint_and_vocab_mismatch(tmp_path):
 
 
 def test_bad_references_are_clear_errors():
-    model = Captioner("merge", CaptionerConfig(**TINY), len(VOCAB))
+    model = Captioner("merge", RnnConfig(**TINY), len(VOCAB))
     params = training.init_params(model, FEATURES, 0)
     features, captions = toy_data()
     captions[3][0] = []
@@ -241,12 +241,12 @@ def test_bad_references_are_clear_errors():
 
 def test_config_validation():
     with pytest.raises(ValueError, match="unknown architecture 'post'"):
-        training.train_captioner("post", CaptionerConfig(**TINY), training.TrainConfig(), 0, VOCAB,
+        training.train_captioner("post", RnnConfig(**TINY), training.TrainConfig(), 0, VOCAB,
                                  *toy_data(), *toy_data(), "unused", progress=False)
     with pytest.raises(ValueError, match="cell"):
-        CaptionerConfig(cell="transformer")
+        RnnConfig(cell="transformer")
     with pytest.raises(ValueError, match="greater than or equal to 1"):
-        CaptionerConfig(hidden_size=0)
+        RnnConfig(hidden_size=0)
     with pytest.raises(ValueError, match=r"snapshot_epochs \[3\] lie beyond epochs = 2"):
         training.TrainConfig(epochs=2, snapshot_epochs=[3])
     with pytest.raises(ValueError, match="valid integer"):

@@ -7,13 +7,13 @@ import pytest
 from pregen_jax import RefProbs, tiers
 from pregen_jax.captioning import criteria, evaluate
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import CaptionerConfig
+from pregen_jax.captioning.models import RnnConfig
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.pipeline import SearchConfig
 from pregen_jax.settings import build
 from pregen_jax.training import checkpoints
 
-TINY = CaptionerConfig(embed_size=12, hidden_size=16, image_size=8, dropout=0.5)
+TINY = RnnConfig(embed_size=12, hidden_size=16, image_size=8, dropout=0.5)
 VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])
 WINNER_2018 = "mean_max_normcount_prefix0"
 

@@ -85,7 +85,7 @@ def bpe_search(units: str) -> dict:
     return {"name": "bpe-tiny",
             "data": {"train": 400, "val": 20, "test": 20, "encoder_epochs": 1, "tokenizer": "bpe", "vocab_size": 100},
             "models": {"architectures": ["transformer", "merge"], "runs": 1,
-                       "captioner": {"embed_size": 32, "hidden_size": 32, "image_size": 32, "dropout": 0.0}},
+                       "rnn": {"embed_size": 32, "hidden_size": 32, "image_size": 32, "dropout": 0.0}},
             "training": {"epochs": 4, "batch_size": 32, "learning_rate": 0.01, "snapshot_epochs": []},
             "generation": {"beam_width": 2, "max_len": 12, "min_len": 2},
             "pregen": {"units": units}, "postgen": {"metrics": ["CIDEr", "Bleu_4"]}}

@@ -8,13 +8,13 @@ import pytest
 
 from pregen_jax.captioning import decode, evaluate, registry
 from pregen_jax.captioning import train as training
-from pregen_jax.captioning.models import CaptionerConfig
-from pregen_jax.captioning.transformer import TransformerCaptioner
+from pregen_jax.captioning.models import RnnConfig
+from pregen_jax.captioning.transformer import TransformerCaptioner, TransformerConfig
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.pipeline.config import SearchConfig
 from pregen_jax.training import checkpoints
 
-TINY = dict(embed_size=16, hidden_size=24, image_size=8, dropout=0.3, layers=2, heads=4)
+TINY = dict(width=16, mlp_width=24, image_size=8, dropout=0.3, layers=2, heads=4)
 FEATURES = 10
 VOCAB = Vocabulary(["a", "red", "blue", "box", "ball", "above"])
 WORDS = ["a", "red", "blue", "box", "ball", "above"]
@@ -27,33 +27,33 @@ def toy_data(seed=0, images=24):
 
 
 def tiny_model(seed=0, **sizes):
-    model = registry.make_model("transformer", CaptionerConfig(**{**TINY, **sizes}), len(VOCAB))
+    model = registry.make_model("transformer", TransformerConfig(**{**TINY, **sizes}), len(VOCAB))
     return model, training.init_params(model, FEATURES, seed)
 
 
 def test_registered_and_named_in_the_config():
     assert "transformer" in registry.ARCHITECTURES.names()
-    assert isinstance(registry.make_model("transformer", CaptionerConfig(**TINY), 7), TransformerCaptioner)
+    assert isinstance(registry.make_model("transformer", TransformerConfig(**TINY), 7), TransformerCaptioner)
     config = SearchConfig.from_dict({"models": {"architectures": ["transformer", "merge"]}})
     assert config.models.architectures == ["transformer", "merge"]
     with pytest.raises(ValueError, match=r"unknown architecture 'post'; registered: init, pre, par, merge, transformer"):
         SearchConfig.from_dict({"models": {"architectures": ["post"]}}, "s.toml")
-    with pytest.raises(ValueError, match=r"s.toml: \[models\] captioner.embed_size = 18 is not a multiple of "
-                                         r"captioner.heads = 4"):
-        SearchConfig.from_dict({"models": {"architectures": ["transformer"], "captioner": {"embed_size": 18}}},
+    with pytest.raises(ValueError, match=r"s.toml: \[models\] transformer.width = 18 is not a multiple of "
+                                         r"transformer.heads = 4"):
+        SearchConfig.from_dict({"models": {"architectures": ["transformer"], "transformer": {"width": 18}}},
                                "s.toml")
-    SearchConfig.from_dict({"models": {"architectures": ["merge"], "captioner": {"embed_size": 18}}})  # RNNs: no heads
+    SearchConfig.from_dict({"models": {"architectures": ["merge"], "rnn": {"embed_size": 18}}})  # RNNs: no heads
 
 
 def test_a_registered_architecture_is_accepted_by_the_config():
-    @registry.register_architecture("transformer-wide")
+    @registry.register_architecture("transformer-wide", config=TransformerConfig)
     def wide(arch, config, vocab_size):
         return TransformerCaptioner(arch, config, vocab_size)
     try:
         config = SearchConfig.from_dict({"models": {"architectures": ["transformer-wide"]}})
-        assert registry.make_model(config.models.architectures[0], CaptionerConfig(**TINY), 7).arch == "transformer-wide"
+        assert registry.make_model(config.models.architectures[0], TransformerConfig(**TINY), 7).arch == "transformer-wide"
         with pytest.raises(ValueError, match="already registered"):
-            registry.register_architecture("transformer")(wide)
+            registry.register_architecture("transformer", config=TransformerConfig)(wide)
     finally:
         registry.ARCHITECTURES.remove("transformer-wide")
 
@@ -111,7 +111,7 @@ def test_cached_beam_search_equals_recomputing_the_prefix():
 def _train(workdir, epochs=2, **overrides):
     features, captions = toy_data(4, images=30)
     train_config = training.TrainConfig(epochs=epochs, batch_size=8, patience=5, snapshot_epochs=[1], **overrides)
-    return training.train_captioner("transformer", CaptionerConfig(**TINY), train_config, 0, VOCAB, features,
+    return training.train_captioner("transformer", TransformerConfig(**TINY), train_config, 0, VOCAB, features,
                                     captions, features[:10], captions[:10], workdir, progress=False)
 
 
@@ -144,10 +144,15 @@ def test_trains_checkpoints_and_resumes(tmp_path, monkeypatch):
     assert len(captions) == 4 and all(2 <= len(c) <= 8 for c in captions)
 
 
-def test_records_leave_out_the_fields_an_architecture_ignores():
-    """An RNN's checkpoints and cache keys do not see layers and heads (so they did not change when
-    those fields came); the transformer's do not see cell and learn_init_state."""
-    config = CaptionerConfig(layers=3)
-    assert set(registry.record("merge", config)) == {"cell", "embed_size", "hidden_size", "image_size", "dropout",
-                                                     "learn_init_state", "normalize_image"}
-    assert registry.record("transformer", config)["layers"] == 3 and "cell" not in registry.record("transformer", config)
+def test_each_family_records_its_own_sizes_under_the_names_checkpoints_know():
+    """An RNN's checkpoints and cache keys see only the RNN's sizes; the transformer's record its width
+    and feed-forward width under the names they had when one config held both families (embed_size,
+    hidden_size), so its earlier checkpoints load and its caches stay valid."""
+    assert set(RnnConfig().record()) == {"cell", "embed_size", "hidden_size", "image_size", "dropout",
+                                         "learn_init_state", "normalize_image"}
+    sizes = TransformerConfig(width=32, mlp_width=64, layers=3)
+    assert sizes.record() == {"embed_size": 32, "hidden_size": 64, "image_size": 256, "layers": 3, "heads": 4,
+                              "dropout": 0.5, "normalize_image": False}
+    assert TransformerConfig.from_record(sizes.record()) == sizes
+    with pytest.raises(ValueError, match="architecture 'transformer' is built from a TransformerConfig, not a RnnConfig"):
+        registry.make_model("transformer", RnnConfig(), 7)

@@ -18,8 +18,9 @@ import numpy as np
 
 from pregen_jax import io, postgen, tiers
 from pregen_jax.captioning import (
-    CaptionerConfig,
+    RnnConfig,
     TrainConfig,
+    TransformerConfig,
     criteria,
     generate_captions,
     load_trained,
@@ -59,13 +60,12 @@ class RunSpec:
         shape = f"-L{self.layers}H{self.heads}" if self.layers else ""
         return f"{self.arch}-h{self.size}{shape}-lr{self.learning_rate:g}-d{self.dropout:g}-s{self.seed}"
 
-    def model_config(self) -> CaptionerConfig:
+    def model_config(self) -> RnnConfig | TransformerConfig:
         """Width = embedding = image size; a transformer's feed-forward width is 2x its width."""
         if not self.layers:
-            return CaptionerConfig(embed_size=self.size, hidden_size=self.size, image_size=self.size,
-                                   dropout=self.dropout)
-        return CaptionerConfig(embed_size=self.size, hidden_size=2 * self.size, image_size=self.size,
-                               dropout=self.dropout, layers=self.layers, heads=self.heads)
+            return RnnConfig(embed_size=self.size, hidden_size=self.size, image_size=self.size, dropout=self.dropout)
+        return TransformerConfig(width=self.size, mlp_width=2 * self.size, image_size=self.size,
+                                 dropout=self.dropout, layers=self.layers, heads=self.heads)
 
     def train(self, corpus, folder: Path, progress: bool):
         config = TrainConfig(epochs=self.epochs, batch_size=self.batch_size, learning_rate=self.learning_rate,

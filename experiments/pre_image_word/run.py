@@ -17,7 +17,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from pregen_jax.captioning import Captioner, CaptionerConfig, generate_captions
+from pregen_jax.captioning import Captioner, RnnConfig, generate_captions
 from pregen_jax.captioning import train as training
 from pregen_jax.datasets import ShapesConfig, Vocabulary, load_shapes
 from pregen_jax.datasets.shapes_encoder import attach_image_features
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for arch in args.arch:
         for seed in args.seeds:
-            config = CaptionerConfig(embed_size=units, hidden_size=units, image_size=units)
+            config = RnnConfig(embed_size=units, hidden_size=units, image_size=units)
             workdir = out / "models" / f"{arch}-{seed}"
             trained = training.train_captioner(arch, config, training.TrainConfig(epochs=epochs, snapshot_epochs=[1]),
                                                seed, vocab, train.features, train.captions, val.features,

@@ -8,8 +8,8 @@
 The module exposes two methods, ``start`` (image -> decoder state) and ``step`` (state,
 previous token -> state, logits), so that teacher forcing, greedy and beam search are all
 ``jax.lax`` loops over the same ``step`` (see ``pregen_jax.captioning.decode``). Each of the
-four is registered (``registry``) under its name; ``CaptionerConfig`` also holds the sizes of
-the other registered architectures (``transformer``'s layers and heads).
+four is registered (``registry``) under its name, all four with the RNN family's sizes,
+``RnnConfig`` (``[models.rnn]``; the transformer has its own, ``transformer.TransformerConfig``).
 
 pre centres its image features on the training split's mean (``with_feature_mean``) before
 projecting them, and never drops the image word. CNN features are non-negative, so their
@@ -30,7 +30,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ..settings import PositiveInt, Probability, settings
+from ..settings import PositiveInt, Probability, as_dict, settings
 from .registry import register_architecture
 
 RNN_ARCHITECTURES = ("init", "pre", "par", "merge")
@@ -39,27 +39,28 @@ FEATURE_STATS = "feature_stats"  # variable collection set from the training fea
 
 
 @settings
-class CaptionerConfig:
-    """Sizes of a caption generator (defaults as the 2018 models, scaled down).
-
-    The transformer reads embed_size as its model width, hidden_size as its feed-forward
-    width, image_size as the projected image features, and layers and heads; it ignores
-    cell and learn_init_state. The RNNs ignore layers and heads.
-    """
+class RnnConfig:
+    """Sizes of the RNN caption generators, ``[models.rnn]`` (defaults as the 2018 models, scaled down)."""
 
     cell: Literal["gru", "lstm", "rnn"] = "gru"
-    embed_size: PositiveInt = 256        # word embedding size (transformer: model width)
-    hidden_size: PositiveInt = 256       # RNN state size (transformer: feed-forward width)
-    image_size: PositiveInt = 256        # projected image size for par, merge, transformer (init/pre: RNN/embedding size)
+    embed_size: PositiveInt = 256        # word embedding size
+    hidden_size: PositiveInt = 256       # RNN state size
+    image_size: PositiveInt = 256        # projected image size for par and merge (init/pre: RNN/embedding size)
     dropout: Probability = 0.5           # on word embeddings and RNN outputs (never on the image, as in 2018)
     learn_init_state: bool = False       # learnable initial RNN state (pre, par, merge)
     normalize_image: bool = False        # L2-normalise the image feature vector first
-    layers: PositiveInt = 2              # transformer: decoder layers
-    heads: PositiveInt = 4               # transformer: attention heads (they divide embed_size)
+
+    def record(self) -> dict:
+        """The sizes as plain data, for checkpoints and cache keys."""
+        return as_dict(self)
+
+    @classmethod
+    def from_record(cls, record: dict) -> RnnConfig:
+        return cls(**record)
 
 
-def prepare_features(features, config: CaptionerConfig):
-    """features: f[B, D] as the model reads them: L2-normalised when the config says so."""
+def prepare_features(features, config):
+    """features: f[B, D] as the model reads them: L2-normalised when the config (any family's) says so."""
     if config.normalize_image:
         features = features / jnp.maximum(jnp.linalg.norm(features, axis=-1, keepdims=True), 1e-8)
     return features
@@ -82,7 +83,7 @@ class CentredDense(nn.Module):
         return (x - jax.lax.stop_gradient(mean.value)) @ kernel + bias
 
 
-def with_feature_mean(variables: dict, config: CaptionerConfig, train_features) -> dict:
+def with_feature_mean(variables: dict, config, train_features) -> dict:
     """``variables`` with pre's feature mean set from ``train_features: f[N, D]`` (others unchanged)."""
     if FEATURE_STATS not in variables:
         return variables
@@ -94,7 +95,7 @@ class Captioner(nn.Module):
     """A caption generator over ``vocab_size`` tokens (id 0 = the edge token that starts and ends captions)."""
 
     arch: str
-    config: CaptionerConfig
+    config: RnnConfig
     vocab_size: int
 
     def setup(self):
@@ -171,5 +172,5 @@ class Captioner(nn.Module):
 
 
 for _arch in RNN_ARCHITECTURES:
-    register_architecture(_arch, ignores=("layers", "heads"),
-                          description=f"{_arch} (Tanti et al. 2018), an RNN of [models.captioner] cell")(Captioner)
+    register_architecture(_arch, config=RnnConfig,
+                          description=f"{_arch} (Tanti et al. 2018), an RNN of [models.rnn] cell")(Captioner)

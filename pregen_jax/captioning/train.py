@@ -21,7 +21,7 @@ from ..training import checkpoints, loop
 from . import criteria, decode, registry
 from .evaluate import perplexity, reference_probs
 from .input_pipeline import encode_references, training_batch, training_batches
-from .models import Captioner, CaptionerConfig, with_feature_mean
+from .models import Captioner, with_feature_mean
 
 
 @settings
@@ -131,10 +131,11 @@ def init_params(model: Captioner, feature_size: int, seed: int):
 CHECKED_META = ("arch", "model_config", "train_config", "seed", "vocab_fingerprint", "feature_size")
 
 
-def train_captioner(arch: str, model_config: CaptionerConfig, train_config: TrainConfig, seed: int,
+def train_captioner(arch: str, model_config, train_config: TrainConfig, seed: int,
                     vocab: Vocabulary, train_features, train_captions, val_features, val_captions, workdir,
                     progress: bool = True, description: str = "", stop=None) -> TrainedModel:
-    """Train (or resume, or load when finished) a caption generator in ``workdir``.
+    """Train (or resume, or load when finished) a caption generator in ``workdir`` (``model_config``: the
+    sizes of its architecture's family, ``RnnConfig`` or ``TransformerConfig``).
 
     train_features: f32[N, D]; train_captions[n][r]: token lists (likewise for validation).
     Writes ``workdir/checkpoint.msgpack`` after every epoch, ``workdir/model.msgpack`` (the
@@ -147,7 +148,7 @@ def train_captioner(arch: str, model_config: CaptionerConfig, train_config: Trai
     """
     workdir = Path(workdir)
     model = registry.make_model(arch, model_config, len(vocab))
-    meta = {"arch": arch, "model_config": registry.record(arch, model_config), "train_config": train_config.record(),
+    meta = {"arch": arch, "model_config": model_config.record(), "train_config": train_config.record(),
             "seed": seed, "vocab_size": len(vocab), "vocab_fingerprint": vocab.fingerprint(),
             "feature_size": int(train_features.shape[1])}
     final = workdir / "model.msgpack"
@@ -210,7 +211,8 @@ def load_trained(path, vocab: Vocabulary) -> TrainedModel:
         raise ValueError(f"{path}: the model was trained with a different vocabulary "
                          f"({meta.get('vocab_size')} tokens) than the one given ({len(vocab)} tokens)")
     try:
-        model = registry.make_model(meta["arch"], CaptionerConfig(**meta["model_config"]), len(vocab))
+        family = registry.ARCHITECTURES.get(meta["arch"]).config
+        model = registry.make_model(meta["arch"], family.from_record(meta["model_config"]), len(vocab))
         template = init_params(model, meta["feature_size"], 0)
         params = serialization.from_state_dict(template, tree["params"])
     except Exception as err:  # a foreign or older checkpoint: say which file, not where it broke

@@ -1,7 +1,7 @@
 """A transformer caption generator (``transformer`` in ``[models] architectures``), in Flax Linen.
 
 A decoder-only transformer with the image as a prefix: the image features are projected
-(``image_proj``: ``[models.captioner] image_size`` units, ReLU, as par's and merge's image)
+(``image_proj``: ``[models.transformer] image_size`` units, ReLU, as par's and merge's image)
 and then mapped to one vector of the model width that stands at position 0, before the edge
 token and the words. Causal self-attention lets every word position read the image and the
 words before it; no cross-attention is needed, and the image enters every layer's keys and
@@ -15,10 +15,9 @@ split's mean before their projection, as pre's are (``CentredDense``, set by
 ``with_feature_mean``): uncentred, the image prefix was nearly the same vector for every
 image and the model gave one caption for all 300 test images.
 
-Sizes from ``CaptionerConfig``: ``embed_size`` the model width, ``hidden_size`` the
-feed-forward width, ``image_size`` the projected image features, ``layers`` and ``heads``
-(``heads`` divides ``embed_size``), ``dropout``, ``normalize_image``; ``cell`` and
-``learn_init_state`` are ignored.
+Sizes from ``TransformerConfig`` (``[models.transformer]``): ``width`` the model width,
+``mlp_width`` the feed-forward width, ``image_size`` the projected image features, ``layers``
+and ``heads`` (``heads`` divides ``width``), ``dropout``, ``normalize_image``.
 
 As in the flax wmt example, one module serves training and decoding through a ``decode``
 flag: teacher forcing is one parallel pass over all positions (``teacher_forced``);
@@ -30,20 +29,48 @@ row) lead with the batch axis, so beam search reorders them all with one gather.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from .models import CaptionerConfig, CentredDense, prepare_features
+from ..settings import PositiveInt, Probability, as_dict, settings
+from .models import CentredDense, prepare_features
 from .registry import register_architecture
 
 CACHE = "cache"
 
 
-@dataclasses.dataclass(frozen=True)
+@settings
 class TransformerConfig:
-    """The transformer's sizes, read from a ``CaptionerConfig``, passed to every submodule."""
+    """Sizes of the transformer caption generator, ``[models.transformer]``."""
+
+    width: PositiveInt = 256             # the model width: word and image positions, attention, residual stream
+    mlp_width: PositiveInt = 256         # the feed-forward layers' inner width
+    image_size: PositiveInt = 256        # the projected image features, before their map to the width
+    layers: PositiveInt = 2              # decoder layers
+    heads: PositiveInt = 4               # attention heads (they divide the width)
+    dropout: Probability = 0.5           # on the decoder's output, before the output layer
+    normalize_image: bool = False        # L2-normalise the image feature vector first
+
+    # Checkpoints and cache keys name the sizes as they did when one config held every family's
+    # (width was embed_size, mlp_width hidden_size), so trained models and caches stay valid.
+    _RECORDED: ClassVar[dict[str, str]] = {"width": "embed_size", "mlp_width": "hidden_size"}
+
+    def record(self) -> dict:
+        """The sizes as plain data, for checkpoints and cache keys (under their recorded names)."""
+        return {self._RECORDED.get(key, key): value for key, value in as_dict(self).items()}
+
+    @classmethod
+    def from_record(cls, record: dict) -> TransformerConfig:
+        named = {recorded: key for key, recorded in cls._RECORDED.items()}
+        return cls(**{named.get(key, key): value for key, value in record.items()})
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerSizes:
+    """The transformer's sizes with its vocabulary's, passed to every submodule."""
 
     vocab_size: int
     width: int
@@ -55,9 +82,9 @@ class TransformerConfig:
     normalize_image: bool
 
     @classmethod
-    def of(cls, config: CaptionerConfig, vocab_size: int) -> TransformerConfig:
+    def of(cls, config: TransformerConfig, vocab_size: int) -> TransformerSizes:
         check_config(config)
-        return cls(vocab_size, config.embed_size, config.hidden_size, config.image_size, config.layers,
+        return cls(vocab_size, config.width, config.mlp_width, config.image_size, config.layers,
                    config.heads, config.dropout, config.normalize_image)
 
     @property
@@ -65,10 +92,10 @@ class TransformerConfig:
         return self.width // self.heads
 
 
-def check_config(config: CaptionerConfig) -> None:
+def check_config(config: TransformerConfig) -> None:
     """ValueError unless the heads divide the width."""
-    if config.embed_size % config.heads:
-        raise ValueError(f"captioner.embed_size = {config.embed_size} is not a multiple of captioner.heads = "
+    if config.width % config.heads:
+        raise ValueError(f"transformer.width = {config.width} is not a multiple of transformer.heads = "
                          f"{config.heads} (the transformer splits its width among its heads)")
 
 
@@ -104,7 +131,7 @@ def attend_cache(query, key, value, mask):
 class SelfAttention(nn.Module):
     """Causal multi-head self-attention; with ``decode``, one position per call over a key/value cache."""
 
-    config: TransformerConfig
+    config: TransformerSizes
 
     def setup(self):
         cfg = self.config
@@ -141,7 +168,7 @@ class SelfAttention(nn.Module):
 class DecoderLayer(nn.Module):
     """Pre-LayerNorm block: x + attention(LN(x)), then x + MLP(LN(x))."""
 
-    config: TransformerConfig
+    config: TransformerSizes
 
     def setup(self):
         cfg = self.config
@@ -154,17 +181,17 @@ class DecoderLayer(nn.Module):
         return x + self.mlp_out(nn.gelu(self.mlp_in(self.mlp_norm(x))))
 
 
-@register_architecture("transformer", check=check_config, ignores=("cell", "learn_init_state"),
+@register_architecture("transformer", config=TransformerConfig, check=check_config,
                        description="decoder-only transformer with an image prefix, pre-LayerNorm, KV-cached decoding")
 class TransformerCaptioner(nn.Module):
     """A transformer caption generator over ``vocab_size`` tokens (id 0 = the edge token that starts and ends captions)."""
 
     arch: str
-    config: CaptionerConfig
+    config: TransformerConfig
     vocab_size: int
 
     def setup(self):
-        cfg = TransformerConfig.of(self.config, self.vocab_size)
+        cfg = TransformerSizes.of(self.config, self.vocab_size)
         self.image_proj = CentredDense(cfg.image_width)  # centred on the training features' mean, as pre's
         self.prefix = nn.Dense(cfg.width)
         self.embed = nn.Embed(cfg.vocab_size, cfg.width)
@@ -176,11 +203,11 @@ class TransformerCaptioner(nn.Module):
     def _prefix(self, features):
         """features: f[B, D] -> the image position f[B, 1, W] (position 0, never dropped)."""
         image = nn.relu(self.image_proj(prepare_features(features, self.config)))
-        return (self.prefix(image) + sinusoid(jnp.zeros((), jnp.int32), self.config.embed_size))[:, None]
+        return (self.prefix(image) + sinusoid(jnp.zeros((), jnp.int32), self.config.width))[:, None]
 
     def _words(self, tokens, positions):
         """tokens, positions: i32[B, T] -> f[B, T, W]."""
-        return self.embed(tokens) + sinusoid(positions, self.config.embed_size)
+        return self.embed(tokens) + sinusoid(positions, self.config.width)
 
     def _decoder(self, x, decode: bool = False, positions=None, cache_length: int = 0):
         for layer in self.layers:

@@ -1,6 +1,7 @@
 """The search configuration: one TOML file holds everything needed to rerun a search.
 
-Sections: [data] what to caption, [models] which generators ([models.captioner] their sizes),
+Sections: [data] what to caption, [models] which generators ([models.rnn] and [models.transformer]
+their sizes, one section per family),
 [training], [generation], [postgen], [pregen], and [[precomputed]] for results made by other
 toolkits. Every field is typed and range-checked when the file is read; an error names the
 file, section, key, value and what is allowed. Relative paths are read relative to the
@@ -18,8 +19,9 @@ import tomli_w
 
 from .. import io
 from ..captioning import ARCHITECTURES, BUILTIN_ARCHITECTURES
-from ..captioning.models import CaptionerConfig
+from ..captioning.models import RnnConfig
 from ..captioning.train import TrainConfig
+from ..captioning.transformer import TransformerConfig
 from ..postgen import DEFAULT_METRICS
 from ..postgen.base import PostgenOptions
 from ..settings import (
@@ -87,7 +89,8 @@ class DataConfig:
 class ModelsConfig:
     architectures: list[str] = dataclasses.field(default_factory=lambda: list(BUILTIN_ARCHITECTURES))  # registered names
     runs: PositiveInt = 3                 # independently seeded runs per architecture
-    captioner: CaptionerConfig = CaptionerConfig()
+    rnn: RnnConfig = RnnConfig()          # [models.rnn]: the RNN architectures' sizes
+    transformer: TransformerConfig = TransformerConfig()  # [models.transformer]: the transformer's sizes
     checkpoints: list[FilePath] = dataclasses.field(default_factory=list)  # already trained model.msgpack files
     vocabulary: FilePath = ""             # the vocabulary.json those checkpoints were trained with
 
@@ -103,10 +106,47 @@ class ModelsConfig:
         if len(set(self.architectures)) != len(self.architectures):
             raise ValueError(f"architectures lists one twice: {self.architectures}")
         for name in self.architectures:
-            ARCHITECTURES.get(name).check(self.captioner)
+            ARCHITECTURES.get(name).check(self.sizes(name))
         if self.checkpoints and not self.vocabulary:
             raise ValueError("checkpoints need the vocabulary they were trained with (vocabulary = ...)")
         return self
+
+    def sizes(self, name: str):
+        """The sizes architecture ``name`` is built from: the section of its registered config class
+        (``rnn`` or ``transformer``)."""
+        family = ARCHITECTURES.get(name).config
+        for section in (self.rnn, self.transformer):
+            if isinstance(section, family):
+                return section
+        raise ValueError(f"architecture {name!r} is built from a {family.__name__}, which no [models] section "
+                         "holds (register it with RnnConfig or TransformerConfig)")
+
+
+# [models.captioner] (one section for every family, read for this version): its keys as each family names them.
+LEGACY_CAPTIONER = {
+    "rnn": {key: key for key in ("cell", "embed_size", "hidden_size", "image_size", "dropout", "learn_init_state",
+                                 "normalize_image")},
+    "transformer": {"embed_size": "width", "hidden_size": "mlp_width", "image_size": "image_size",
+                    "dropout": "dropout", "normalize_image": "normalize_image", "layers": "layers", "heads": "heads"},
+}
+
+
+def _legacy_captioner(captioner, source: str) -> dict:
+    """``[models.captioner]`` as ``[models.rnn]`` and ``[models.transformer]`` (the transformer's
+    width was ``embed_size``, its feed-forward width ``hidden_size``), with a warning saying so."""
+    import warnings
+    if not isinstance(captioner, dict):
+        raise ValueError(f"{source}: [models] captioner = {captioner!r}: must be a table")
+    known = {key for keys in LEGACY_CAPTIONER.values() for key in keys}
+    unknown = sorted(set(captioner) - known)
+    if unknown:
+        raise ValueError(f"{source}: [models.captioner] unknown setting {unknown[0]!r} (its keys now live in "
+                         "[models.rnn] and [models.transformer])")
+    warnings.warn(f"{source}: [models.captioner] is read as [models.rnn] and [models.transformer] (the "
+                  "transformer's width = embed_size, mlp_width = hidden_size) for this version only: write those "
+                  "sections instead", stacklevel=3)
+    return {family: {new: captioner[old] for old, new in keys.items() if old in captioner}
+            for family, keys in LEGACY_CAPTIONER.items()}
 
 
 @settings
@@ -210,13 +250,11 @@ class SearchConfig:
                              "caption) or [[precomputed]] models (see search/configs/ for examples)")
         models = dict(raw.pop("models", {})) if isinstance(raw.get("models"), dict) else raw.pop("models", {})
         if isinstance(models, dict):
-            captioner = models.get("captioner", {})
-            if not isinstance(captioner, dict):
-                raise ValueError(f"{source}: [models] captioner = {captioner!r}: must be a table "
-                                 "([models.captioner] with embed_size, hidden_size, ...)")
-            if "arch" in captioner:
-                raise ValueError(f"{source}: [models.captioner] has no 'arch': list them in [models] architectures")
-            models["captioner"] = build(CaptionerConfig, models.get("captioner", {}), source, "models.captioner")
+            if "captioner" in models:  # the one section of every family's sizes, before they had their own
+                models.update(_legacy_captioner(models.pop("captioner"), source))
+            for key, family in (("rnn", RnnConfig), ("transformer", TransformerConfig)):
+                if key in models:
+                    models[key] = build(family, models[key], source, f"models.{key}")
         sections = {"data": DataConfig, "models": ModelsConfig, "training": TrainConfig,
                     "generation": GenerationConfig, "postgen": PostgenConfig, "pregen": PregenConfig}
         kwargs = {"models": build(ModelsConfig, models, source, "models")}

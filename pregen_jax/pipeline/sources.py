@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
-from ..captioning import TrainedModel, load_trained, registry, train_captioner
+from ..captioning import TrainedModel, load_trained, train_captioner
 from ..datasets import (
     CaptionDataset,
     CaptionVocabulary,
@@ -183,7 +183,8 @@ def _check_feature_size(trained: TrainedModel, data: Data, path) -> None:
 
 def train_settings(config: SearchConfig, arch: str, run: int) -> dict:
     """Everything that determines a trained model, besides the data."""
-    return {"arch": arch, "captioner": registry.record(arch, config.models.captioner), "training": config.training.record(),
+    # "captioner": the key the architecture's sizes had when one section held every family's (caches stay valid)
+    return {"arch": arch, "captioner": config.models.sizes(arch).record(), "training": config.training.record(),
             "seed": config.seed * 1000 + run}
 
 
@@ -205,7 +206,8 @@ class TrainingJob:
         """Train the model (or finish or reuse its training) and return its candidates with parameters
         (``stop``: an event that ends the training early, see ``train_captioner``)."""
         train, val = data.dataset["train"], data.dataset["val"]
-        trained = train_captioner(self.architecture, config.models.captioner, config.training, self.settings["seed"],
+        trained = train_captioner(self.architecture, config.models.sizes(self.architecture), config.training,
+                                  self.settings["seed"],
                                   data.vocab, train.features, train.captions, val.features, val.captions,
                                   self.entry.folder, progress=progress, description=self.label, stop=stop)
         if not self.entry.done:
