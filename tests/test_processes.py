@@ -180,8 +180,10 @@ def wait_for(condition, seconds: float):
     return condition()
 
 
-def start_search(tmp_path, metrics):
+def start_search(tmp_path, metrics, backend: str | None = None):
     config = write_precomputed(tmp_path, models=3, metrics=metrics)
+    if backend:  # "coco": METEOR runs its jar (a JVM child of the worker)
+        config.write_text(config.read_text().replace("[postgen]\n", f'[postgen]\nbackend = "{backend}"\n'))
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return subprocess.Popen([sys.executable, "-m", "pregen_jax.cli", "run", "--config", str(config), "--out",
                              str(tmp_path / "out"), "--no-progress", "--workers", "1"],
@@ -196,7 +198,7 @@ def test_kill_9_of_a_search_leaves_no_process_behind(tmp_path):
     """The post-gen worker, multiprocessing's resource tracker and the worker's METEOR JVM all end
     when the search is killed with SIGKILL (which runs no cleanup code)."""
     import signal
-    search = start_search(tmp_path, ("CIDEr", "METEOR"))
+    search = start_search(tmp_path, ("CIDEr", "METEOR"), backend="coco")
     try:
         started = wait_for(lambda: any("meteor" in c for c in children_of(search.pid).values()), 120)
         descendants = children_of(search.pid)
