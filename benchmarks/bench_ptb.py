@@ -12,8 +12,8 @@ repeat):
     tokenizes the file given k times in one process: (time with 4 copies - time with 1) / 3),
     so JVM start and class loading are left out;
   - python, cold: a fresh process that has imported pregen_jax.postgen (not timed), then times
-    importing the lexer (compiling its patterns) and one ``ptb.tokenize(captions, "python")``;
-  - python, warm: ``ptb.tokenize(captions, "python")`` again in this process, its memo of words
+    importing the lexer (compiling its patterns) and one ``ptb.tokenize_captions(captions, "python")``;
+  - python, warm: ``ptb.tokenize_captions(captions, "python")`` again in this process, its memo of words
     emptied first (the compiled patterns kept).
 Both backends' outputs are checked equal before timing. The machine may be shared: the load
 average is printed. The last line is machine-readable: ratios jar / python of wall time, cold and warm,
@@ -95,7 +95,7 @@ cpu, wall = time.process_time(), time.perf_counter()
 from pregen_jax.postgen import ptb
 from pregen_jax.postgen.ptb import lexer
 compiled = time.perf_counter() - wall
-ptb.tokenize(texts, backend="python")
+ptb.tokenize_captions(texts, backend="python")
 print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, compiled]))
 """
 
@@ -123,7 +123,7 @@ def main() -> None:
     ratios = []
     for size in SIZES:
         texts = captions(size)
-        assert ptb.tokenize(texts, backend="python") == coco_jar(texts), "backends differ"
+        assert ptb.tokenize_captions(texts, backend="python") == coco_jar(texts), "backends differ"
         cold_jar = best(args.repeats, lambda texts=texts: coco_jar(texts))
         one = best(args.repeats, lambda texts=texts: jar_passes(texts, 1))
         four = best(args.repeats, lambda texts=texts: jar_passes(texts, 4))
@@ -132,7 +132,7 @@ def main() -> None:
 
         def warm(texts=texts):
             lexer._memo.clear()
-            return ptb.tokenize(texts, backend="python")
+            return ptb.tokenize_captions(texts, backend="python")
         warm_py = best(args.repeats, warm)
         print(f"\n{len(texts):,} captions:")
         print(f"  jar, cold (COCOEvalCap's PTBTokenizer)  wall {cold_jar[0]:7.3f} s  CPU {cold_jar[1]:7.3f} s")

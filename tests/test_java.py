@@ -86,8 +86,10 @@ def test_an_explicit_java_that_does_not_run_is_one_line_and_no_other_is_tried(mo
     assert problem.startswith(f"java not found: PREGEN_JAVA={missing} does not run") and "\n" not in problem
     with pytest.raises(RuntimeError, match="PREGEN_JAVA="):
         jvm.java_command(["-version"])
+    with postgen.make_metrics(["METEOR", "CIDEr"], postgen.PostgenOptions(backend="coco")) as metrics:
+        assert metrics.names == ["CIDEr"] and metrics.unavailable["METEOR"] == problem  # the jar needs Java
     with postgen.make_metrics(["METEOR", "CIDEr"]) as metrics:
-        assert metrics.names == ["CIDEr"] and metrics.unavailable["METEOR"] == problem
+        assert metrics.names == ["METEOR", "CIDEr"] and not metrics.unavailable  # the Python METEOR does not
 
 
 def test_no_java_anywhere_says_how_to_get_one(monkeypatch, tmp_path):

@@ -28,30 +28,30 @@ def coco_tokenize(captions: list[str]) -> list[str]:
 @pytest.mark.parametrize("backend", ptb.BACKENDS)
 def test_backends_equal_pycocoevalcap(backend, java_on_path):
     captions = flickr8k_captions()[::20] + SAMPLE
-    assert ptb.tokenize(captions, backend=backend) == coco_tokenize(captions)
+    assert ptb.tokenize_captions(captions, backend=backend) == coco_tokenize(captions)
 
 
 @pytest.mark.parametrize("backend", ptb.BACKENDS)
 def test_line_breaks_inside_a_caption_are_spaces_with_a_warning(backend, java_on_path):
     captions = ["a dog\rruns", "two\u2028lines", "form\x0cfeed and\x0bvertical tab", "last one", "para\u2029end"]
     with pytest.warns(UserWarning, match=r"4 caption\(s\).*first: caption 0"):
-        out = ptb.tokenize(captions, backend=backend)
+        out = ptb.tokenize_captions(captions, backend=backend)
     assert out == ["a dog runs", "two lines", "form feed and vertical tab", "last one", "para end"]
     # COCOEvalCap splits the line there: its later captions shift onto the wrong image
     assert coco_tokenize(captions)[:2] == ["a dog", "runs"]
 
 
 def test_newlines_are_spaces_without_a_warning_and_nothing_is_written_beside_the_jar():
-    folder = jar.jar_path().parent
+    folder = jar.corenlp_jar().parent
     before = sorted(p.name for p in folder.iterdir())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert ptb.tokenize(["a\nb", "an\x85ellipsis"], backend="java") == ["a b", "an ellipsis"]
-        assert ptb.tokenize(["a\nb", "an\x85ellipsis"], backend="python") == ["a b", "an ellipsis"]
+        assert ptb.tokenize_captions(["a\nb", "an\x85ellipsis"], backend="java") == ["a b", "an ellipsis"]
+        assert ptb.tokenize_captions(["a\nb", "an\x85ellipsis"], backend="python") == ["a b", "an ellipsis"]
     assert sorted(p.name for p in folder.iterdir()) == before
-    assert ptb.tokenize([]) == []
+    assert ptb.tokenize_captions([]) == []
     with pytest.raises(ValueError, match="unknown backend 'jvm'"):
-        ptb.tokenize(["a"], backend="jvm")
+        ptb.tokenize_captions(["a"], backend="jvm")
 
 
 def test_punctuation_list_is_pycocoevalcap_s():
@@ -78,7 +78,7 @@ QUIRKS = {
 
 @pytest.mark.parametrize("caption", list(QUIRKS))
 def test_python_backend_quirks(caption):
-    assert ptb.tokenize([caption], backend="python") == [QUIRKS[caption]]
+    assert ptb.tokenize_captions([caption], backend="python") == [QUIRKS[caption]]
 
 
 def test_description_names_the_backend():

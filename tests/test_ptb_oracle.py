@@ -111,12 +111,12 @@ def where_image2_captions() -> list[str]:
 
 @functools.cache  # the jar's output, once per test session
 def jar_lines(lines: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(jar.tokenize_lines(list(lines)))
+    return tuple(jar.run_jar(list(lines)))
 
 
 def differences(name: str, lines: list[str]) -> str:
     """One line per caption of ``lines`` on which the lexer and the jar differ (empty: none)."""
-    ours, theirs = lexer.tokenize_lines(lines), jar_lines(tuple(lines))
+    ours, theirs = lexer.lex_lines(lines), jar_lines(tuple(lines))
     assert len(ours) == len(theirs) == len(lines)
     return "\n".join(f"{name} #{k}: {lines[k]!r}: python {a!r}, jar {b!r}"
                      for k, (a, b) in enumerate(zip(ours, theirs)) if a != b)
@@ -156,16 +156,16 @@ def test_lexer_equals_the_jar_on_long_random_lines(seed, java_on_path):
 def test_every_caption_alone_at_the_end_of_the_input(java_on_path):
     """The last caption is followed by the end of the file, not a newline (some rules look past it)."""
     for caption in ["He met Mr.", "I.", "in the U.S.", "it's"]:
-        assert lexer.tokenize_lines([caption]) == list(jar_lines((caption,)))
+        assert lexer.lex_lines([caption]) == list(jar_lines((caption,)))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(SETS))
 def test_tokenize_equals_the_java_backend_on_every_caption(name, java_on_path):
-    """The whole of ptb.tokenize (line breaks, shortcuts, punctuation removal) on both backends."""
+    """The whole of ptb.tokenize_captions (line breaks, shortcuts, punctuation removal) on both backends."""
     from pregen_jax.postgen import ptb
     lines = SETS[name]()
-    ours, theirs = ptb.tokenize(lines, backend="python"), ptb.tokenize(lines, backend="java")
+    ours, theirs = ptb.tokenize_captions(lines, backend="python"), ptb.tokenize_captions(lines, backend="java")
     assert not (bad := [(k, lines[k], a, b) for k, (a, b) in enumerate(zip(ours, theirs)) if a != b]), bad
 
 
@@ -173,5 +173,5 @@ def test_a_tag_across_lines(java_on_path):
     """A tag's quoted attribute may hold the newline between two captions: the jar writes the tag
     newline and all, and so does the lexer (the line count stays)."""
     lines = ["A man .", "a <a b='x", "y'> z", "<b c=\"", "", "d\"> The", "<e f='g", "h"]
-    assert lexer.tokenize_lines(lines) == list(jar_lines(tuple(lines)))
-    assert lexer.tokenize_lines(lines)[1:3] == ["a <a\xa0b='x", "y'> z"]
+    assert lexer.lex_lines(lines) == list(jar_lines(tuple(lines)))
+    assert lexer.lex_lines(lines)[1:3] == ["a <a\xa0b='x", "y'> z"]

@@ -223,3 +223,13 @@ def test_select_races_a_finished_searchs_models_on_the_test_split(search, capsys
     assert cli.main(["select", "--search", str(search / "run"), "--out", str(search / "v")]) == 2
     assert "no model of the search can be decoded on the val split" in capsys.readouterr().err
     assert not (search / "v").exists()
+
+
+def test_predict_warns_when_captions_look_like_other_images(search, capsys, tmp_path):
+    """A captions file of another dataset is measured all the same, with a warning naming the measure."""
+    (tmp_path / "flickr.txt").write_text("a dog runs through the grass\n" * 12)
+    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
+                     "--captions", str(tmp_path / "flickr.txt")]) == 0
+    captured = capsys.readouterr()
+    assert "share of caption words in the references' vocabulary" in captured.err
+    assert "os.fork()" not in captured.err and "measured" in captured.out

@@ -90,3 +90,15 @@ def test_assisted_and_screened_select_counts_passes_and_never_decodes_the_screen
     assert {"variance_ratio", "pair_variance_ratio", "lam"} <= set(table.columns)
     with pytest.raises(ValueError, match="assist"):  # the settings are checked when made, once
         RaceSettings(assist="tiers")
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--screen", "--screen-keep", "2"], "--screen-keep 2.0: Input should be less than or equal to 1"),
+    (["--budget", "0"], "--budget 0.0: Input should be greater than 0"),
+    (["--confidence", "1"], "--confidence 1.0: Input should be less than 1"),
+])
+def test_the_race_settings_are_checked_once_before_any_work_naming_the_option(tmp_path, capsys, options, message):
+    from pregen_jax import cli
+    assert cli.main(["select", "--search", str(tmp_path / "nowhere"), *options, "--out", str(tmp_path / "o")]) == 2
+    assert f"pregen-search select: error: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -24,8 +24,8 @@ def check_tokenizer(name: str, already_tokenized: bool, source: str) -> None:
 def tokenize_all(strings: list[str], name: str) -> list[str]:
     """``strings`` tokenized by ``name`` (one PTB jar run for all of them)."""
     if name == "ptb":
-        from ..postgen.ptb import tokenize
-        return tokenize(strings)
+        from ..postgen.ptb import tokenize_captions
+        return tokenize_captions(strings)
     if name == "alnum-lower":
         from ..datasets import tokenize
         return [" ".join(tokenize(s)) for s in strings]

@@ -4,8 +4,8 @@
 (one stage cache), ``flow`` (one model's stages, declared once, and the one entry point that
 runs them), ``space``/``postgen_metrics``/``quality`` (what the stages read), ``search`` (the
 flow over every model, with a post-gen worker pool), ``report`` (the published run folder and
-its manifest), ``finished`` (the one reader of a finished run), ``score`` and ``select`` (the
-commands that read one).
+its manifest, with ``model_level`` and ``unit_test_results``, its sections), ``finished`` (the
+one reader of a finished run, which ``prediction``, ``selection``, ``external`` and ``meta`` use).
 """
 from .config import SearchConfig, demo_config
 from .report import write_outputs

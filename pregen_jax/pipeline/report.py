@@ -24,7 +24,7 @@ import pandas as pd
 from .. import io, ranking
 from ..datasets import TOKENIZER_NAME
 from . import finished
-from .config import ID_COLUMNS, SearchConfig
+from .config import ID_COLUMNS, SearchConfig, model_label
 from .finished import MANIFEST, UNKNOWN, FinishedSearch
 from .late import section as late_section
 from .model_level import model_level
@@ -136,7 +136,7 @@ def model_entries(result: SearchResult, config: SearchConfig) -> list[dict]:
     vocabulary = result.vocab.name if result.vocab is not None else UNKNOWN  # word-72, bpe-1000
     entries = []
     for model in result.models:
-        given = precomputed.get(f"{model.architecture}-{model.run}")
+        given = precomputed.get(model_label(model.architecture, model.run))
         keys = {k: str(v) for k, v in model.keys.items()}
         if given is not None:
             source, files = "precomputed", {"refprobs": given.ref_probs, "captions": given.captions}
@@ -167,7 +167,7 @@ def _model_file(out: Path, model, key: str, config: SearchConfig) -> dict:
         return {}
     entry, _, which = key.rpartition(":")
     name = "model.msgpack" if which == "final" else f"snapshot-{which}.msgpack"
-    path = Path("cache") / "train" / f"{model.architecture}-{model.run}-{entry}" / name
+    path = Path("cache") / "train" / f"{model_label(model.architecture, model.run)}-{entry}" / name
     return {"model": str(path)} if entry and (out / path).is_file() else {}
 
 

@@ -200,7 +200,7 @@ class TrainingJob:
 
     @property
     def label(self) -> str:
-        return f"{self.architecture}-{self.run}"
+        return model_label(self.architecture, self.run)
 
     def train(self, config: SearchConfig, data: Data, progress: bool, stop=None) -> list[SearchModel]:
         """Train the model (or finish or reuse its training) and return its candidates with parameters
@@ -237,5 +237,5 @@ def training_jobs(config: SearchConfig, data: Data, cache: StageCache) -> list[T
     for arch in config.models.architectures:
         for run in range(1, config.models.runs + 1):
             settings = train_settings(config, arch, run)
-            jobs.append(TrainingJob(arch, run, settings, cache.entry(TRAIN, f"{arch}-{run}", settings, upstream)))
+            jobs.append(TrainingJob(arch, run, settings, cache.entry(TRAIN, model_label(arch, run), settings, upstream)))
     return jobs

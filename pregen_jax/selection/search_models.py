@@ -91,25 +91,17 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
             notes.append(f"{label}: captions given ready-made, none for the {split} split: left out")
             continue
         ids.append({"architecture": model.architecture, "run": model.run, "epoch": model.epoch, "source": model.source})
-    for k, path in enumerate(checkpoints):
-        label = f"checkpoint-{k + 1}"
+    for path in checkpoints:
+        label = model_label("checkpoint", str(path), "")
         candidates.append(model_candidate(label, path, data, run.config.generation, split))
         ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
     for path in captions:
         split_data = data.dataset[split]
         found = read_generated_captions(path, split_data.image_ids)
         warn_if_misfit(found, split_data.captions, str(path))
-        candidates.append(Candidate(_captions_label(path, captions), lookup(found)))
+        candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))
         ids.append({"architecture": "captions", "run": str(path), "epoch": "", "source": "captions"})
     return candidates, ids, notes
-
-
-def _captions_label(path, paths) -> str:
-    """A captions file's name in a race: its stem, or its path where stems repeat."""
-    from pathlib import Path
-    stems = [Path(p).stem for p in paths]
-    stem = Path(path).stem
-    return stem if stems.count(stem) == 1 else str(path)
 
 
 def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), captions=(), progress: bool = True):

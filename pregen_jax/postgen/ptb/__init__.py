@@ -1,6 +1,6 @@
 """COCO's tokenizer: the Stanford PTB tokenizer as pycocoevalcap's ``PTBTokenizer`` runs it.
 
-``tokenize(captions) -> list[str]``: one string per caption, the jar's tokens lower-cased, the
+``tokenize_captions(captions) -> list[str]``: one string per caption, the jar's tokens lower-cased, the
 tokens of pycocoevalcap's punctuation list removed, the rest joined by single spaces; its quirks
 kept (the list holds ``-LRB-`` in upper case, so the lower-cased ``-lrb-`` survives; an em dash
 becomes ``--`` and is removed).
@@ -46,7 +46,7 @@ def one_line(captions: list[str]) -> list[str]:
     return out
 
 
-def tokenize(captions: list[str], backend: str = DEFAULT_BACKEND) -> list[str]:
+def tokenize_captions(captions: list[str], backend: str = DEFAULT_BACKEND) -> list[str]:
     """PTB-tokenized ``captions`` (str[n] -> str[n]), exactly as pycocoevalcap's ``PTBTokenizer``
     gives each one, line breaks inside a caption aside (see the module docstring)."""
     if backend not in BACKENDS:
@@ -56,9 +56,9 @@ def tokenize(captions: list[str], backend: str = DEFAULT_BACKEND) -> list[str]:
     lines = one_line(list(captions))
     if backend == "python":
         from . import lexer  # compiles its patterns on first import (about 0.2 s)
-        return lexer.tokenize(lines)
+        return lexer.lex_captions(lines)
     from . import jar
-    return [drop_punctuation(line) for line in jar.tokenize_lines(lines)]
+    return [drop_punctuation(line) for line in jar.run_jar(lines)]
 
 
 def description(backend: str = DEFAULT_BACKEND) -> str:
@@ -67,8 +67,8 @@ def description(backend: str = DEFAULT_BACKEND) -> str:
         return ("python: pregen-jax's own lexer, no Java (equal to pycocoevalcap's Stanford CoreNLP 3.4.1 jar "
                 "token for token on Flickr8k, MUTT, where-image2 and every BMP char; backend='java' runs the jar)")
     from . import jar
-    return f"java: pycocoevalcap's Stanford CoreNLP 3.4.1 jar ({jar.jar_path()}) through postgen/jvm.py"
+    return f"java: pycocoevalcap's Stanford CoreNLP 3.4.1 jar ({jar.corenlp_jar()}) through postgen/jvm.py"
 
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "LINE_BREAKS", "PUNCTUATIONS", "description", "drop_punctuation", "one_line",
-           "tokenize"]
+           "tokenize_captions"]

@@ -13,7 +13,7 @@ MAIN = "edu.stanford.nlp.process.PTBTokenizer"
 OPTIONS = ("-preserveLines", "-lowerCase")  # pycocoevalcap's: one output line per input line, tokens lower-cased
 
 
-def jar_path() -> Path:
+def corenlp_jar() -> Path:
     """The CoreNLP 3.4.1 jar that pycocoevalcap ships beside its tokenizer wrapper."""
     from pycocoevalcap.tokenizer import ptbtokenizer
     return Path(ptbtokenizer.__file__).parent / ptbtokenizer.STANFORD_CORENLP_3_4_1_JAR
@@ -22,10 +22,10 @@ def jar_path() -> Path:
 def command(input_file: str) -> list[str]:
     """The java command line that tokenizes ``input_file`` (UTF-8, one caption a line), through the one
     launcher (postgen/jvm.py: which Java, charset and locale pinned)."""
-    return java_command(["-cp", str(jar_path()), MAIN, *OPTIONS, input_file])
+    return java_command(["-cp", str(corenlp_jar()), MAIN, *OPTIONS, input_file])
 
 
-def tokenize_lines(lines: list[str]) -> list[str]:
+def run_jar(lines: list[str]) -> list[str]:
     """The jar's output line for each of ``lines`` (str[n] -> str[n]; none may hold a line break).
 
     The input goes through a temporary file in tempfile's folder (nothing is written beside the

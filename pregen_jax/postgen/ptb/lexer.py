@@ -150,13 +150,13 @@ def _lines(lines: list[str], clean: bool) -> list[str]:
     return out
 
 
-def tokenize_lines(lines: list[str]) -> list[str]:
+def lex_lines(lines: list[str]) -> list[str]:
     """What the jar writes for each of ``lines`` (str[n] -> str[n]; no line may hold a line break):
     its tokens, lower-cased, joined by single spaces."""
     return _lines(lines, clean=False)
 
 
-def tokenize(lines: list[str]) -> list[str]:
+def lex_captions(lines: list[str]) -> list[str]:
     """pycocoevalcap's PTBTokenizer output for each of ``lines`` (str[n] -> str[n]; no line breaks):
     ``drop_punctuation`` of what the jar writes, a plain line's final " ." dropped directly."""
     return _lines(lines, clean=True)
