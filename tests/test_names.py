@@ -9,15 +9,8 @@ from tests.conftest import ROOT
 PACKAGE = ROOT / "pregen_jax"
 MIRRORS = {"pregen_jax/tiers/oracle.py"}  # the sweep's reference implementation, same names by design
 
-# Clashes that involve postgen/, whose modules are reworked by their own owners: each entry goes
-# when its clash does (the second test below says when).
-# jar_path: postgen/meteor/jar.py and postgen/meteor/resources.py.
-KNOWN_POSTGEN = {"jar_path"}
-# Clashes that arrived with the evaluate and ptb helpers' work (evaluation/, postgen/ptb/) while this
-# test was being written; listed so main stays green, each to be renamed by whoever owns one side:
-# score (postgen/api, postgen/meteor/scoring),
-# pair_stats (postgen/meteor/align, postgen/meteor/fast), concatenate (postgen/meteor/fast, postgen/references).
-KNOWN_POSTGEN |= {"score", "pair_stats", "concatenate"}
+# Names allowed in two modules: none (the clashes listed here during the rework are renamed).
+KNOWN_POSTGEN: set[str] = set()
 
 
 def defined_names(path) -> list[str]:

@@ -37,7 +37,7 @@ class METEOR(PostgenMetric):
 
     ``stats`` rows are the SCORE statistics with EVAL's chunk rule applied (a perfect match, every
     word matched in one chunk, counts no chunk: its own score is the same either way), so the
-    corpus score of any rows is ``scoring.score`` of their column sums, as the jar's EVAL gives it.
+    corpus score of any rows is ``scoring.meteor_of_sums`` of their column sums, as the jar's EVAL gives it.
     """
 
     name = "METEOR"
@@ -72,7 +72,7 @@ class METEOR(PostgenMetric):
 
     def from_sums(self, sums: np.ndarray, images) -> np.ndarray:
         """f64[...]: METEOR of summed statistics f64[..., 23] (the jar's computeMetrics)."""
-        return scoring.score(sums)
+        return scoring.meteor_of_sums(sums)
 
     def close(self):
         jar = getattr(self, "_jar", None)

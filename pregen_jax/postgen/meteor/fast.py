@@ -305,7 +305,7 @@ def _score(row, weights, alpha, beta, gamma, delta):
 @compiled
 def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights, params):
     """Statistics f64[pairs, 23] and scores f64[pairs] of sentence pairs (``tests``, ``refs``: indices
-    into the sentences concatenated by ``concatenate``)."""
+    into the sentences concatenated by ``concatenate_sentences``)."""
     rows = np.zeros((len(tests), 23))
     scores = np.zeros(len(tests))
     for p in range(len(tests)):
@@ -325,7 +325,7 @@ def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights
     return rows, scores
 
 
-def concatenate(sentences: list[tuple]) -> tuple:
+def concatenate_sentences(sentences: list[tuple]) -> tuple:
     """``pack``-ed sentences as one set of arrays: (offsets i64[sentences + 1, 10], the 10 arrays)."""
     lengths = np.array([[len(a) for a in s] for s in sentences], np.int64).reshape(len(sentences), 10)
     offsets = np.zeros((len(sentences) + 1, 10), np.int64)
@@ -338,11 +338,11 @@ def concatenate(sentences: list[tuple]) -> tuple:
 
 def pair_stats_batch(tests: np.ndarray, refs: np.ndarray, sentences: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
     """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs (indices into ``sentences``)."""
-    offsets, data = concatenate(sentences)
+    offsets, data = concatenate_sentences(sentences)
     return _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS, PARAMS)
 
 
-def pair_stats(test: tuple, ref: tuple) -> tuple[float, ...]:
+def compiled_pair_stats(test: tuple, ref: tuple) -> tuple[float, ...]:
     """The pair's statistics (as ``align.pair_stats``) from two ``pack``-ed sentences."""
     return tuple(_stats(test, ref, WEIGHTS).tolist())
 

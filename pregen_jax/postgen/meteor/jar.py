@@ -1,20 +1,13 @@
 """METEOR 1.5 from pycocoevalcap's jar (``-l en -norm``), one warm JVM fed in batches."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from ..jvm import JavaProcess, java_command
 from . import scoring
+from .resources import jar_path
 
 MEMO_LIMIT = 500_000  # segments whose statistics are kept (about 150 MB); past it the memo starts afresh
-
-
-def jar_path() -> Path:
-    """pycocoevalcap's METEOR 1.5 jar."""
-    from pycocoevalcap.meteor import meteor as meteor_module
-    return Path(meteor_module.__file__).parent / meteor_module.METEOR_JAR
 
 
 def score_line(references: list[str], candidate: str) -> str:

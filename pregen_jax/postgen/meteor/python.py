@@ -33,7 +33,7 @@ def segment_parts(line: str) -> tuple[list[str], str]:
 
 
 def pair_score(stats: tuple[float, ...]) -> float:
-    """One statistics row's METEOR, in ``scoring.score``'s order of operations (scalar, for speed)."""
+    """One statistics row's METEOR, in ``scoring.meteor_of_sums``'s order of operations (scalar, for speed)."""
     d, w = scoring.DELTA, scoring.MODULE_WEIGHTS
     test_length = d * (stats[0] - stats[2]) + (1.0 - d) * stats[2]
     ref_length = d * (stats[1] - stats[3]) + (1.0 - d) * stats[3]

@@ -44,7 +44,7 @@ def summed(stats: np.ndarray) -> np.ndarray:
     return eval_rows(stats).sum(-2)
 
 
-def score(stats: np.ndarray) -> np.ndarray:
+def meteor_of_sums(stats: np.ndarray) -> np.ndarray:
     """f64[...]: METEOR of statistics rows f64[..., k], in the jar's order of float operations
     (``computeMetrics``): weighted precision and recall, their alpha-weighted harmonic mean,
     times one minus the fragmentation penalty; a perfect row has no fragmentation; NaN is 0."""
@@ -77,7 +77,7 @@ def _ordered_sum(content: np.ndarray, function: np.ndarray) -> np.ndarray:
 def aggregate(stats: np.ndarray) -> np.ndarray:
     """f64[...]: the corpus METEOR of statistics rows f64[..., images, k] (as EVAL scores them):
     per-image scores are ``aggregate(stats[:, None, :])``."""
-    return score(summed(np.asarray(stats, np.float64)))
+    return meteor_of_sums(summed(np.asarray(stats, np.float64)))
 
 
 def parse(line: str) -> np.ndarray:
