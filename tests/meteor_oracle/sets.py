@@ -2,18 +2,21 @@
 
 where-image2 (12 models and the human captions, package-tokenized as the pipeline scores them),
 MUTT's original and corrupted sentences with 5, 10 and 20 references (raw), each Flickr8k test
-caption against the other four (raw text), the demo's captions where the baseline run has them,
+caption against the other four (raw text), the demo's captions where a finished demo run has them (DEMO_RUN),
 and hard strings.
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pregen_jax.datasets import tokenize
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-DEMO_CAPTIONS = Path("/work/baseline/demo/cache/captions")
+ROOT = Path(__file__).resolve().parents[2]
+# A finished demo run (`bash scripts/demo.sh` writes runs/demo); PREGEN_TEST_DEMO_RUN names another.
+DEMO_RUN = Path(os.environ.get("PREGEN_TEST_DEMO_RUN", ROOT / "runs" / "demo"))
 WHERE_MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)] + ["human_1"]
 MUTT = ("det_sub", "double_PP", "near_syms", "neg_subj", "neg_verb", "passive", "remove_prep", "sem_opps",
         "shuffled", "swap_chunks")
@@ -59,10 +62,10 @@ def mutt(corruption: str, references: int) -> list[Segment]:
 
 
 def demo_captions() -> list[Segment]:
-    """The baseline demo's models' test captions (``cache/captions/<model>/captions.txt``, one line
+    """A finished demo run's models' test captions (``cache/captions/<model>/captions.txt``, one line
     per test image) against the built-in dataset's references (the demo's 6000/1000/1000, seed 0)."""
     from pregen_jax.datasets.shapes import ShapesConfig, generate
-    folders = sorted(p.parent for p in DEMO_CAPTIONS.glob("*/captions.txt"))
+    folders = sorted(p.parent for p in (DEMO_RUN / "cache" / "captions").glob("*/captions.txt"))
     if not folders:
         return []
     test = generate(ShapesConfig(6000, 1000, 1000, seed=0)).splits["test"]
