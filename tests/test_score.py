@@ -1,4 +1,4 @@
-"""The reader of finished runs (manifest.json, FinishedSearch), `pregen-search score`, RefProbs
+"""The reader of finished runs (manifest.json, FinishedSearch), `pregen-search predict` (and its old name `score`), RefProbs
 fingerprints, and `rank` refusing columns it does not know."""
 import dataclasses
 import json

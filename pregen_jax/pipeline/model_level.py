@@ -103,7 +103,7 @@ def model_level(result: SearchResult, group_by: str | None, seed: int) -> ModelL
              *significant_lines, "",
              "## Predicting a post-gen score from the pre-gen metric (leave one model out)", "",
              "A line fitted on the other models predicts each model's post-gen score from its pre-gen value "
-             "(`pregen-search score` does this for new models):", "",
+             "(`pregen-search predict` does this for new models):", "",
              loo.to_markdown(index=False, floatfmt=".4f") if len(loo) else "No line could be fitted.", "",
              *(f"- Not calibrated: {note}." for note in not_calibrated), ""]
     document = body + "\n" + "\n".join(extra)

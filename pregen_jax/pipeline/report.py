@@ -333,7 +333,7 @@ def render_report(run: FinishedSearch) -> str:
               "- `reference_lengths.npy`: i32[images, refs] positions of each test reference",
               "- `config.toml`: rerun with `pregen-search run --config config.toml --out DIR`; `vocabulary.json`",
               f"- `{MANIFEST}`: the config, the models with their cache keys and files, the test references' "
-              "fingerprint (what `pregen-search score` checks a new model's RefProbs against), versions, and a "
+              "fingerprint (what `pregen-search predict` checks a new model's RefProbs against), versions, and a "
               "hash of each file; written last, it marks the folder finished",
               "- `cache/`: every stage's output per model (trained checkpoints in `cache/train/`); "
               "delete it to start afresh", ""]
