@@ -18,7 +18,7 @@ processes it started and ended: PTB's jar, METEOR's JVM):
     per-image statistics, the corpus table with 1,000 bootstrap resamples), and its parts: the
     tokenization and each metric's ``stats`` + ``aggregate`` on the tokenized strings (BLEU's
     four share one count, timed as one), and METEOR's Python backend (the jar's statistics without a
-    JVM; not yet the package's default, so not in the whole run) against COCOEvalCap's METEOR.
+    JVM; the package's default, so also in the whole run) against COCOEvalCap's METEOR.
 The machine may be shared: the load average is printed with the numbers.
 """
 from __future__ import annotations
