@@ -63,12 +63,15 @@ _STATE = threading.local()  # per worker process, or per worker thread: (cache r
 _THREAD_METRICS: list = []  # metrics started by thread workers, closed with their pool
 
 
-def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str) -> None:
-    """Set up a worker: its view of the stage cache, the test split, and lazily started metrics."""
+def _start(cache_root: str, data: Data, config: PostgenConfig, kind: str, parent: int | None = None) -> None:
+    """Set up a worker: its view of the stage cache, the test split, and lazily started metrics.
+
+    ``parent``: the search's pid, passed by it (a worker whose search died before this ran would
+    otherwise take its new parent, pid 1, for the search and never end)."""
     from .postgen_metrics import LazyMetrics
     if kind == "process":
         from .. import processes
-        processes.watch_parent()  # end with the search, even after kill -9 of it (its JVMs die with this process)
+        processes.watch_parent(parent)  # end with the search, even after kill -9 of it (its JVMs die with this process)
         processes.quiet_interrupts_in_worker()  # Ctrl-C: the search alone says so, in one line
         os.environ.setdefault("JAX_PLATFORMS", "cpu")  # workers never need (or may take) an accelerator
         own_session()
@@ -171,7 +174,7 @@ class PostgenPool:
         if self.kind == "process":
             context = multiprocessing.get_context("spawn")  # fork is unsafe once JAX has started threads
             return concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start,
-                                                          initargs=self._setup)
+                                                          initargs=(*self._setup, os.getpid()))
         return concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="postgen")
 
     def warm(self) -> None:
