@@ -19,6 +19,17 @@ def shared(*parts) -> Path:
     return path
 
 
+def experiment_module(name: str):
+    """A module of experiments/reo_shapes (the candidate captions of known content and the checks on
+    them live with the experiment that uses them)."""
+    import importlib
+    import sys
+    folder = str(ROOT / "experiments" / "reo_shapes")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
 def _with_x64(enabled: bool):
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", enabled)

@@ -11,7 +11,7 @@ from pregen_jax import reo
 from pregen_jax.datasets import Vocabulary, shapes
 from pregen_jax.reo import train as reo_train
 from pregen_jax.training import checkpoints
-from tests.conftest import ROOT
+from tests.conftest import experiment_module
 
 # ------------------------------------------------------------------------ attention (eqs. 1-3)
 
@@ -344,16 +344,16 @@ def test_candidates_count_tuples_exactly():
     red_circle = shapes.Obj("circle", "red", "big", 0, 0, 8.0, 8.0, 7.0)
     blue_box = shapes.Obj("square", "blue", "small", 1, 1, 24.0, 24.0, 4.0)
     scene = shapes.Scene([red_circle, blue_box], "striped")
-    assert _experiment("known_captions").scene_tuples(scene) == {("background", "striped"), ("object", "circle"), ("object", "square"),
+    assert experiment_module("known_captions").scene_tuples(scene) == {("background", "striped"), ("object", "circle"), ("object", "square"),
                                        ("colour", "circle", "red"), ("colour", "square", "blue"),
                                        ("size", "circle", "big"), ("size", "square", "small")}
     stated = {("object", "circle"), ("colour", "circle", "green"), ("object", "triangle")}
-    assert _experiment("known_captions").count_tuples(stated, scene) == (1, 2, 6)
+    assert experiment_module("known_captions").count_tuples(stated, scene) == (1, 2, 6)
     rng = np.random.default_rng(0)
     for omit in (0, 1):
         for extras in range(4):
             for _ in range(5):
-                c = _experiment("known_captions").make_candidate(7, scene, omit, extras, rng)
+                c = experiment_module("known_captions").make_candidate(7, scene, omit, extras, rng)
                 assert c.image == 7 and c.correct + c.omitted == 7
                 assert len(c.missing_phrases) == omit
                 assert (c.extra == 0) == (extras == 0)
@@ -363,8 +363,8 @@ def test_candidates_count_tuples_exactly():
                     {"a", "an", "and", "of", "on", "background", "picture", "photo", "drawing"}
                 assert set(c.tokens) <= vocabulary
     with pytest.raises(ValueError, match="image 7: can leave out 0..1"):
-        _experiment("known_captions").make_candidate(7, scene, 2, 0, rng)
-    many = _experiment("known_captions").make_candidates([scene, dataclasses.replace(scene, objects=[red_circle])], max_extras=2)
+        experiment_module("known_captions").make_candidate(7, scene, 2, 0, rng)
+    many = experiment_module("known_captions").make_candidates([scene, dataclasses.replace(scene, objects=[red_circle])], max_extras=2)
     assert len(many) == 2 * 3 + 1 * 3
 
 
@@ -393,13 +393,3 @@ def test_reo_scores_are_post_gen_metrics_of_a_search(tmp_path):
             blocks, _ = metric.score_blocks(gts, res, [ids[:2], ids])
             assert blocks[1] == pytest.approx(corpus)
 
-
-def _experiment(name: str):
-    """A module of experiments/reo_shapes (the candidate captions of known content and the checks on
-    them live with the experiment that uses them)."""
-    import importlib
-    import sys
-    folder = str(ROOT / "experiments" / "reo_shapes")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)

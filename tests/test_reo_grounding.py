@@ -15,7 +15,7 @@ from pregen_jax.reo import regions as reo_regions
 from pregen_jax.reo import retrieval, truth
 from pregen_jax.reo import train as reo_train
 from pregen_jax.reo.attention import pair_scores
-from tests.conftest import ROOT
+from tests.conftest import experiment_module
 
 SMALL = shapes.ShapesConfig(train=30, val=5, test=12, seed=3)
 # sha256 of the pixels, labels and captions the generator made for SMALL before logical forms were recorded
@@ -211,9 +211,9 @@ def test_specificity_separates_what_a_score_follows():
     extra = rng.integers(0, 4, len(images)).astype(float)
     omitted = rng.integers(0, 4, len(images)).astype(float)
     counts = {"extra": extra, "omitted": omitted, "correct": 6 - omitted}
-    only_extra = _experiment("reo_validation").specificity(-extra + 0.01 * rng.normal(size=len(images)), counts, images)
+    only_extra = experiment_module("reo_validation").specificity(-extra + 0.01 * rng.normal(size=len(images)), counts, images)
     assert only_extra["beta_extra"] < -0.9 and abs(only_extra["beta_omitted"]) < 0.05
-    both = _experiment("reo_validation").specificity(-extra - omitted, counts, images)
+    both = experiment_module("reo_validation").specificity(-extra - omitted, counts, images)
     assert both["beta_extra"] == pytest.approx(both["beta_omitted"], abs=0.15) and both["r2"] > 0.99
 
 
@@ -231,9 +231,9 @@ def test_reo_factors_multiply_to_e_and_o(x64):
 def test_candidates_count_against_the_references_tuples():
     a = shapes.Obj("circle", "red", "big", 0, 0, 8.0, 8.0, 7.0)
     scene = shapes.Scene([a], "striped")
-    c = _experiment("known_captions").make_candidate(0, scene, 0, 1, np.random.default_rng(0))
-    assert c.counts_against(_experiment("known_captions").scene_tuples(scene)) == (c.correct, c.extra, c.omitted)
-    arrays = _experiment("reo_validation").count_arrays([c], [{("object", "circle")}])
+    c = experiment_module("known_captions").make_candidate(0, scene, 0, 1, np.random.default_rng(0))
+    assert c.counts_against(experiment_module("known_captions").scene_tuples(scene)) == (c.correct, c.extra, c.omitted)
+    arrays = experiment_module("reo_validation").count_arrays([c], [{("object", "circle")}])
     assert arrays["correct"][0] == (("object", "circle") in c.stated)
     assert dataclasses.is_dataclass(c)
 
@@ -267,13 +267,3 @@ def test_shapes_scorer_with_learned_regions_is_the_post_gen_default(tmp_path):
     with pytest.raises(ValueError, match="'grid' or 'learned'"):
         reo.save_scorer(scorer, tmp_path / "w" / "matcher" / "matcher.msgpack", tmp_path / "s2", "toy", regions="oracle")
 
-
-def _experiment(name: str):
-    """A module of experiments/reo_shapes (the candidate captions of known content and the checks on
-    them live with the experiment that uses them)."""
-    import importlib
-    import sys
-    folder = str(ROOT / "experiments" / "reo_shapes")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)
