@@ -16,7 +16,6 @@ from ..base import PostgenMetric, file_hash
 from ..registry import register_metric
 from . import scoring
 from .jar import JarMeteor, jar_path, summed_stats
-from .python import PythonMeteor
 
 BACKENDS = ("coco", "python")
 DEFAULT_BACKEND = "python"
@@ -49,8 +48,10 @@ class METEOR(PostgenMetric):
             raise ValueError(f"METEOR backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.backend = backend
         self._jar = JarMeteor() if backend == "coco" else None
-        self._python = PythonMeteor() if backend == "python" else None
-        if self._python is not None:  # resources load now, where the JVM would start
+        self._python = None
+        if backend == "python":  # resources load now, where the JVM would start
+            from .python import PythonMeteor  # numba and the compiled alignment: imported when first used
+            self._python = PythonMeteor()
             self._python.load()
 
     @classmethod
