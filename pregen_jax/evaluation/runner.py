@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from .. import postgen
-from .inputs import ReferenceFile, ResultsFile, read_references, read_results, scored_images
+from ..captionfiles import ReferenceSet, read_references
+from .inputs import ResultsFile, read_results, scored_images
 from .significance import Resampling, compare
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
@@ -60,7 +61,8 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     ``export-references`` JSONL; ``captions``: a results file or a list (the first is the
     baseline the others are compared with); ``metrics``: names (default: COCOEvalCap's set;
     SPICE left out with a note where it cannot run); ``tokenizer``: ``ptb`` (default),
-    ``alnum-lower`` or ``none`` (the default for JSONL references, which refuse ``ptb``);
+    ``alnum-lower`` or ``none``; references an export wrote default to the tokenizer it records
+    (``alnum-lower``: their strings are its tokens; ``ptb`` refused);
     ``idf_from``: CIDEr-D's document frequencies from the ``scored`` images (COCOEvalCap) or
     ``all`` images of REFS; ``plan``: bootstrap resamples, randomization trials, seed.
     """
@@ -68,7 +70,7 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     paths = [captions] if isinstance(captions, (str, Path)) else list(captions)
     if not paths:
         raise ValueError("no results file given")
-    tokenizer = tokenizer or ("none" if refs.tokenized else "ptb")
+    tokenizer = tokenizer or refs.tokenizer or "ptb"  # an export's own tokenizer, applied to the captions too
     check_tokenizer(tokenizer, refs.tokenized, refs.path)
     if idf_from not in IDF_RULES:
         raise ValueError(f"--idf-from {idf_from}: choose from {', '.join(IDF_RULES)}")
@@ -125,7 +127,7 @@ def _empty_caption_notes(systems: list[ResultsFile]) -> list[str]:
     return notes
 
 
-def _tokenized(refs: ReferenceFile, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
+def _tokenized(refs: ReferenceSet, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
                notes: list):
     """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer; its warnings
     added to ``notes``."""
@@ -187,7 +189,7 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
     return pd.concat(frames, ignore_index=True)
 
 
-def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
+def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     from ..postgen import ptb
