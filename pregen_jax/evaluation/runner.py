@@ -17,6 +17,7 @@ import pandas as pd
 
 from .. import postgen
 from ..captionfiles import ReferenceSet, read_references
+from ..postgen.jvm import jvms_started
 from .inputs import ResultsFile, read_results, scored_images
 from .significance import Resampling, compare
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
@@ -34,7 +35,8 @@ class Evaluation:
         the difference, its interval and the two p-values (``significance.compare``).
       per_image: f64 scores, one row per (system, image) in scoring order: ``system``, ``image_id``,
         one column per metric (``evalImgs``).
-      settings: what the scores depend on (tokenizer, versions, Java, document-frequency rule, ...).
+      settings: what the scores depend on (tokenizer, each metric's backend, versions, whether a
+        JVM ran and which Java, document-frequency rule, ...).
       unavailable: metric -> why it could not run here (one line).
       notes: warnings to show the user (empty captions, intervals not available, ...).
     """
@@ -83,18 +85,20 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
     notes = _empty_caption_notes(systems)
+    jvms_before = jvms_started()
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:
         unavailable = dict(started.unavailable)
         scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
         stats, per_image, corpus = _score(scorers, gts, system_res, names)
-    with_stats = {name: scorers[name] for name in scorers if stats[names[0]][name] is not None}
+    jvms = jvms_started() - jvms_before
+    with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
     table = compare(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
     table = _add_scores_only(table, scorers, corpus, names)
     if len(with_stats) < len(scorers):
         notes.append(f"no intervals or p-values for {', '.join(m for m in scorers if m not in with_stats)} "
-                     "(no per-image statistics yet)")
-    settings = _settings(refs, paths, names, tokenizer, idf_from, plan, list(scorers), unavailable, len(images))
+                     "(they declare no per-image statistics: PostgenMetric.has_stats)")
+    settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
     frame = _per_image_frame(per_image, names, images, list(scorers))
     return Evaluation(table.assign(tokenizer=tokenizer), frame, settings, unavailable, notes)
 
@@ -158,10 +162,10 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -
     corpus: dict = {s: {} for s in names}
     for name, metric in scorers.items():
         for system, res in zip(names, system_res):
-            try:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap scores it
+            if metric.has_stats:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap does
                 rows = metric.stats_of_tokenized(gts, res)
                 per_image[system][name] = metric.per_image(rows)
-            except NotImplementedError:  # a metric without per-image statistics: its own compute_score
+            else:  # declared without per-image statistics (PostgenMetric.has_stats): its own compute_score
                 rows = None
                 corpus[system][name], scores = metric.compute_score(gts, res)
                 per_image[system][name] = np.asarray(scores, np.float64)
@@ -189,12 +193,13 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
     return pd.concat(frames, ignore_index=True)
 
 
-def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
+def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, scorers, unavailable, images,
+              jvms: int) -> dict:
+    """settings.json; ``scorers``: name -> the metric that ran; ``jvms``: JVMs this run started."""
     from importlib.metadata import PackageNotFoundError, version
 
     from ..postgen import ptb
     from ..postgen.jvm import java_description
-    uses_java_ptb = tokenizer == "ptb" and ptb.DEFAULT_BACKEND == "java"  # the Python PTB runs no JVM
 
     def installed(package: str) -> str:
         try:
@@ -210,13 +215,16 @@ def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, metri
                        "params['image_id'] = cocoRes.getImgIds())",
         "document_frequencies": ("CIDEr-D: from the references of the images scored (COCOEvalCap)" if idf_from == "scored"
                                  else "CIDEr-D: from the references of every image of REFS (--idf-from all)"),
-        "metrics": metrics,
+        "metrics": list(scorers),
+        # each metric's backend as it ran (null: the metric has one implementation), the tokenizer's
+        "backends": {**{name: getattr(metric, "backend", None) for name, metric in scorers.items()},
+                     "tokenizer": ptb.DEFAULT_BACKEND if tokenizer == "ptb" else None},
         "unavailable": unavailable,
         "significance": {"bootstrap_resamples": plan.resamples, "randomization_trials": plan.trials,
                          "seed": plan.seed, "interval": "95% BCa bootstrap (bias-corrected and accelerated)",
                          "tests": "paired bootstrap and approximate randomization against the first system"},
         "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
                      "numpy": np.__version__},
-        "java": java_description() if any(postgen.REGISTRY[m].needs_java for m in metrics) or uses_java_ptb
-        else "not used",
+        "jvms_started": jvms,  # by the tokenizer and the metrics of this run (postgen/jvm.py counts them)
+        "java": java_description() if jvms else "not used",
     }
