@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, warnings_as_lines
+from .base import Command, check_caption_files, warnings_as_lines
 from .select_summary import summary_lines
 
 
@@ -24,12 +24,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="val (default: select on validation images) or test (check a pick against the "
                              "search's whole-split scores)")
     parser.add_argument("--confidence", type=float, default=0.95,
-                        help="1 - alpha for the whole race (Bonferroni over rounds and models; default 0.95)")
+                        help="1 - alpha for the whole race, its drops and its intervals each valid at every look "
+                             "(confidence sequences; default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="the random order of the images (default 0)")
     parser.add_argument("--assist", default="none", choices=["none", "perplexity", "pregen", "both"],
-                        help="predict per-image scores from one teacher-forced pass over the split (per-image "
-                             "perplexity, pre-gen tier space, or both) and race on prediction-powered estimates "
-                             "(default none: plain racing); the passes' seconds are counted")
+                        help="none (the default) only: the other values, races on prediction-powered estimates "
+                             "from a teacher-forced pass, are refused, having no confidence sequence valid at every "
+                             "look")
     parser.add_argument("--screen", action="store_true",
                         help="never decode the models the prior (validation perplexity) ranks below the "
                              "--screen-keep share")
@@ -48,10 +49,10 @@ def _run(args: argparse.Namespace) -> int:
     from ..selection import run_select
     start = time.perf_counter()
     settings = race_settings(args)
-    for option, paths in (("--checkpoints", args.checkpoints), ("--captions", args.captions)):
-        for path in paths:
-            if not Path(path).is_file():
-                raise ValueError(f"{option}: {path}: file not found")
+    for path in args.checkpoints:
+        if not Path(path).is_file():
+            raise ValueError(f"--checkpoints: {path}: file not found")
+    check_caption_files(args.captions, "--captions")  # before the search opens
     out = io.check_out_folder(args.out)
     run = FinishedSearch.open(args.search)
     with warnings_as_lines():

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """numba compilation for METEOR's hot loops, on first use: importing this package neither imports
 numba nor touches the cache folder. ``@compiled`` functions become numba functions together,
 the first time one is called (``compile_all``), their machine code cached in

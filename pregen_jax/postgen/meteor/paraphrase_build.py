@@ -1,9 +1,14 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """Building METEOR's paraphrase arrays (``paraphrase.py``'s layout) from ``paraphrase-en.gz`` by
 streaming: the gzip is read a block at a time; each reference phrase line is numbered by one
 dictionary lookup (about 430,000 distinct lines among 5.3 M), each paraphrase word by one
 (43,000 distinct words), both made in C (``map`` over a ``defaultdict``). What is kept between
 blocks is int32 arrays and the distinct reference lines, so memory stays a few times the
 finished arrays' size (about 120 MB), and the build takes seconds, with a progress bar on stderr.
+
+This package's own code (not translated from Meteor 1.5): it reads the table's three-line format
+and writes this package's arrays.
 """
 from __future__ import annotations
 
