@@ -58,7 +58,7 @@ def test_select_without_a_search_picks_and_labels_a_subset(files, capsys):
     (["--references", "r.json", "--search", "run"], "not both"),
     (["--references", "r.json", "--captions", "a.json"], "--captions: 1 file(s); a race without a search needs"),
     (["--references", "r.json", "--captions", "a.json", "b.json", "--checkpoints", "c"], "--checkpoints: needs --search"),
-    (["--references", "r.json", "--captions", "a.json", "b.json", "--assist", "perplexity"], "--assist: needs --search"),
+    (["--references", "r.json", "--captions", "a.json", "b.json", "--screen"], "--screen: needs --search"),
 ])
 def test_sources_and_options_that_need_a_search(tmp_path, capsys, extra, message):
     assert cli.main(["select", *extra, "--out", str(tmp_path / "o")]) == 2

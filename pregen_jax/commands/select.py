@@ -35,12 +35,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "test checks a pick against the search's whole-split scores), or a Karpathy-split "
                              "JSON's (with --references)")
     parser.add_argument("--confidence", type=float, default=0.95,
-                        help="1 - alpha for the whole race (corrected over rounds and models; default 0.95)")
+                        help="1 - alpha for the whole race, its drops and its intervals each valid at every look "
+                             "(confidence sequences; default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="the random order of the images (default 0)")
     parser.add_argument("--assist", default="none", choices=["none", "perplexity", "pregen", "both"],
-                        help="with --search: predict per-image scores from one teacher-forced pass over the split "
-                             "(per-image perplexity, pre-gen tier space, or both) and race on prediction-powered "
-                             "estimates (default none: plain racing); the passes' seconds are counted")
+                        help="none (the default) only: the other values, races on prediction-powered estimates "
+                             "from a teacher-forced pass, are refused, having no confidence sequence valid at every "
+                             "look")
     parser.add_argument("--screen", action="store_true",
                         help="with --search: never decode the models the prior (validation perplexity) ranks below "
                              "the --screen-keep share")
@@ -86,11 +87,10 @@ def check_sources(args: argparse.Namespace) -> None:
         return
     if len(args.captions) < 2:
         raise ValueError(f"--captions: {len(args.captions)} file(s); a race without a search needs at least two")
-    for option, given in (("--checkpoints", bool(args.checkpoints)), ("--assist", args.assist != "none"),
-                          ("--screen", args.screen)):
+    for option, given in (("--checkpoints", bool(args.checkpoints)), ("--screen", args.screen)):
         if given:
-            raise ValueError(f"{option}: needs --search (a search's models and their teacher-forced passes); caption "
-                             "files race on their scores alone")
+            raise ValueError(f"{option}: needs --search (a search's models and their logged priors); caption files "
+                             "race on their scores alone")
 
 
 def _race_files(args: argparse.Namespace, settings):

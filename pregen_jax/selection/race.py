@@ -202,7 +202,8 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
     seconds["pass"] = 0.0
     features = assist_matrix(candidates, assist, racing, len(references), seconds)
-    result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep)
+    result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep,
+                  score_range=postgen.REGISTRY[metric].score_range)
     if complete:
         for c in racing:
             missing = np.flatnonzero(np.isnan(seen[c]))
