@@ -140,9 +140,14 @@ def test_karpathy_json_and_export_references_jsonl(tmp_path):
     (tmp_path / "res_names.json").write_text(json.dumps(
         [{"image_id": n, "caption": " ".join(tokenize(captions[n][0]))} for n in names[:50]]))
     jsonl = score_files(tmp_path / "refs.jsonl", tmp_path / "res_names.json", metrics=["CIDEr", "Bleu_4"])
-    assert set(jsonl.table["tokenizer"]) == {"none"}
+    assert set(jsonl.table["tokenizer"]) == {"alnum-lower"}  # the export's own (old files record none: alnum-lower)
     np.testing.assert_array_equal(jsonl.table["score"], from_coco.table["score"])
-    with pytest.raises(ValueError, match="already tokenized.*--tokenizer none"):
+    # raw captions ("A dog.") against an export get the export's tokenizer too, not a silent "none"
+    (tmp_path / "res_raw.json").write_text(json.dumps([{"image_id": n, "caption": captions[n][0].upper() + "."}
+                                                       for n in names[:50]]))
+    raw = score_files(tmp_path / "refs.jsonl", tmp_path / "res_raw.json", metrics=["CIDEr", "Bleu_4"])
+    np.testing.assert_array_equal(raw.table["score"], from_coco.table["score"])
+    with pytest.raises(ValueError, match="already tokenized.*alnum-lower"):
         score_files(tmp_path / "refs.jsonl", tmp_path / "res_names.json", tokenizer="ptb")
 
 

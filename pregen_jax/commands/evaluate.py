@@ -23,14 +23,16 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="a COCO annotation file, a Karpathy-split JSON (see --split) or the JSONL "
                              "export-references writes")
     parser.add_argument("--captions", required=True, nargs="+", metavar="RES",
-                        help="COCO results files ([{image_id, caption}]); with several, each is compared with the first")
+                        help="captions files: COCO results files ([{image_id, caption}]), JSONL or TSV keyed by "
+                             "image_id, or one caption a line in REFS's image order; with several, each is compared "
+                             "with the first")
     parser.add_argument("--split", default="test", help="the split of a Karpathy-split JSON (default: test)")
     parser.add_argument("--metrics", default=None,
                         help="comma-separated (default: COCOEvalCap's Bleu_1..4, METEOR, ROUGE_L, CIDEr, SPICE; "
                              "WMD on request)")
     parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
-                        help="ptb: COCO's PTBTokenizer (default; none for export-references JSONL); alnum-lower: "
-                             "lower-case alphanumeric runs; none: as given")
+                        help="ptb: COCO's PTBTokenizer (default; for export-references JSONL, the tokenizer it records, "
+                             "alnum-lower); alnum-lower: lower-case alphanumeric runs; none: as given")
     parser.add_argument("--idf-from", default="scored", choices=("scored", "all"),
                         help="CIDEr-D's document frequencies: the images scored (COCOEvalCap, default) or all "
                              "images of REFS")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, renamed, warnings_as_lines
+from .base import Command, check_caption_files, renamed, warnings_as_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,8 +13,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="each new model's RefProbs .npz, computed on the search's test references "
                              "(RefProbs.save records their fingerprint)")
     parser.add_argument("--captions", nargs="+", default=None, metavar="FILE",
-                        help="each model's captions of the test images (JSONL or TSV keyed by image_id, or one a "
-                             "line in test-split order; one file per --refprobs file, same order): its post-gen "
+                        help="each model's captions of the test images (a COCO results file, JSONL or TSV keyed by "
+                             "image_id, or one a line in test-split order; one file per --refprobs file, same order): its post-gen "
                              "scores are measured beside the predictions")
     parser.add_argument("--out", default=None, help="also write scores.tsv, order.tsv and pairs.tsv into this folder")
     parser.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
@@ -32,6 +32,10 @@ def _run(args: argparse.Namespace) -> int:
     from ..prediction import predict_scores
     start = time.perf_counter()
     renamed(args, COMMAND.name)
+    check_caption_files(args.captions or [], "--captions")  # before the search opens
+    if args.captions is not None and len(args.captions) != len(args.refprobs):
+        raise ValueError(f"--captions: {len(args.captions)} file(s) for {len(args.refprobs)} --refprobs file(s); "
+                         "give one captions file per model, in the same order")
     run = FinishedSearch.open(args.search)
     out = io.check_out_folder(args.out) if args.out else None
     with warnings_as_lines():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, warnings_as_lines
+from .base import Command, check_caption_files, warnings_as_lines
 from .select_summary import summary_lines
 
 
@@ -48,10 +48,10 @@ def _run(args: argparse.Namespace) -> int:
     from ..selection import run_select
     start = time.perf_counter()
     settings = race_settings(args)
-    for option, paths in (("--checkpoints", args.checkpoints), ("--captions", args.captions)):
-        for path in paths:
-            if not Path(path).is_file():
-                raise ValueError(f"{option}: {path}: file not found")
+    for path in args.checkpoints:
+        if not Path(path).is_file():
+            raise ValueError(f"--checkpoints: {path}: file not found")
+    check_caption_files(args.captions, "--captions")  # before the search opens
     out = io.check_out_folder(args.out)
     run = FinishedSearch.open(args.search)
     with warnings_as_lines():

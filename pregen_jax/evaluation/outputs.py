@@ -5,7 +5,8 @@
 - ``per_image.tsv``: ``image_id`` then one column per metric, as ``evalImgs`` (with ``system``
   when several results files are scored), then ``tokenizer``; full float precision.
 - ``significance.tsv`` (several results files): the corpus table with intervals and p-values.
-- ``settings.json``: tokenizer, versions, Java, the document-frequency rule, the resampling plan.
+- ``settings.json``: tokenizer, each metric's backend, versions, the JVMs started and which Java,
+  the document-frequency rule, the resampling plan.
 """
 from __future__ import annotations
 

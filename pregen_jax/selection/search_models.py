@@ -97,7 +97,7 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
         ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
     for path in captions:
         split_data = data.dataset[split]
-        found = read_generated_captions(path, split_data.image_ids)
+        found = read_generated_captions(path, split_data.image_ids, f"the {split} split")
         warn_if_misfit(found, split_data.captions, str(path))
         candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))
         ids.append({"architecture": "captions", "run": str(path), "epoch": "", "source": "captions"})

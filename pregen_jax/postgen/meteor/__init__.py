@@ -1,5 +1,9 @@
-"""METEOR 1.5 as pycocoevalcap runs it (``-l en -norm``): this package's own implementation
-(``backend="python"``, the default: no Java) or the jar itself (``backend="coco"``).
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
+"""METEOR 1.5 as pycocoevalcap runs it (``-l en -norm``): a Python translation of the jar's
+Java (``backend="python"``, the default: no Java; align.py, fast.py, matchers.py, normalize.py,
+paraphrase.py, python.py and scoring.py follow Meteor 1.5's Java sources by Michael Denkowski and
+Alon Lavie, so they are under its LGPL-2.1-only: docs/licensing.md) or the jar itself (``backend="coco"``).
 
 The Python backend became the default once its statistics equalled the jar's on every segment
 of the test sets (where-image2's 13 caption sets, MUTT with 5, 10 and 20 references, each

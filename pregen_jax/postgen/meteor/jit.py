@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """numba compilation for METEOR's hot loops, its code cached in the user cache folder."""
 from __future__ import annotations
 

@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR's English paraphrase table, compiled once into memory-mapped arrays.
 
 The table (``paraphrase-en.gz``, 5.3 M entries of three lines: a probability the jar ignores, a
@@ -10,6 +14,11 @@ reference phrase, its paraphrase) becomes, in ``cache_folder()/meteor-paraphrase
 - ``entry_offsets.npy``: each phrase's entries, in the table's order (the order the jar tries them);
 - ``prefix_keys.npy`` (u64, sorted): the keys of every phrase's prefixes (where a lookup can stop);
 - ``para_offsets.npy``/``para_ids.npy``: each entry's paraphrase words.
+
+A lookup gives what Meteor 1.5's Java ``ParaphraseTransducer`` gives (every phrase of the table
+that starts at a position, shorter first, entries in table order; Michael Denkowski and Alon
+Lavie, Carnegie Mellon University) over this package's own arrays; it follows that class, so this
+file is under its licence, LGPL-2.1-only (docs/licensing.md).
 
 The folder is named by the source's digest, written under a temporary name and renamed, so a
 changed table compiles afresh and readers never see half a folder.

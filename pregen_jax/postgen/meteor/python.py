@@ -1,8 +1,16 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5 in Python (``METEOR(backend="python")``): the jar's SCORE statistics without Java.
 
 Work is done once: each distinct line is normalized once, each distinct sentence analysed once
 (``matchers.Analyzer``), each distinct (test, reference) pair aligned once; an image keeps the
 statistics of its best reference (the first of equal scores), as the jar does.
+
+The SCORE protocol and the choice of the best reference follow Meteor 1.5's Java ``Meteor`` and
+``MeteorScorer`` (Michael Denkowski and Alon Lavie, Carnegie Mellon University), so this file is
+under their licence, LGPL-2.1-only (docs/licensing.md); the memos are this package's own.
 """
 from __future__ import annotations
 

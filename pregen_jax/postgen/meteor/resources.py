@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """METEOR 1.5's English resources, read at run time from the installed pycocoevalcap.
 
 The jar is a zip: function words, non-breaking prefixes and the WordNet synonym files

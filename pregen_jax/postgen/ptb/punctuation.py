@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """pycocoevalcap's clean-up of the PTB tokenizer's output: its punctuation list, removed token by token."""
 from __future__ import annotations
 
