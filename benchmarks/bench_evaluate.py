@@ -205,7 +205,8 @@ def cocoevalcap_parts(refs: Path, res: Path) -> tuple[dict, tuple]:
 def ours_parts(refs: Path, res: Path) -> dict:
     """{part: (wall, cpu)} of evaluate's steps on the same files (warm: the cache folder is filled)."""
     from pregen_jax import postgen
-    from pregen_jax.evaluation.inputs import read_references, read_results, scored_images
+    from pregen_jax.captionfiles import read_references
+    from pregen_jax.evaluation.inputs import read_results, scored_images
     from pregen_jax.evaluation.significance import Resampling, compare
     from pregen_jax.evaluation.tokenizers import tokenize_all
     references = read_references(refs)

@@ -7,12 +7,14 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what static readers (type checkers, the documentation site) see
-    from .inputs import read_references, read_results
+    from ..captionfiles import read_references
+    from .inputs import read_results
     from .runner import COCO_METRICS, Evaluation, evaluate, score_files
     from .significance import Resampling, compare
 
-_WHERE = {"read_references": "inputs", "read_results": "inputs", "COCO_METRICS": "runner", "Evaluation": "runner",
-          "evaluate": "runner", "score_files": "runner", "Resampling": "significance", "compare": "significance"}
+_WHERE = {"read_references": "..captionfiles", "read_results": ".inputs", "COCO_METRICS": ".runner",
+          "Evaluation": ".runner", "evaluate": ".runner", "score_files": ".runner", "Resampling": ".significance",
+          "compare": ".significance"}
 
 __all__ = ["COCO_METRICS", "Evaluation", "Resampling", "compare", "evaluate", "read_references", "read_results",
            "score_files"]
@@ -20,7 +22,7 @@ __all__ = ["COCO_METRICS", "Evaluation", "Resampling", "compare", "evaluate", "r
 
 def __getattr__(name):
     if name in _WHERE:
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        return getattr(importlib.import_module(_WHERE[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
