@@ -89,6 +89,7 @@ def prepare() -> str:
     """Build what METEOR's first use builds (the paraphrase table, the compiled search) into the
     cache folder (``pregen-search doctor --prepare``); one line saying where."""
     from ...io import cache_folder
+    from .python import PythonMeteor
     PythonMeteor().load()
     folder = cache_folder()
     if folder is None:
