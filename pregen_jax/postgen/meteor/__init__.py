@@ -1,7 +1,7 @@
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT
 """METEOR 1.5 as pycocoevalcap runs it (``-l en -norm``): a Python translation of the jar's
-Java (``backend="python"``, the default: no Java; align.py, fast.py, matchers.py, normalize.py,
+Java (``backend="python"``, the default: no Java; fast.py, matchers.py, normalize.py,
 paraphrase.py, python.py and scoring.py follow Meteor 1.5's Java sources by Michael Denkowski and
 Alon Lavie, so they are under its LGPL-2.1-only: docs/licensing.md) or the jar itself (``backend="coco"``).
 
