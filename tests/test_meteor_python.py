@@ -165,3 +165,20 @@ def test_demo_captions_equal_the_jar(jar, python):
         pytest.skip(f"no finished demo run at {sets.DEMO_RUN}: run `bash scripts/demo.sh` first "
                     "(or set PREGEN_TEST_DEMO_RUN to a demo's run folder)")
     assert_segments_equal(jar, python, segments)
+
+
+def test_a_reference_holding_the_separator_stays_one_reference_on_both_backends():
+    """pycocoevalcap would send "a man ||| rides a horse" as two references; both backends score
+    it as one, with '|||' removed (as pycocoevalcap removes it from candidates), and warn."""
+    gts = {1: ["a man ||| rides a horse", "a dog"], 2: ["two dogs"]}
+    plain = {1: ["a man rides a horse", "a dog"], 2: ["two dogs"]}
+    res = {1: ["a man rides a horse"], 2: ["two dogs play"]}
+    for backend in ("python", "coco"):
+        metric = METEOR(backend=backend)
+        try:
+            with pytest.warns(UserWarning, match=r"1 image\(s\) have a reference holding '\|\|\|' \(first: image 1\)"):
+                got = metric.stats(gts, res)
+            np.testing.assert_array_equal(got, metric.stats(plain, res))
+            assert metric.per_image(got)[0] > 0.99  # the whole reference matched, not half of it
+        finally:
+            metric.close()

@@ -19,7 +19,7 @@ import numpy as np
 from ..base import PostgenMetric, file_hash
 from ..registry import register_metric
 from . import scoring
-from .jar import JarMeteor, jar_path, summed_stats
+from .jar import JarMeteor, jar_path, summed_stats, warn_separators
 from .python import PythonMeteor
 
 BACKENDS = ("coco", "python")
@@ -68,6 +68,7 @@ class METEOR(PostgenMetric):
 
     def _checked_stats(self, gts: dict, res: dict) -> np.ndarray:
         """f64[images, 23]: each image's statistics (the jar's SCORE reply, EVAL's chunk rule), in ``gts`` order."""
+        warn_separators(gts)
         if self._python is not None:
             return scoring.eval_rows(self._python.stats(gts, res))
         lines = self._jar.stat_lines(gts, res)
