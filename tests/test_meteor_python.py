@@ -126,7 +126,7 @@ def test_metric_backends_give_the_same_scores(jar):
     segments = sets.where_image2("pre_3")[:40]
     gts = {k: refs for k, (refs, _, _) in enumerate(segments)}
     res = {k: [cand] for k, (_, cand, _) in enumerate(segments)}
-    metric = METEOR(backend="python")
+    metric = METEOR(backend="native")
     np.testing.assert_array_equal(metric.stats(gts, res),
                                   scoring.eval_rows(jar.stats([(r, c) for r, c, _ in segments])))
     assert metric.compute_score(gts, res)[0] == pytest.approx(jar.eval(jar.stats([(r, c) for r, c, _ in segments]))[0],
@@ -173,7 +173,7 @@ def test_a_reference_holding_the_separator_stays_one_reference_on_both_backends(
     gts = {1: ["a man ||| rides a horse", "a dog"], 2: ["two dogs"]}
     plain = {1: ["a man rides a horse", "a dog"], 2: ["two dogs"]}
     res = {1: ["a man rides a horse"], 2: ["two dogs play"]}
-    for backend in ("python", "coco"):
+    for backend in ("native", "coco"):
         metric = METEOR(backend=backend)
         try:
             with pytest.warns(UserWarning, match=r"1 image\(s\) have a reference holding '\|\|\|' \(first: image 1\)"):

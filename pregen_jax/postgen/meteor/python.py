@@ -2,7 +2,7 @@
 #   (Meteor 1.5: Michael Denkowski and Alon Lavie)
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: LGPL-2.1-only
-"""METEOR 1.5 in Python (``METEOR(backend="python")``): the jar's SCORE statistics without Java.
+"""METEOR 1.5 in Python (``METEOR(backend="native")``): the jar's SCORE statistics without Java.
 
 Work is done once: each distinct line is normalized once, each distinct sentence analysed once
 (``matchers.Analyzer``), each distinct (test, reference) pair aligned once; an image keeps the
