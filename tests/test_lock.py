@@ -23,11 +23,11 @@ def test_the_readme_commands_and_ci_install_with_the_lock():
     assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_read_lock_and_compare():
+def test_read_lock_and_lock_differences():
     text = "# a comment\n\nFlax_Extra==1.0  # why\njax==0.10.2\nnumpy==2.4.6 ; python_version >= '3.11'\nonly-locked==3\n"
     locked = lockfile.read_lock(text)
     assert locked == {"flax-extra": "1.0", "jax": "0.10.2", "numpy": "2.4.6", "only-locked": "3"}
-    differ, missing = lockfile.compare(locked, {"flax-extra": "1.0", "jax": "0.10.3", "numpy": "2.4.6"})
+    differ, missing = lockfile.lock_differences(locked, {"flax-extra": "1.0", "jax": "0.10.3", "numpy": "2.4.6"})
     assert differ == ["jax 0.10.3 (locked 0.10.2)"] and missing == ["only-locked"]
 
 

@@ -37,7 +37,7 @@ def read_lock(text: str) -> dict[str, str]:
     return locked
 
 
-def compare(locked: dict[str, str], installed: dict[str, str]) -> tuple[list[str], list[str]]:
+def lock_differences(locked: dict[str, str], installed: dict[str, str]) -> tuple[list[str], list[str]]:
     """(``name installed (locked v)`` for each locked package installed at another version,
     the locked packages not installed at all); both sorted by name. Names normalized."""
     differ = [f"{name} {installed[name]} (locked {version})" for name, version in sorted(locked.items())
@@ -59,7 +59,7 @@ def lock_line(lock: Path | None = None) -> str:
         return (f"lock: not available (no {LOCK_NAME} beside the package: installed from a wheel; "
                 "the lock lives in the repository)")
     locked = read_lock(lock.read_text(encoding="utf-8"))
-    differ, missing = compare(locked, installed_versions())
+    differ, missing = lock_differences(locked, installed_versions())
     line = f"lock: {lock} ({len(locked)} packages): "
     line += f"{len(differ)} differ: {', '.join(differ)}" if differ else "installed versions match"
     if missing:
