@@ -25,7 +25,7 @@ from .python import PythonMeteor
 BACKENDS = ("coco", "python")
 DEFAULT_BACKEND = "python"
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "METEOR", "backend_for", "jar_path", "scoring", "summed_stats"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "METEOR", "backend_for", "jar_path", "prepare", "scoring", "summed_stats"]
 
 
 def backend_for(options) -> str:
@@ -82,6 +82,17 @@ class METEOR(PostgenMetric):
         jar = getattr(self, "_jar", None)
         if jar is not None:
             jar.close()
+
+
+def prepare() -> str:
+    """Build what METEOR's first use builds (the paraphrase table, the compiled search) into the
+    cache folder (``pregen-search doctor --prepare``); one line saying where."""
+    from ...io import cache_folder
+    PythonMeteor().load()
+    folder = cache_folder()
+    if folder is None:
+        return "METEOR's paraphrase table and search built in memory only (the cache folder is not writable)"
+    return f"METEOR's paraphrase table and compiled search in {folder}"
 
 
 def _availability(options) -> tuple[bool, str]:

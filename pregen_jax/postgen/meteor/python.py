@@ -17,12 +17,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from . import fast, scoring
+from . import fast, paraphrase, scoring
 from .align import pair_stats
 from .jar import score_line
+from .jit import compiling_message, mark_compiled
 from .matchers import Analyzer, Sentence
 from .normalize import java_tokens, java_trim, normalize
 from .paraphrase import table
@@ -84,8 +87,13 @@ class PythonMeteor:
         first time on a machine)."""
         if self._analyzer is None:
             self._analyzer = Analyzer(synonyms(), table())
+            sources = [Path(fast.__file__), Path(paraphrase.__file__)]
+            message = compiling_message(sources)
+            if message:
+                print(message, file=sys.stderr, flush=True)
             self._analyzer.sentence(("a", "man"))  # compiles (or loads) the table's walk
             fast.warm_up()
+            mark_compiled(sources)
 
     def _sentence(self, tokens: tuple[str, ...]) -> Sentence:
         return self._analysed(tokens)[0]
