@@ -23,7 +23,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"PTB tokenizer: {ptb.description()}")  # which backend evaluate's default tokenizer runs
     print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
     options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
-    print(f"post-gen backends: METEOR {postgen.meteor.backend_for(options)}, CIDEr/Bleu_n/ROUGE_L/WMD {options.backend}")
+    print(f"post-gen backend: {options.backend} (native: this package's; coco: pycocoevalcap's, its jars, gensim's)")
     print("post-gen metrics:")
     for name, (ok, why) in postgen.metric_availability(options).items():
         print(f"  {name:8s} {'available' if ok else 'UNAVAILABLE'}: {why}")
