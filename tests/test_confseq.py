@@ -1,6 +1,14 @@
+# SPDX-FileCopyrightText: 2021 confseq developers
+#   (confseq, src/confseq/betting.py and betting_strategies.py: Ian Waudby-Smith; github.com/gostevehoward/confseq)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """Confidence sequences without replacement (ranking.confseq): against a slow transcription of
 Waudby-Smith and Ramdas' algorithm on a grid (and confseq itself where it installs), valid at every
-look in simulation, exact once the whole population is drawn."""
+look in simulation, exact once the whole population is drawn.
+
+``_transcribed`` follows confseq's ``betting_cs`` / ``betting_mart`` / ``cs_from_martingale`` and
+``lambda_predmix_eb`` step by step (as plain loops), so it carries confseq's copyright under its
+licence, MIT (docs/licensing.md)."""
 import math
 
 import numpy as np

@@ -8,6 +8,9 @@ from .base import Command
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corenlp-dir", default=None, help="folder with the Stanford CoreNLP 3.6.0 jars (SPICE)")
+    parser.add_argument("--prepare", action="store_true",
+                        help="build every cache a first evaluate builds (METEOR's paraphrase table and compiled "
+                             "search), so that run starts at once")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -20,10 +23,13 @@ def _run(args: argparse.Namespace) -> int:
     print(f"PTB tokenizer: {ptb.description()}")  # which backend evaluate's default tokenizer runs
     print(f"JAX {jax.__version__} devices: {', '.join(f'{d.platform}:{d.device_kind}' for d in jax.devices())}")
     options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir or "")
-    print(f"post-gen backends: METEOR {postgen.meteor.backend_for(options)}, CIDEr/Bleu_n/ROUGE_L/WMD {options.backend}")
+    print(f"post-gen backend: {options.backend} (native: this package's; coco: pycocoevalcap's, its jars, gensim's)")
     print("post-gen metrics:")
     for name, (ok, why) in postgen.metric_availability(options).items():
         print(f"  {name:8s} {'available' if ok else 'UNAVAILABLE'}: {why}")
+    if args.prepare:
+        from ..postgen.meteor import prepare
+        print(f"prepared: {prepare()}")
     return 0
 
 

@@ -55,13 +55,14 @@ def render(evaluation: Evaluation) -> str:
                 cell += f" [{r['low']:.4f}, {r['high']:.4f}]"
             if pd.notna(r.get("diff")):
                 cell += (f"  d={r['diff']:+.4f} [{r['diff_low']:+.4f}, {r['diff_high']:+.4f}] "
-                         f"p_bs={r['p_bootstrap']:.4f} p_ar={r['p_randomization']:.4f}")
+                         f"p_bs={r['p_bootstrap']:.4f} p_holm={r['p_holm']:.4f} p_ar={r['p_randomization']:.4f}")
             row[r["system"]] = cell
         rows.append(row)
     lines.append(pd.DataFrame(rows, columns=["metric", *systems]).to_string(index=False))
     if len(systems) > 1:
-        lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} (paired bootstrap, "
-                     f"{evaluation.settings['significance']['bootstrap_resamples']} resamples; approximate randomization, "
-                     f"{evaluation.settings['significance']['randomization_trials']} trials; "
-                     f"seed {evaluation.settings['significance']['seed']})")
+        plan = evaluation.settings["significance"]
+        lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} with the 95% interval of the "
+                     f"paired bootstrap test p_bs ({plan['bootstrap_resamples']} resamples); p_holm: p_bs Holm-adjusted "
+                     f"over the {len(systems) - 1} comparison(s) with {systems[0]} per metric; p_ar: approximate "
+                     f"randomization ({plan['randomization_trials']} trials), unadjusted; seed {plan['seed']}")
     return "\n".join(lines)

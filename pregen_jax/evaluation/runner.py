@@ -222,7 +222,11 @@ def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, score
         "unavailable": unavailable,
         "significance": {"bootstrap_resamples": plan.resamples, "randomization_trials": plan.trials,
                          "seed": plan.seed, "interval": "95% BCa bootstrap (bias-corrected and accelerated)",
-                         "tests": "paired bootstrap and approximate randomization against the first system"},
+                         "tests": "paired bootstrap and approximate randomization against the first system",
+                         "difference_interval": "95%, inverting the paired bootstrap test (p_bootstrap)",
+                         "multiple_comparisons": "p_holm: p_bootstrap Holm-adjusted over the systems compared with "
+                                                 "the first, per metric",
+                         "comparisons_per_metric": len(names) - 1},
         "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
                      "numpy": np.__version__},
         "jvms_started": jvms,  # by the tokenizer and the metrics of this run (postgen/jvm.py counts them)

@@ -1,4 +1,17 @@
+# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
+#   (coco-caption / pycocoevalcap, cider/cider.py and cider/cider_scorer.py: Ramakrishna Vedantam, Tsung-Yi Lin)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: BSD-2-Clause-Views
 """CIDEr-D as pycocoevalcap computes it (its own scale, x10 included), over all images at once.
+
+How it was written: the metric is Vedantam, Zitnick and Parikh's CIDEr-D (CVPR 2015), and its
+rules as computed here (the document frequencies, the tf-idf weights, the clipped similarity, the
+norms, the length penalty on the bigram count, the mean, the division and the x10) follow
+coco-caption's ``cider/cider_scorer.py`` (``CiderScorer.compute_doc_freq`` and ``compute_cider``:
+Ramakrishna Vedantam and Tsung-Yi Lin) rule by rule, re-expressed as array operations over all
+images (no line of it is copied; the joins, the blocks and ``idf_from`` are this package's own).
+So this file is under coco-caption's licence (its ``license.txt``: BSD-2-Clause-Views, Copyright
+(c) 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam; docs/licensing.md).
 
 pycocoevalcap's quirks, reproduced: the document frequency of an n-gram is the number of images
 whose *set* of references contains it; the idf's numerator is log(number of images); an n-gram
@@ -20,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenMetric, check_inputs
+from .base import PostgenMetric, backend_name, check_inputs
 from .corpus import MAX_ORDER, Corpus
 from .recent import CACHE
 from .registry import backend_setting, register_metric
@@ -121,7 +134,7 @@ class CIDEr(PostgenMetric):
 
     Statistics: each image's score (``k = 1``) with the document frequencies of the whole scored
     set (or ``idf_from``) held fixed; the corpus score is their mean, so a subset's or a
-    resample's aggregate keeps the full set's frequencies. ``backend``: ``"array"`` (default; all
+    resample's aggregate keeps the full set's frequencies. ``backend``: ``"native"`` (default; all
     images at once, equal to pycocoevalcap to 1e-9) or ``"coco"`` (pycocoevalcap itself; no ``idf_from``).
     """
 
@@ -130,9 +143,8 @@ class CIDEr(PostgenMetric):
     corpus_dependent = True  # an image's score depends on the other images' references (idf)
     score_range = (0.0, 10.0)
 
-    def __init__(self, backend: str = "array", idf_from: dict | None = None):
-        if backend not in ("array", "coco"):
-            raise ValueError(f"CIDEr backend must be 'array' or 'coco', got {backend!r}")
+    def __init__(self, backend: str = "native", idf_from: dict | None = None):
+        backend = backend_name(backend, "CIDEr")
         if backend == "coco" and idf_from is not None:
             raise ValueError("CIDEr: idf_from needs the array backend (pycocoevalcap takes frequencies from gts)")
         self.backend, self.idf_from = backend, idf_from

@@ -1,4 +1,17 @@
+# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
+#   (coco-caption / pycocoevalcap, rouge/rouge.py: Ramakrishna Vedantam)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: BSD-2-Clause-Views
 """ROUGE-L as pycocoevalcap computes it, over all images at once.
+
+How it was written: the scoring rules (the split on single spaces, precision and recall per
+reference, the best of each taken separately, beta 1.2, 0 when either is 0) follow coco-caption's
+``rouge/rouge.py`` (``Rouge.calc_score``: Ramakrishna Vedantam, after Lin 2004) rule by rule,
+re-expressed as array operations; the longest common subsequences come from a bit-parallel
+algorithm of the literature (below), not from its ``my_lcs``, which is imported from the installed
+pycocoevalcap, not copied, for long candidates. So this file is under coco-caption's licence (its
+``license.txt``: BSD-2-Clause-Views, Copyright (c) 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and
+Ramakrishna Vedantam; docs/licensing.md).
 
 pycocoevalcap's quirks, reproduced: strings are split on a single space (``split(" ")``: an
 empty string is one empty token, two spaces make an empty token between them); precision and
@@ -15,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenMetric
+from .base import PostgenMetric, backend_name
 from .corpus import Corpus
 from .registry import backend_setting, register_metric
 
@@ -110,14 +123,13 @@ def rouge_l(corpus: Corpus, beta: float = BETA) -> np.ndarray:
 class ROUGE_L(PostgenMetric):  # noqa: N801 (pycocoevalcap's name)
     """ROUGE-L F-measure (beta 1.2), the mean over images.
 
-    ``backend``: ``"array"`` (default, all images at once) or ``"coco"`` (pycocoevalcap itself).
+    ``backend``: ``"native"`` (default, all images at once) or ``"coco"`` (pycocoevalcap itself).
     """
 
     name = "ROUGE_L"
 
-    def __init__(self, backend: str = "array"):
-        if backend not in ("array", "coco"):
-            raise ValueError(f"ROUGE_L backend must be 'array' or 'coco', got {backend!r}")
+    def __init__(self, backend: str = "native"):
+        backend = backend_name(backend, "ROUGE_L")
         self.backend = backend
 
     @classmethod

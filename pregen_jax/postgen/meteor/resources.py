@@ -27,13 +27,6 @@ def paraphrase_path() -> Path:
     return jar_path().parent / "data" / "paraphrase-en.gz"
 
 
-def cache_folder() -> Path:
-    """Where compiled resources live: the package's cache folder (``$PREGEN_JAX_CACHE``, else
-    ``~/.cache/pregen-jax``; user-writable, never the installed package)."""
-    from ...io import default_cache_dir
-    return default_cache_dir()
-
-
 def _lines(member: str) -> list[str]:
     with zipfile.ZipFile(jar_path()) as jar:
         return jar.read(member).decode("utf-8").splitlines()
