@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import postgen
+from .checks import input_notes
 from .inputs import ReferenceFile, ResultsFile, read_references, read_results, scored_images
 from .significance import Resampling, compare
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
@@ -80,7 +81,7 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
-    notes = _empty_caption_notes(systems)
+    notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:
         unavailable = dict(started.unavailable)
