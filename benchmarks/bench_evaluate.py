@@ -140,7 +140,8 @@ def cocoevalcap_parts(refs: Path, res: Path) -> tuple[dict, dict]:
 def ours_parts(refs: Path, res: Path, options) -> dict:
     """{part: (wall, cpu)} of evaluate's steps on the same files."""
     from pregen_jax import postgen
-    from pregen_jax.evaluation.inputs import read_references, read_results, scored_images
+    from pregen_jax.captionfiles import read_references
+    from pregen_jax.evaluation.inputs import read_results, scored_images
     from pregen_jax.evaluation.tokenizers import tokenize_all
     references = read_references(refs)
     results = read_results(res, references)

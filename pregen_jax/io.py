@@ -6,12 +6,16 @@ always holds exactly one run's outputs. This is what makes a run folder safe to 
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -26,9 +30,77 @@ def shared_data(*parts) -> Path:
     return SHARED_DATA.joinpath(*parts)
 
 
+# ------------------------------------------------------------------ the cache folder
+
+CACHE_VERSION = 1
+"""The cache's layout version: its folder is ``cache_root()/v<CACHE_VERSION>``. Raise it when a cached
+file's format changes; the first run that makes the new folder removes the older ones."""
+_LEGACY = re.compile(r"(v\d+|numba|\.?meteor-paraphrase-.*|\.?shapes-v.*|encoder-.*\.msgpack)")
+"""What the package itself wrote directly into the cache root before it was versioned (removed with
+old versions; nothing else in a folder named by ``$PREGEN_JAX_CACHE`` is touched)."""
+
+
+def cache_root() -> Path:
+    """``$PREGEN_JAX_CACHE``, else ``pregen-jax`` in the platform's user cache folder:
+    ``$XDG_CACHE_HOME`` or ``~/.cache`` (Linux and other Unix), ``~/Library/Caches`` (macOS),
+    ``%LOCALAPPDATA%`` (Windows)."""
+    if os.environ.get("PREGEN_JAX_CACHE"):
+        return Path(os.environ["PREGEN_JAX_CACHE"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "pregen-jax"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "pregen-jax" / "Cache"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "pregen-jax"
+
+
+def cache_folder() -> Path | None:
+    """The versioned cache folder (``cache_root()/v<CACHE_VERSION>``), made on first use (older
+    versions then removed); ``None``, with one warning per process, where it cannot be written
+    (callers then build what they need in memory)."""
+    return _usable_cache_folder(cache_root() / f"v{CACHE_VERSION}")
+
+
+@functools.cache
+def _usable_cache_folder(folder: Path) -> Path | None:
+    try:
+        new = not folder.is_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        warnings.warn(f"cache folder {folder} is not writable ({err.strerror or err}): what it would keep is built "
+                      "for this run only (set PREGEN_JAX_CACHE to a writable folder to keep it)", stacklevel=3)
+        return None
+    if new:
+        remove_old_caches(folder)
+    return folder
+
+
+def remove_old_caches(folder: Path) -> list[Path]:
+    """Remove, beside the cache folder ``folder``, other versions' folders and the unversioned
+    layout's entries (``_LEGACY``); the paths removed."""
+    removed = []
+    for entry in folder.parent.iterdir():
+        if entry != folder and _LEGACY.fullmatch(entry.name):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
+
+
 def default_cache_dir() -> Path:
-    """Where built-in datasets and image encoders are cached (``$PREGEN_JAX_CACHE`` overrides)."""
-    return Path(os.environ.get("PREGEN_JAX_CACHE", Path.home() / ".cache" / "pregen-jax"))
+    """Where built-in datasets and image encoders are cached: ``cache_folder()``, else (not writable)
+    a temporary folder for this process, removed when it exits."""
+    return cache_folder() or _temporary_cache()
+
+
+@functools.cache
+def _temporary_cache() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="pregen-jax-cache-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 # ------------------------------------------------------------------ atomic files

@@ -10,4 +10,5 @@ python3 -m pip install -q --disable-pip-version-check -e ".[test,java]"
 python3 -m ruff check .
 lint-imports --no-cache
 deptry .
+reuse lint -q  # every file names its licence and copyright (REUSE.toml, LICENSES/; docs/licensing.md)
 python3 -m pytest -q "$@"

@@ -36,30 +36,37 @@ def test_lines_end_at_newlines_only(tmp_path):
     (tmp_path / "caps.txt").write_bytes("a dog\u2028runs\r\ntwo cats\nbird".encode())
     assert read_generated_captions(tmp_path / "caps.txt", IDS) == [["a", "dog", "runs"], ["two", "cats"], ["bird"]]
     (tmp_path / "empty.txt").write_text("")
-    with pytest.raises(ValueError, match="0 captions but the test split has 3 images"):
+    with pytest.raises(ValueError, match="empty.txt: no captions in it"):
         read_generated_captions(tmp_path / "empty.txt", IDS)
 
 
 def test_numeric_ids_in_jsonl_match_string_ids(tmp_path):
     (tmp_path / "caps.jsonl").write_text('{"image_id": 2, "caption": "x"}\n{"image_id": 1, "caption": "y"}\n')
     assert read_generated_captions(tmp_path / "caps.jsonl", ["1", "2"]) == [["y"], ["x"]]
+    (tmp_path / "caps.json").write_text('[{"image_id": 2, "caption": "x"}, {"image_id": "1", "caption": "y"}]')
+    assert read_generated_captions(tmp_path / "caps.json", ["1", "2"]) == [["y"], ["x"]]  # a COCO results file
 
 
 @pytest.mark.parametrize("name, text, message", [
     ("c.jsonl", '{"image_id": "a.jpg", "caption": "x"}\n{"image_id": "z.jpg", "caption": "y"}\n',
-     r"c.jsonl, line 2: image id 'z.jpg' is not in the test split"),
-    ("c.jsonl", '{"image_id": "b.jpg", "caption": "x"}\n', r"c.jsonl: no caption for test image 'a.jpg' and 1 more"),
+     r"c.jsonl: line 2: image 'z.jpg' is not in the test split"),
+    ("c.jsonl", '{"image_id": "b.jpg", "caption": "x"}\n', r"c.jsonl: no caption for image 'a.jpg' and 1 more of the test split"),
     ("c.jsonl", '{"image_id": "a.jpg", "caption": "x"}\n{"image_id": "a.jpg", "caption": "y"}\n',
-     r"c.jsonl, line 2: image 'a.jpg' already has a caption on line 1"),
-    ("c.jsonl", '{"image_id": "a.jpg", "caption": "?!"}\n', r"c.jsonl, line 1: image 'a.jpg' has an empty caption"),
-    ("c.jsonl", '{"image_id": "a.jpg", "caption": "x"}\n{"image_id": "b.jpg"\n', r"c.jsonl, line 2: not valid JSON"),
-    ("c.jsonl", '{"image": "a.jpg", "caption": "x"}\n', r'c.jsonl, line 1: expected an object with "image_id"'),
-    ("c.jsonl", '{"image_id": "a.jpg", "caption": ["x"]}\n', r"line 1 \(image 'a.jpg'\): caption must be a string"),
+     r"c.jsonl: line 2: image 'a.jpg' already has a caption \(line 1"),
+    ("c.jsonl", '{"image_id": "a.jpg", "caption": "?!"}\n', r"c.jsonl: line 1 \(image 'a.jpg'\): an empty caption"),
+    ("c.txt", "a dog\n?!\nbird\n", r"c.txt: line 2 \(image 'b.jpg'\): an empty caption"),
+    ("c.jsonl", '{"image_id": "a.jpg", "caption": "x"}\n{"image_id": "b.jpg"\n', r"c.jsonl: line 2: not valid JSON"),
+    ("c.jsonl", '{"image": "a.jpg", "caption": "x"}\n', r'c.jsonl: line 1: expected an object with "image_id"'),
+    ("c.jsonl", '{"image_id": "a.jpg", "caption": ["x"]}\n', r"line 1 \(image 'a.jpg'\): caption is not a string"),
     ("c.jsonl", "a dog\nb cat\nc bird\n", r"c.jsonl: line 1 does not start JSONL"),
+    ("c.json", "a dog\nb cat\nc bird\n", r"c.json: line 1 does not start a COCO results file"),
+    ("c.json", '{"annotations": [], "images": []}', r"c.json: one JSON object, not captions"),
+    ("c.json", '[{"image_id": "a.jpg", "caption": "x"}, {"image_id": "q.jpg", "caption": "y"}]',
+     r"c.json: entry 1: image 'q.jpg' is not in the test split"),
     ("c.tsv", "a dog\nb cat\nc bird\n", r"c.tsv: line 1 does not start TSV \(a header line"),
-    ("c.tsv", "image_id\tcaption\na.jpg\tx\tz\n", r"c.tsv, line 2: 3 tab-separated fields, the header has 2"),
-    ("c.tsv", "image_id\ttext\na.jpg\tx\n", r"c.tsv, line 1: the header names image_id but no caption column"),
-    ("c.tsv", "image_id\tcaption\nc.jpg\tx\nb.jpg\ty\n", r"c.tsv: no caption for test image 'a.jpg'"),
+    ("c.tsv", "image_id\tcaption\na.jpg\tx\tz\n", r"c.tsv: line 2: 3 tab-separated fields, the header has 2"),
+    ("c.tsv", "image_id\ttext\na.jpg\tx\n", r"c.tsv: line 1: the header names image_id but no caption column"),
+    ("c.tsv", "image_id\tcaption\nc.jpg\tx\nb.jpg\ty\n", r"c.tsv: no caption for image 'a.jpg'"),
     ("c.txt", "x\ny\n", r"c.txt: 2 captions but the test split has 3 images"),
 ])
 def test_bad_caption_files_name_the_line_and_image(tmp_path, name, text, message):
@@ -94,7 +101,7 @@ def test_a_search_names_the_caption_file_and_image(tmp_path, capsys):
     assert cli.main(["run", "--config", str(config_path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
-    assert "model1.jsonl: no caption for test image '1.jpg' and 10 more" in err, err
+    assert "model1.jsonl: no caption for image '1.jpg' and 10 more of the test split" in err, err
     assert not list((tmp_path / "out").glob("*.tsv")) and not (tmp_path / "out" / "report.md").exists()
 
 

@@ -140,9 +140,14 @@ def test_karpathy_json_and_export_references_jsonl(tmp_path):
     (tmp_path / "res_names.json").write_text(json.dumps(
         [{"image_id": n, "caption": " ".join(tokenize(captions[n][0]))} for n in names[:50]]))
     jsonl = score_files(tmp_path / "refs.jsonl", tmp_path / "res_names.json", metrics=["CIDEr", "Bleu_4"])
-    assert set(jsonl.table["tokenizer"]) == {"none"}
+    assert set(jsonl.table["tokenizer"]) == {"alnum-lower"}  # the export's own (old files record none: alnum-lower)
     np.testing.assert_array_equal(jsonl.table["score"], from_coco.table["score"])
-    with pytest.raises(ValueError, match="already tokenized.*--tokenizer none"):
+    # raw captions ("A dog.") against an export get the export's tokenizer too, not a silent "none"
+    (tmp_path / "res_raw.json").write_text(json.dumps([{"image_id": n, "caption": captions[n][0].upper() + "."}
+                                                       for n in names[:50]]))
+    raw = score_files(tmp_path / "refs.jsonl", tmp_path / "res_raw.json", metrics=["CIDEr", "Bleu_4"])
+    np.testing.assert_array_equal(raw.table["score"], from_coco.table["score"])
+    with pytest.raises(ValueError, match="already tokenized.*alnum-lower"):
         score_files(tmp_path / "refs.jsonl", tmp_path / "res_names.json", tokenizer="ptb")
 
 
@@ -161,8 +166,12 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
     table = pd.read_csv(out / "significance.tsv", sep="\t")
     second = table[table["system"] == "res1"].set_index("metric")
     assert (second["diff_low"] <= second["diff"]).all() and (second["diff"] <= second["diff_high"]).all()
-    assert ((0 < second["p_bootstrap"]) & (second["p_bootstrap"] <= 1)).all()
-    assert ((0 < second["p_randomization"]) & (second["p_randomization"] <= 1)).all()
+    for metric in ("CIDEr", "ROUGE_L"):  # corpus score = mean of per-image scores: p by a direct loop
+        a, b = (per_image.loc[per_image["system"] == s, metric].to_numpy() for s in ("res0", "res1"))
+        p_bootstrap, p_randomization = p_values_by_loop(a, b, Resampling(trials=2000))
+        assert second.loc[metric, "p_bootstrap"] == pytest.approx(p_bootstrap, abs=1e-12)
+        assert second.loc[metric, "p_randomization"] == pytest.approx(p_randomization, abs=1e-12)
+        assert second.loc[metric, "p_holm"] == second.loc[metric, "p_bootstrap"]  # one comparison: Holm is p
     settings = json.loads((out / "settings.json").read_text())
     assert settings["significance"]["randomization_trials"] == 2000 and settings["significance"]["seed"] == 0
     assert settings["java"] == "not used"  # array metrics and no PTB: no JVM to name
@@ -175,6 +184,23 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
     assert other.table["low"].iloc[0] != again.table["low"].iloc[0]  # --seed changes the draws
     table = evaluate(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000))
     assert isinstance(table, pd.DataFrame) and table.equals(again.table)
+
+
+def p_values_by_loop(a, b, plan: Resampling) -> tuple[float, float]:
+    """(paired bootstrap p, approximate-randomization p) of mean(b) - mean(a), one resample and one trial
+    at a time from the same seed streams as ``significance`` (each resample ``rng.integers(0, n, n)``,
+    each trial ``rng.integers(0, 2, n, dtype=int8)``), scores averaged directly, not from summed statistics."""
+    bootstrap, randomization = (np.random.default_rng(s) for s in np.random.SeedSequence(plan.seed).spawn(2))
+    observed = b.mean() - a.mean()
+    extreme = 0
+    for _ in range(plan.resamples):
+        drawn = bootstrap.integers(0, len(a), len(a))
+        extreme += abs(b[drawn].mean() - a[drawn].mean() - observed) >= abs(observed) * (1 - 1e-9)
+    swapped = 0
+    for _ in range(plan.trials):
+        swap = randomization.integers(0, 2, len(a), dtype=np.int8).astype(bool)
+        swapped += abs(np.where(swap, a, b).mean() - np.where(swap, b, a).mean()) >= abs(observed) * (1 - 1e-9)
+    return (1 + extreme) / (1 + plan.resamples), (1 + swapped) / (1 + plan.trials)
 
 
 def test_a_system_against_itself_has_p_one_and_a_zero_difference(tmp_path):

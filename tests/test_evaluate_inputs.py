@@ -32,25 +32,21 @@ def run(tmp_path, capsys, refs=REFS, results=(RES,), extra=()):
 BAD = {
     "image not in REFS": (REFS, [RES + [{"image_id": 9, "caption": "x"}]], r"res0\.json: entry 3: image 9 is not in .*refs\.json"),
     "two results for one image": (REFS, [RES + [{"image_id": 2, "caption": "x"}]],
-                                  r"res0\.json: entry 3: a second result for image 2"),
+                                  r"res0\.json: entry 3: image 2 already has a caption \(entry 1"),
     "caption not a string": (REFS, [[{"image_id": 1, "caption": ["a", "dog"]}, *RES[1:]]],
                              r"res0\.json: entry 0 \(image 1\): caption is not a string"),
-    "id matches only as a string": (REFS, [[{**RES[0], "image_id": "1"}, *RES[1:]]],
-                                    r"res0\.json: entry 0: image_id '1' \(a string\) matches image 1 of .*refs\.json only "
-                                    r"as a number \(it is an integer there\)"),
-    "id matches only as a number": ({**REFS, "annotations": [{**a, "image_id": str(a["image_id"])} for a in REFS["annotations"]],
-                                     "images": [{"id": str(i["id"])} for i in REFS["images"]]}, [RES],
-                                    r"res0\.json: entry 0: image_id 1 \(an integer\) matches image '1' of .*refs\.json only "
-                                    r"as a string \(it is a string there\)"),
-    "empty results file": (REFS, [[]], r"res0\.json: empty results file"),
+    "empty results file": (REFS, [[]], r"res0\.json: no captions in it"),
     "annotation file without annotations": ({"images": REFS["images"]}, [RES],
                                             r"refs\.json: not a COCO annotation file \(no 'annotations'"),
+    "results given as references": (RES, [RES], r"refs\.json: a JSON list, not a COCO annotation file"),
+    "references given as captions": (REFS, [REFS], r"res0\.json: one JSON object, not captions"),
     "systems on other images": (REFS, [RES, RES[:2]], r"res1\.json: covers other images than .*res0\.json \(lacks image 3"),
     "not JSON": (REFS, ["[{\"image_id\": 1,"], r"res0\.json: not valid JSON \(line 1"),
     "image without an id type": (REFS, [[{"image_id": [1], "caption": "x"}]], r"res0\.json: entry 0: image_id \[1\] is not"),
+    "JSONL line not in REFS": (REFS, ['{"image_id": 1, "caption": "a"}\n{"image_id": 7, "caption": "b"}\n'],
+                               r"res0\.json: line 2: image 7 is not in .*refs\.json"),
+    "lines, too few": (REFS, ["a dog\ntwo cats\n"], r"res0\.json: line 1 does not start a COCO results file"),
 }
-
-
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, case):
     refs, results, message = BAD[case]
@@ -61,6 +57,24 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, case
     assert not (tmp_path / "out").exists() and out == ""
 
 
+def test_ids_of_the_other_type_match_and_every_form_scores_alike(tmp_path, capsys):
+    """An id that matches REFS's only as a string (or number) is that image (one key has that
+    decimal string); JSONL, TSV and one caption a line (REFS's order) score as the COCO results file."""
+    as_strings = [{**row, "image_id": str(row["image_id"])} for row in RES]
+    jsonl = "".join(json.dumps(row) + "\n" for row in reversed(as_strings))
+    tsv = "image_id\tcaption\n" + "".join(f"{row['image_id']}\t{row['caption']}\n" for row in RES)
+    lines = "".join(row["caption"] + "\n" for row in RES)
+    code, err, out = run(tmp_path, capsys, results=(RES, as_strings, jsonl, tsv))
+    assert code == 0, err
+    scores = json.loads((tmp_path / "out" / "scores.json").read_text())
+    assert len({json.dumps({k: v for k, v in s.items()}) for name, s in scores.items() if name != "tokenizer"}) == 1
+    (tmp_path / "lines.txt").write_text(lines)
+    code = main(["evaluate", "--references", str(tmp_path / "refs.json"), "--captions", str(tmp_path / "res0.json"),
+                 str(tmp_path / "lines.txt"), "--metrics", "CIDEr", "--tokenizer", "alnum-lower"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "lines" in printed
+
+
 def test_ptb_on_export_references_is_refused_with_the_reason(tmp_path, capsys):
     (tmp_path / "refs.jsonl").write_text(json.dumps({"image_id": "a.jpg", "image": 0, "ref": 0, "text": "a dog",
                                                      "tokens": ["a", "dog"]}) + "\n")
@@ -68,7 +82,7 @@ def test_ptb_on_export_references_is_refused_with_the_reason(tmp_path, capsys):
     code = main(["evaluate", "--references", str(tmp_path / "refs.jsonl"), "--captions", str(tmp_path / "res.json"),
                  "--tokenizer", "ptb", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "already tokenized" in err[0] and "--tokenizer none" in err[0]
+    assert code == 2 and len(err) == 1 and "already tokenized" in err[0] and "alnum-lower" in err[0]
     assert not (tmp_path / "out").exists()
 
 

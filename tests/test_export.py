@@ -36,7 +36,8 @@ def test_export_follows_the_order_a_search_checks(tmp_path, capsys):
     expected = [(image_id, i, r, tokens) for i, (image_id, refs) in enumerate(zip(test.image_ids, test.captions))
                 for r, tokens in enumerate(refs)]
     assert [(row["image_id"], row["image"], row["ref"], row["tokens"]) for row in rows] == expected
-    assert all(list(row) == ["image_id", "image", "ref", "text", "tokens"] for row in rows)  # no pieces: words
+    assert all(list(row) == ["image_id", "image", "ref", "text", "tokens", "tokenizer"] for row in rows)  # no pieces
+    assert {row["tokenizer"] for row in rows} == {"alnum-lower"}  # what made the tokens, recorded
     assert all(row["text"].split() == row["tokens"] == tokenize(row["text"]) for row in rows)
     # A RefProbs built row by row from the file is one the search accepts for this corpus.
     lengths = [[0] * 5 for _ in range(12)]

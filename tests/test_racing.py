@@ -1,14 +1,22 @@
-"""Racing (ranking.racing): budget kept, paired drops, the pick, and the error rate on known scores."""
+"""Racing (ranking.racing): budget kept, paired drops, the pick, intervals that hold at every
+round, and the error rates on known scores (per-image scores inside CIDEr-D's [0, 10])."""
 import numpy as np
 import pytest
 
-from pregen_jax.ranking.racing import RaceSettings, race, race_table, round_sizes
+from pregen_jax.ranking.racing import ASSIST_DROPPED, RaceSettings, race, race_table, round_sizes
 
 
-def _matrix(means, images=2000, noise=0.3, seed=0):
+def _matrix(means, images=2000, noise=0.3, seed=0, spread=0.5):
     rng = np.random.default_rng(seed)
-    difficulty = rng.normal(0, 0.5, images)  # shared per-image effect: what pairing removes
-    return np.array([m + difficulty + rng.normal(0, noise, images) for m in means])
+    difficulty = rng.normal(0, spread, images)  # shared per-image effect: what pairing removes
+    return np.clip(np.array([m + difficulty + rng.normal(0, noise, images) for m in means]), 0, 10)
+
+
+def _skewed(means, images=600, seed=0):
+    """Per-image scores shaped like CIDEr-D's: mostly small, a long tail, shared by the candidates."""
+    rng = np.random.default_rng(seed)
+    base = rng.gamma(0.5, 1.0, images)
+    return np.clip(np.array([m * base + rng.normal(0, 0.1, images) for m in means]), 0, 10)
 
 
 def test_round_sizes_double_and_fit_the_budget():
@@ -30,7 +38,7 @@ def test_budget_is_never_exceeded_and_lookups_are_counted():
 
 
 def test_a_clearly_worse_candidate_is_dropped_and_the_best_picked():
-    matrix = _matrix([1.0, 0.5, 1.3, 0.2])
+    matrix = _matrix([6.0, 4.5, 7.0, 2.0])
     result = race_table(matrix, RaceSettings(budget=0.25, seed=1))
     assert result.picked == 2
     table = result.table.set_index("candidate")
@@ -41,10 +49,12 @@ def test_a_clearly_worse_candidate_is_dropped_and_the_best_picked():
 
 
 def test_pairing_separates_what_unpaired_means_cannot():
-    # differences of 0.05 under a per-image spread of 0.5: paired differences have sd 0.1*sqrt(2)
-    matrix = _matrix([1.0, 0.95], images=4000, noise=0.1)
+    # a difference of 0.5 under a per-image spread of 2: the candidates' intervals overlap, but
+    # the paired differences (sd 0.05 * sqrt(2)) are far from zero
+    matrix = _matrix([5.0, 4.5], images=4000, noise=0.05, spread=2.0)
     result = race_table(matrix, RaceSettings(budget=0.5, seed=0))
     assert result.picked == 0 and result.table.loc[1, "status"].startswith("dropped")
+    assert result.table.loc[1, "high"] > result.table.loc[0, "low"]
 
 
 def test_prior_breaks_ties_and_is_reported():
@@ -66,37 +76,52 @@ def test_the_split_best_is_dropped_less_often_than_alpha():
     assert lost / 60 <= 0.1
 
 
-@pytest.mark.parametrize("bad", [dict(budget=0), dict(budget=1.5), dict(confidence=1.0), dict(seed=-1)])
+@pytest.mark.parametrize("bad", [dict(budget=0), dict(budget=1.5), dict(confidence=1.0), dict(seed=-1),
+                                 dict(assist="pregen")])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError):
         RaceSettings(**bad)
 
 
-def _features(matrix, noise, seed=0):
-    """Per-image features that predict each candidate's per-image score up to ``noise``: f[M, I, 1]."""
-    rng = np.random.default_rng(seed)
-    return (matrix + rng.normal(0, noise, matrix.shape))[..., None]
+def test_assisted_races_are_refused_with_the_reason():
+    matrix = _matrix([1.0, 0.5])
+    with pytest.raises(ValueError, match="no confidence sequence valid at every look"):
+        race_table(matrix, RaceSettings(), features=np.zeros(matrix.shape + (1,)))
+    with pytest.raises(ValueError) as err:
+        RaceSettings(assist="both")
+    assert ASSIST_DROPPED in str(err.value)
 
 
-def test_zero_features_give_the_plain_race_with_the_fpc():
-    matrix = _matrix([1.0, 0.5, 1.3, 0.2])
-    plain = race_table(matrix, RaceSettings(budget=0.25, seed=1))
-    assisted = race_table(matrix, RaceSettings(budget=0.25, seed=1), features=np.zeros(matrix.shape + (1,)))
-    assert assisted.picked == plain.picked == 2
-    table = assisted.table
-    assert np.allclose(table["estimate"], table["plain_estimate"]) and np.allclose(table["variance_ratio"], 1.0)
-    assert (table["high"] - table["low"] <= plain.table["high"] - plain.table["low"] + 1e-12).all()  # the FPC
+def test_scores_outside_the_metric_range_are_refused():
+    matrix = _matrix([1.0, 0.5])
+    matrix[1, :] = 10.5
+    with pytest.raises(ValueError, match="candidate 1: score 10.5 outside the metric's range"):
+        race_table(matrix, RaceSettings(budget=1.0), score_range=(0.0, 10.0))
+    in_unit = _matrix([0.6, 0.3], noise=0.05, spread=0.1)  # ROUGE-L-like scores, in [0, 1]
+    assert race_table(in_unit, RaceSettings(budget=0.2), score_range=(0.0, 1.0)).picked == 0
 
 
-def test_a_good_predictor_narrows_the_race():
-    # differences of 0.05 hidden under per-model per-image noise that the features predict
-    matrix = _matrix([1.0, 0.95, 0.9], images=2000, noise=0.4, seed=2)
-    settings = RaceSettings(budget=0.1, seed=0)
-    plain = race_table(matrix, settings)
-    assisted = race_table(matrix, settings, features=_features(matrix, 0.05))
-    assert assisted.assist["r2_pairs"] > 0.8 and assisted.assist["variance_ratio_pairs"] > 5
-    assert assisted.picked == 0
-    assert len(assisted.not_separated) < 1 + len(plain.not_separated)
+def test_every_interval_holds_at_every_round_and_narrows():
+    # skewed scores, the race's own intervals after each round against each candidate's split mean
+    missed = 0
+    for seed in range(40):
+        matrix = _skewed([1.0, 0.9, 0.8, 0.5, 0.3], seed=seed)
+        result = race_table(matrix, RaceSettings(budget=0.5, seed=seed, confidence=0.8))
+        truth = matrix.mean(1)
+        low, high = result.intervals[..., 0], result.intervals[..., 1]
+        missed += bool(((low > truth) | (high < truth)).any())
+        assert np.all(np.diff(high - low, axis=0) <= 1e-12)  # intersected over the rounds
+        assert np.allclose(result.intervals[-1], result.table[["low", "high"]].to_numpy())
+    assert missed / 40 <= 0.2
+    assert result.alpha_per_test == pytest.approx(0.2 / 10) and result.alpha_pair == pytest.approx(0.2 / 4)
+
+
+def test_the_whole_split_gives_exact_intervals():
+    matrix = _skewed([1.0, 0.98], images=64)  # too close to separate on 32 of the 64 images
+    result = race_table(matrix, RaceSettings(budget=1.0, seed=0))
+    # sampled without replacement, the whole split leaves nothing unknown: the worse one leaves then
+    assert result.rounds == [16, 32, 64] and list(result.table["status"]) == ["picked", "dropped in round 3"]
+    assert np.allclose(result.table["low"], matrix.mean(1)) and np.allclose(result.table["high"], matrix.mean(1))
 
 
 def test_screened_candidates_are_never_scored_and_the_budget_holds():

@@ -33,11 +33,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
+from t_race import race_table  # the race of issue 29: the t bound, assisted or not
 
 from pregen_jax import io, tiers
 from pregen_jax.ranking import features as cheap_features
 from pregen_jax.ranking import ppi
-from pregen_jax.ranking.racing import RaceSettings, race_table, screen_size
+from pregen_jax.ranking.racing import RaceSettings, screen_size
 
 BUDGETS = (0.02, 0.05, 0.10, 0.25)
 RACES = 500

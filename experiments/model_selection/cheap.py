@@ -20,6 +20,7 @@ from pregen_jax.ranking.racing import RaceSettings, race_table
 
 BUDGETS = (0.05, 0.10, 0.25)
 RACES = 50
+RACE = {"race": race_table}  # what racing runs: ranking.racing's race; run.py --t-bound puts t_race's here
 
 
 def _regret_percent(cider: np.ndarray, pick: int) -> float:
@@ -69,7 +70,7 @@ def race_stats(per_image: np.ndarray, budget: float, prior=None, races: int = RA
     regrets, dropped, costs, left = [], [], [], []
     first = None
     for seed in range(races):
-        result = race_table(per_image, RaceSettings(budget=budget, confidence=confidence, seed=seed), prior)
+        result = RACE["race"](per_image, RaceSettings(budget=budget, confidence=confidence, seed=seed), prior)
         regrets.append(_regret_percent(cider, result.picked))
         dropped.append(result.table["status"].iloc[best].startswith("dropped"))
         costs.append(result.cost)

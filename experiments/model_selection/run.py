@@ -351,7 +351,13 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", metavar="GRID", default=None,
                         help="score only these grids (e.g. 'shapes transformer (BPE)'); the tables then hold only "
                              "them: for filling the cache from a second process")
+    parser.add_argument("--t-bound", action="store_true",
+                        help="race as before issue 41 (t_race.py: t bound, Bonferroni over rounds), as the tables of "
+                             "the README's findings 1-9 were made")
     args = parser.parse_args(argv)
+    if args.t_bound:
+        import t_race
+        cheap.RACE["race"] = t_race.race_table
     out = io.claim_out_folder(args.out)
     plan = QUICK if args.quick else PLANS[args.plan]
     cache = out / "cache"

@@ -52,6 +52,19 @@ def warnings_as_lines():
         print(f"warning: {message}", file=sys.stderr)
 
 
+def check_caption_files(paths, option: str) -> None:
+    """Each captions file read and its form checked (``captionfiles.parse_captions``), before a
+    command opens a search, loads a model or starts a JVM; which images they caption is checked
+    once the references are read."""
+    from pathlib import Path
+
+    from ..captionfiles import parse_captions
+    for path in paths:
+        if not Path(path).is_file():
+            raise ValueError(f"{option}: {path}: file not found")
+        parse_captions(path)
+
+
 def seed(text: str) -> int:
     """argparse type: a seed (0..settings.MAX_SEED)."""
     from ..settings import MAX_SEED

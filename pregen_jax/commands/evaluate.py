@@ -8,10 +8,14 @@ import sys
 from .base import WORDS, Command, seed
 
 
-def _count(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"not a positive count: {text!r}")
-    return int(text)
+def _at_least(minimum: int):
+    """An argparse type: a whole number of at least ``minimum`` (the resampling's floor)."""
+    def count(text: str) -> int:
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: at least {minimum} (fewer give intervals and p-values too "
+                                             "coarse to trust after correcting for several comparisons)")
+        return int(text)
+    return count
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,20 +23,24 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="a COCO annotation file, a Karpathy-split JSON (see --split) or the JSONL "
                              "export-references writes")
     parser.add_argument("--captions", required=True, nargs="+", metavar="RES",
-                        help="COCO results files ([{image_id, caption}]); with several, each is compared with the first")
+                        help="captions files: COCO results files ([{image_id, caption}]), JSONL or TSV keyed by "
+                             "image_id, or one caption a line in REFS's image order; with several, each is compared "
+                             "with the first")
     parser.add_argument("--split", default="test", help="the split of a Karpathy-split JSON (default: test)")
     parser.add_argument("--metrics", default=None,
                         help="comma-separated (default: COCOEvalCap's Bleu_1..4, METEOR, ROUGE_L, CIDEr, SPICE; "
                              "WMD on request)")
     parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
-                        help="ptb: COCO's PTBTokenizer (default; none for export-references JSONL); alnum-lower: "
-                             "lower-case alphanumeric runs; none: as given")
+                        help="ptb: COCO's PTBTokenizer (default; for export-references JSONL, the tokenizer it records, "
+                             "alnum-lower); alnum-lower: lower-case alphanumeric runs; none: as given")
     parser.add_argument("--idf-from", default="scored", choices=("scored", "all"),
                         help="CIDEr-D's document frequencies: the images scored (COCOEvalCap, default) or all "
                              "images of REFS")
     parser.add_argument("--seed", type=seed, default=0, help="seed of the resampling (default 0)")
-    parser.add_argument("--resamples", type=_count, default=1000, help="bootstrap resamples (default 1000)")
-    parser.add_argument("--trials", type=_count, default=10000, help="approximate-randomization trials (default 10000)")
+    parser.add_argument("--resamples", type=_at_least(1000), default=1000,
+                        help="bootstrap resamples (default 1000, at least 1000)")
+    parser.add_argument("--trials", type=_at_least(999), default=10000,
+                        help="approximate-randomization trials (default 10000, at least 999)")
     parser.add_argument("--corenlp-dir", default="", help="SPICE: folder with the Stanford CoreNLP 3.6.0 jars")
     parser.add_argument("--stopwords", default="", help="WMD: stop-word file")
     parser.add_argument("--out", default=None, help="folder for scores.json, per_image.tsv, settings.json "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import WORDS, Command, renamed, warnings_as_lines
+from .base import WORDS, Command, check_caption_files, renamed, warnings_as_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,13 +13,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="each new model's RefProbs .npz, computed on the search's test references "
                              "(RefProbs.save records their fingerprint)")
     parser.add_argument("--captions", nargs="+", default=None, metavar="FILE",
-                        help="each model's captions of the test images (JSONL or TSV keyed by image_id, or one a "
-                             "line in test-split order; one file per --refprobs file, same order): its post-gen "
+                        help="each model's captions of the test images (a COCO results file, JSONL or TSV keyed by "
+                             "image_id, or one a line in test-split order; one file per --refprobs file, same order): its post-gen "
                              "scores are measured beside the predictions")
     parser.add_argument("--out", default=None, help="also write scores.tsv, order.tsv and pairs.tsv into this folder")
     parser.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
                                                        "metric's best by R^2 in the search)")
-    parser.add_argument("--level", type=float, default=0.9, help="prediction interval level (default 0.9)")
+    parser.add_argument("--level", type=float, default=0.9,
+                        help="the jackknife+ intervals' guaranteed coverage (default 0.9; n calibration models "
+                             "allow at most 1 - 2/(n+1): 19 models for 0.9)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -30,6 +32,10 @@ def _run(args: argparse.Namespace) -> int:
     from ..prediction import predict_scores
     start = time.perf_counter()
     renamed(args, COMMAND.name)
+    check_caption_files(args.captions or [], "--captions")  # before the search opens
+    if args.captions is not None and len(args.captions) != len(args.refprobs):
+        raise ValueError(f"--captions: {len(args.captions)} file(s) for {len(args.refprobs)} --refprobs file(s); "
+                         "give one captions file per model, in the same order")
     run = FinishedSearch.open(args.search)
     out = io.check_out_folder(args.out) if args.out else None
     with warnings_as_lines():
@@ -59,7 +65,8 @@ def _render(scores) -> str:
         chosen = rows[rows["predictor"] == CHOSEN]
         pplx = rows[rows["predictor"] == PERPLEXITY].set_index("model")
         metric = chosen["pregen"].iloc[0]
-        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} intervals; chosen pre-gen metric {metric})"]
+        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} jackknife+ intervals; chosen pre-gen metric "
+                  f"{metric})"]
         table = []
         for _, row in chosen.iterrows():
             entry = {"model": row["model"], "perplexity": f"{row['perplexity']:.3f}",
@@ -67,7 +74,9 @@ def _render(scores) -> str:
             if row["model"] in pplx.index:
                 other = pplx.loc[row["model"]]
                 entry["from perplexity"] = _interval(other)
-                entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"] else "equal")
+                entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"]
+                                     else "-" if not np.isfinite([row["high"] - row["low"], other["high"] - other["low"]]).all()
+                                     else "equal")
             if np.isfinite(row["measured"]):
                 entry["measured"] = f"{row['measured']:.3f}"
             entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
@@ -85,6 +94,9 @@ def _render(scores) -> str:
                          + " > ".join(ranked["model"]) + "; intervals cannot separate: "
                          + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
         lines.append("")
+    lines.append(f"{level} jackknife+ intervals (Barber et al. 2021): each covers the real score at least {level} of "
+                 "the time for a model like the search's own (exchangeable with them); no prediction where a model's "
+                 "pre-gen value lies outside the range of the search's models' values (which side, and how far)")
     if not scores.pairs["separable"].all():
         lines.append(f"hint: models whose {level} intervals overlap are not told apart by their predictions; to "
                      "tell them apart, race them on real scores of their captions: pregen-search select --search "
@@ -93,11 +105,18 @@ def _render(scores) -> str:
 
 
 def _interval(row) -> str:
+    """``0.472 [0.401, 0.533]``; ``none: 0.12 above [0.31, 0.45] (0.9x its span)`` outside the calibration
+    models' range; ``0.472 [unbounded]`` where the models are too few for the level; ``n/a``."""
     import numpy as np
+    if row["outside_calibration_range"]:
+        span = row["calibration_max"] - row["calibration_min"]
+        return (f"none: {row['distance']:.3g} {row['side']} [{row['calibration_min']:.4g}, {row['calibration_max']:.4g}]"
+                f" ({row['distance'] / span:.1f}x its span)")
     if not np.isfinite(row["predicted"]):
         return "n/a"
-    flag = " (extrapolated)" if row["outside_calibration_range"] else ""
-    return f"{row['predicted']:.3f} [{row['low']:.3f}, {row['high']:.3f}]{flag}"
+    if not np.isfinite([row["low"], row["high"]]).all():
+        return f"{row['predicted']:.3f} [unbounded]"
+    return f"{row['predicted']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
 
 
 COMMAND = Command("predict", "new models' post-gen scores predicted from their reference probabilities, with "

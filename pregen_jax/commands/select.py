@@ -1,38 +1,50 @@
-"""``pregen-search select``: the best of a finished search's models, chosen by racing them on real
-post-gen scores."""
+"""``pregen-search select``: the best of several models, chosen by racing them on real post-gen
+scores: caption files alone against a references file (``--references``), or a finished search's
+models with any more (``--search``)."""
 from __future__ import annotations
 
 import argparse
 
-from .base import WORDS, Command, warnings_as_lines
+from .base import WORDS, Command, check_caption_files, warnings_as_lines
 from .select_summary import summary_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--search", required=True, help="a finished search's run folder (its models race)")
+    parser.add_argument("--references", default=None, metavar="REFS",
+                        help="race the --captions files alone against these references: a COCO annotation file, a "
+                             "Karpathy-split JSON (see --split) or the JSONL export-references writes (no search "
+                             "needed)")
+    parser.add_argument("--search", default=None, help="a finished search's run folder: its models race, on its own "
+                                                       "references (beside any --captions and --checkpoints)")
     parser.add_argument("--checkpoints", nargs="*", default=[], metavar="MSGPACK",
-                        help="more saved models of this package to race beside the search's")
+                        help="with --search: more saved models of this package to race beside the search's")
     parser.add_argument("--captions", nargs="*", default=[], metavar="FILE",
-                        help="models that exist only as captions of the split's images, one file each (JSONL or "
-                             "TSV keyed by image_id, or one caption a line in split order), to race beside the "
-                             "search's")
+                        help="models that exist only as captions, one file each (a COCO results file, JSONL or TSV "
+                             "keyed by image_id, or one caption a line in the references' image order)")
+    parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
+                        help="what the metric sees: with --references, evaluate's (default ptb, COCO's; an "
+                             "export-references file's own); with --search, the search's own (the default, and "
+                             "the only one its scores compare with)")
     parser.add_argument("--metric", default="CIDEr", help="a post-gen metric whose corpus score is the mean of "
                                                           "per-image scores: CIDEr (default), ROUGE_L, WMD, SPICE")
     parser.add_argument("--budget", type=float, default=0.1,
-                        help="share of (models x images) that may be decoded and scored (default 0.1)")
+                        help="share of (models x images) that may be decoded and scored (default 0.1; 1: every "
+                             "model on every image, as evaluate --idf-from all scores them)")
     parser.add_argument("--split", default="val", choices=["val", "test"],
-                        help="val (default: select on validation images) or test (check a pick against the "
-                             "search's whole-split scores)")
+                        help="val (default: select on validation images) or test: the search's split (with --search: "
+                             "test checks a pick against the search's whole-split scores), or a Karpathy-split "
+                             "JSON's (with --references)")
     parser.add_argument("--confidence", type=float, default=0.95,
-                        help="1 - alpha for the whole race (Bonferroni over rounds and models; default 0.95)")
+                        help="1 - alpha for the whole race, its drops and its intervals each valid at every look "
+                             "(confidence sequences; default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="the random order of the images (default 0)")
     parser.add_argument("--assist", default="none", choices=["none", "perplexity", "pregen", "both"],
-                        help="predict per-image scores from one teacher-forced pass over the split (per-image "
-                             "perplexity, pre-gen tier space, or both) and race on prediction-powered estimates "
-                             "(default none: plain racing); the passes' seconds are counted")
+                        help="none (the default) only: the other values, races on prediction-powered estimates "
+                             "from a teacher-forced pass, are refused, having no confidence sequence valid at every "
+                             "look")
     parser.add_argument("--screen", action="store_true",
-                        help="never decode the models the prior (validation perplexity) ranks below the "
-                             "--screen-keep share")
+                        help="with --search: never decode the models the prior (validation perplexity) ranks below "
+                             "the --screen-keep share")
     parser.add_argument("--screen-keep", type=float, default=0.5,
                         help="with --screen, the share of models that race, best by the prior (default 0.5)")
     parser.add_argument("--out", required=True, help="output folder (select.tsv)")
@@ -44,27 +56,65 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .. import io
-    from ..pipeline.finished import FinishedSearch
-    from ..selection import run_select
     start = time.perf_counter()
     settings = race_settings(args)
-    for option, paths in (("--checkpoints", args.checkpoints), ("--captions", args.captions)):
-        for path in paths:
-            if not Path(path).is_file():
-                raise ValueError(f"{option}: {path}: file not found")
+    check_sources(args)
+    for path in args.checkpoints:
+        if not Path(path).is_file():
+            raise ValueError(f"--checkpoints: {path}: file not found")
+    check_caption_files(args.captions, "--captions")  # before the search opens
     out = io.check_out_folder(args.out)
-    run = FinishedSearch.open(args.search)
     with warnings_as_lines():
-        table, selection, notes = run_select(run, args.metric, settings, args.checkpoints, args.captions,
-                                             progress=not args.no_progress)
+        table, selection, notes, where = (_race_files(args, settings) if args.search is None
+                                          else _race_search(args, settings))
     for note in notes:
         print(note)
     with io.staged_folder(out) as staging:
         io.write_tsv(table, staging / "select.tsv")
-    print("\n".join(summary_lines(table, selection, time.perf_counter() - start)))
+    print("\n".join(summary_lines(table, selection, time.perf_counter() - start, where)))
     print(f"wrote {out}/select.tsv")
     print(WORDS)
     return 0
+
+
+def check_sources(args: argparse.Namespace) -> None:
+    """One source of references: --references (caption files alone) or --search, and the options
+    that need a search only with one."""
+    if (args.references is None) == (args.search is None):
+        raise ValueError("give --references REFS (race caption files alone) or --search DIR (race a search's "
+                         "models, on its references), not both" if args.references else
+                         "give --references REFS and --captions A B ... (race caption files alone), or --search DIR")
+    if args.search is not None:
+        return
+    if len(args.captions) < 2:
+        raise ValueError(f"--captions: {len(args.captions)} file(s); a race without a search needs at least two")
+    for option, given in (("--checkpoints", bool(args.checkpoints)), ("--screen", args.screen)):
+        if given:
+            raise ValueError(f"{option}: needs --search (a search's models and their logged priors); caption files "
+                             "race on their scores alone")
+
+
+def _race_files(args: argparse.Namespace, settings):
+    from ..captionfiles import read_references
+    from ..selection import select_files
+    references = read_references(args.references, args.split)
+    table, selection, found = select_files(references, args.captions, args.metric, settings, args.tokenizer)
+    where = (f"images of {references.source}" if len(found.images) == len(references.captions) else
+             f"images of {references.source} that the files caption (of its {len(references.captions)})")
+    return table, selection, [f"tokenizer: {found.tokenizer}"], where
+
+
+def _race_search(args: argparse.Namespace, settings):
+    from ..pipeline.finished import FinishedSearch
+    from ..selection import run_select
+    run = FinishedSearch.open(args.search)
+    if args.tokenizer not in (None, run.tokenizer):
+        raise ValueError(f"--tokenizer {args.tokenizer}: the search {args.search} scored with {run.tokenizer}; a race "
+                         "beside its models uses the same (leave --tokenizer out)")
+    table, selection, notes = run_select(run, args.metric, settings, args.checkpoints, args.captions,
+                                         progress=not args.no_progress)
+    notes = [*notes, f"tokenizer: {run.tokenizer} (the search's own)"]
+    return table, selection, notes, f"{settings.split} images of the search"
 
 
 def race_settings(args: argparse.Namespace):
@@ -83,5 +133,6 @@ def race_settings(args: argparse.Namespace):
         raise ValueError(f"{option} {first.get('input')!r}: {first['msg']}") from None
 
 
-COMMAND = Command("select", "choose the best of a search's models by racing: real post-gen scores on growing "
-                            "random subsets, dropping models shown worse", _arguments, _run)
+COMMAND = Command("select", "choose the best of several models by racing: real post-gen scores on growing random "
+                            "subsets, dropping models shown worse (caption files alone, or a search's models)",
+                  _arguments, _run)

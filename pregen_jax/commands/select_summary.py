@@ -5,24 +5,35 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 
-def summary_lines(table, selection, seconds: float) -> list[str]:
+
+def summary_lines(table, selection, seconds: float, where: str | None = None) -> list[str]:
     """The lines of the answer (``table``: select.tsv; ``selection``: the ``Selection``;
-    ``seconds``: the whole run's, from the command's start)."""
+    ``seconds``: the whole run's, from the command's start; ``where``: the images raced, e.g.
+    "val images of the search")."""
     from ..pipeline.config import model_label
     race, settings = selection.race, selection.settings
     name = lambda row: model_label(row["architecture"], row["run"], row["epoch"])  # noqa: E731
     pick = table.iloc[race.picked]
     scored, split_size = int(pick["images_scored"]), _split_size(race)
-    lines = [f"picked {name(pick)}: {selection.metric} {pick['estimate']:.4f} [{pick['low']:.4f}, {pick['high']:.4f}] "
-             f"on {scored} of the {split_size} {settings.split} images, at {100 * settings.confidence:g}% confidence "
-             f"for the whole race (each interval at {100 * (1 - 2 * race.alpha_per_test):.2f}%, corrected for the "
-             "race's repeated looks)"]
+    where = where or f"{settings.split} images"
+    whole = pick["whole_split_score"] if "whole_split_score" in pick else math.nan
+    estimate = (f"{selection.metric} {pick['estimate']:.4f} [{pick['low']:.4f}, {pick['high']:.4f}] estimated for all "
+                f"{split_size} {where} from a subset of {scored}, at {100 * settings.confidence:g}% confidence for the "
+                f"whole race (each interval at {100 * (1 - 2 * race.alpha_per_test):.2f}%, corrected for the race's "
+                "repeated looks)")
+    if math.isfinite(whole):
+        lines = [f"picked {name(pick)}: {selection.metric} {whole:.4f} on all {split_size} {where} (every image "
+                 "scored: its whole-split score, no estimate)"
+                 + (f"; the race picked it on {scored} of them" if scored < split_size else "")]
+    else:
+        lines = [f"picked {name(pick)}: {estimate}"]
     left = [name(table.iloc[c]) for c in race.not_separated]
     lines.append("not separated from it: " + (", ".join(left) if left else "none (every other model was dropped)"))
     if left:
         lines.append(budget_hint(table, race, settings.budget))
-    if scored < split_size:
+    if scored < split_size and not math.isfinite(whole):
         lines.append(f"note: {scored} images are few: the pick's estimate is optimistic (the race picks the model "
                      "whose estimate came out highest, so its score on the whole split is likely lower)")
     total = race.images_scored / race.cost if race.cost else 0
@@ -30,7 +41,12 @@ def summary_lines(table, selection, seconds: float) -> list[str]:
                  f"({100 * race.cost:.1f}% of scoring every model on every image); {seconds:.1f} s the whole run: "
                  f"{selection.seconds['generate']:.1f} s decoding, {selection.seconds['score']:.1f} s scoring, "
                  f"{selection.seconds.get('pass', 0.0):.1f} s teacher-forced passes (assist {settings.assist}), "
-                 "the rest reading the search's data and models")
+                 "the rest reading the " + ("caption files and references" if "references" in table
+                                            else "search's data and models"))
+    completed = int((~np.isnan(selection.scores)).sum()) - race.images_scored if selection.scores is not None else 0
+    if completed > 0:
+        lines.append(f"then {completed} more images scored (--budget 1 pays for every model on every image), so that "
+                     "every model raced has its whole-split score (whole_split_score in select.tsv)")
     screened = [name(table.iloc[c]) for c in range(len(table)) if table.iloc[c]["status"] == "screened out"]
     if screened:
         lines.append(f"screened out before generation ({len(screened)} of {len(table)}, by the prior): "

@@ -1,7 +1,8 @@
 """Score COCO results files as ``COCOEvalCap`` does, faster, and compare systems with intervals and
 paired tests: ``evaluate(references, captions, ...) -> DataFrame`` (``score_files`` for the per-image
 scores and settings too). The library of ``pregen-search evaluate``."""
-from .inputs import read_references, read_results
+from ..captionfiles import read_references
+from .inputs import read_results
 from .runner import COCO_METRICS, Evaluation, evaluate, score_files
 from .significance import Resampling, compare
 

@@ -3,11 +3,12 @@ of REFS's images (COCOEvalCap scores that subset without a word), and captions t
 captions of other images (``datasets.caption_fit``'s own-image rank)."""
 from __future__ import annotations
 
+from ..captionfiles import ReferenceSet
 from ..datasets.caption_fit import caption_fit
-from .inputs import ReferenceFile, ResultsFile
+from .inputs import ResultsFile
 
 
-def input_notes(refs: ReferenceFile, systems: list[ResultsFile], images: list) -> list[str]:
+def input_notes(refs: ReferenceSet, systems: list[ResultsFile], images: list) -> list[str]:
     """One line per finding: the share of REFS's images scored (when not all), then each results
     file whose captions fit their own images hardly better than other images'."""
     notes = []

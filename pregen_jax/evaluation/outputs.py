@@ -5,7 +5,8 @@
 - ``per_image.tsv``: ``image_id`` then one column per metric, as ``evalImgs`` (with ``system``
   when several results files are scored), then ``tokenizer``; full float precision.
 - ``significance.tsv`` (several results files): the corpus table with intervals and p-values.
-- ``settings.json``: tokenizer, versions, Java, the document-frequency rule, the resampling plan.
+- ``settings.json``: tokenizer, each metric's backend, versions, the JVMs started and which Java,
+  the document-frequency rule, the resampling plan.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def write_evaluation(evaluation: Evaluation, staging: Path) -> list[str]:
 def render(evaluation: Evaluation) -> str:
     """The corpus table for the terminal: one row per metric and system, in aligned columns (score
     and 95% interval; with several systems, each after the first against the first: ``d``, its
-    interval, ``p_bs`` and ``p_ar``), then a line saying what the numbers are."""
+    interval, ``p_bs``, ``p_holm`` and ``p_ar``), then a line saying what the numbers are."""
     table = evaluation.table
     systems = list(dict.fromkeys(table["system"]))
     settings = evaluation.settings
@@ -55,16 +56,18 @@ def render(evaluation: Evaluation) -> str:
                    "95% interval": f"[{r['low']:.4f}, {r['high']:.4f}]" if pd.notna(r.get("low")) else ""}
             if pd.notna(r.get("diff")):
                 row.update({"d": f"{r['diff']:+.4f}", "d 95% interval": f"[{r['diff_low']:+.4f}, {r['diff_high']:+.4f}]",
-                            "p_bs": f"{r['p_bootstrap']:.4f}", "p_ar": f"{r['p_randomization']:.4f}"})
+                            "p_bs": f"{r['p_bootstrap']:.4f}", "p_holm": f"{r['p_holm']:.4f}",
+                            "p_ar": f"{r['p_randomization']:.4f}"})
             rows.append(row)
     columns = ["metric", *(["system"] if len(systems) > 1 else []), "score", "95% interval",
-               *(["d", "d 95% interval", "p_bs", "p_ar"] if len(systems) > 1 else [])]
+               *(["d", "d 95% interval", "p_bs", "p_holm", "p_ar"] if len(systems) > 1 else [])]
     lines.extend(aligned_columns(rows, columns, left={"metric", "system"}))
     if len(systems) > 1:
-        lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} (paired bootstrap, "
-                     f"{settings['significance']['bootstrap_resamples']} resamples; approximate randomization, "
-                     f"{settings['significance']['randomization_trials']} trials; "
-                     f"seed {settings['significance']['seed']})")
+        plan = settings["significance"]
+        lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} with the 95% interval of the "
+                     f"paired bootstrap test p_bs ({plan['bootstrap_resamples']} resamples); p_holm: p_bs Holm-adjusted "
+                     f"over the {len(systems) - 1} comparison(s) with {systems[0]} per metric; p_ar: approximate "
+                     f"randomization ({plan['randomization_trials']} trials), unadjusted; seed {plan['seed']}")
     return "\n".join(lines)
 
 

@@ -16,8 +16,10 @@ import numpy as np
 import pandas as pd
 
 from .. import postgen
+from ..captionfiles import ReferenceSet, read_references
+from ..postgen.jvm import jvms_started
 from .checks import input_notes
-from .inputs import ReferenceFile, ResultsFile, read_references, read_results, scored_images
+from .inputs import ResultsFile, read_results, scored_images
 from .significance import Resampling, compare
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
@@ -34,7 +36,8 @@ class Evaluation:
         the difference, its interval and the two p-values (``significance.compare``).
       per_image: f64 scores, one row per (system, image) in scoring order: ``system``, ``image_id``,
         one column per metric (``evalImgs``).
-      settings: what the scores depend on (tokenizer, versions, Java, document-frequency rule, ...).
+      settings: what the scores depend on (tokenizer, each metric's backend, versions, whether a
+        JVM ran and which Java, document-frequency rule, ...).
       unavailable: metric -> why it could not run here (one line).
       notes: warnings to show the user (empty captions, intervals not available, ...).
     """
@@ -61,7 +64,8 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     ``export-references`` JSONL; ``captions``: a results file or a list (the first is the
     baseline the others are compared with); ``metrics``: names (default: COCOEvalCap's set;
     SPICE left out with a note where it cannot run); ``tokenizer``: ``ptb`` (default),
-    ``alnum-lower`` or ``none`` (the default for JSONL references, which refuse ``ptb``);
+    ``alnum-lower`` or ``none``; references an export wrote default to the tokenizer it records
+    (``alnum-lower``: their strings are its tokens; ``ptb`` refused);
     ``idf_from``: CIDEr-D's document frequencies from the ``scored`` images (COCOEvalCap) or
     ``all`` images of REFS; ``plan``: bootstrap resamples, randomization trials, seed.
     """
@@ -69,7 +73,7 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     paths = [captions] if isinstance(captions, (str, Path)) else list(captions)
     if not paths:
         raise ValueError("no results file given")
-    tokenizer = tokenizer or ("none" if refs.tokenized else "ptb")
+    tokenizer = tokenizer or refs.tokenizer or "ptb"  # an export's own tokenizer, applied to the captions too
     check_tokenizer(tokenizer, refs.tokenized, refs.path)
     if idf_from not in IDF_RULES:
         raise ValueError(f"--idf-from {idf_from}: choose from {', '.join(IDF_RULES)}")
@@ -82,18 +86,20 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
     notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
+    jvms_before = jvms_started()
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:
         unavailable = dict(started.unavailable)
         scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
         stats, per_image, corpus = _score(scorers, gts, system_res, names)
-    with_stats = {name: scorers[name] for name in scorers if stats[names[0]][name] is not None}
+    jvms = jvms_started() - jvms_before
+    with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
     table = compare(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
     table = _add_scores_only(table, scorers, corpus, names)
     if len(with_stats) < len(scorers):
         notes.append(f"no intervals or p-values for {', '.join(m for m in scorers if m not in with_stats)} "
-                     "(no per-image statistics yet)")
-    settings = _settings(refs, paths, names, tokenizer, idf_from, plan, list(scorers), unavailable, len(images))
+                     "(they declare no per-image statistics: PostgenMetric.has_stats)")
+    settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
     frame = _per_image_frame(per_image, names, images, list(scorers))
     return Evaluation(table.assign(tokenizer=tokenizer), frame, settings, unavailable, notes)
 
@@ -126,7 +132,7 @@ def _empty_caption_notes(systems: list[ResultsFile]) -> list[str]:
     return notes
 
 
-def _tokenized(refs: ReferenceFile, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
+def _tokenized(refs: ReferenceSet, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
                notes: list):
     """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer; its warnings
     added to ``notes``."""
@@ -157,10 +163,10 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -
     corpus: dict = {s: {} for s in names}
     for name, metric in scorers.items():
         for system, res in zip(names, system_res):
-            try:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap scores it
+            if metric.has_stats:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap does
                 rows = metric.stats_of_tokenized(gts, res)
                 per_image[system][name] = metric.per_image(rows)
-            except NotImplementedError:  # a metric without per-image statistics: its own compute_score
+            else:  # declared without per-image statistics (PostgenMetric.has_stats): its own compute_score
                 rows = None
                 corpus[system][name], scores = metric.compute_score(gts, res)
                 per_image[system][name] = np.asarray(scores, np.float64)
@@ -188,12 +194,13 @@ def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: l
     return pd.concat(frames, ignore_index=True)
 
 
-def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metrics, unavailable, images) -> dict:
+def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, scorers, unavailable, images,
+              jvms: int) -> dict:
+    """settings.json; ``scorers``: name -> the metric that ran; ``jvms``: JVMs this run started."""
     from importlib.metadata import PackageNotFoundError, version
 
     from ..postgen import ptb
     from ..postgen.jvm import java_description
-    uses_java_ptb = tokenizer == "ptb" and ptb.DEFAULT_BACKEND == "java"  # the Python PTB runs no JVM
 
     def installed(package: str) -> str:
         try:
@@ -209,13 +216,20 @@ def _settings(refs: ReferenceFile, paths, names, tokenizer, idf_from, plan, metr
                        "params['image_id'] = cocoRes.getImgIds())",
         "document_frequencies": ("CIDEr-D: from the references of the images scored (COCOEvalCap)" if idf_from == "scored"
                                  else "CIDEr-D: from the references of every image of REFS (--idf-from all)"),
-        "metrics": metrics,
+        "metrics": list(scorers),
+        # each metric's backend as it ran (null: the metric has one implementation), the tokenizer's
+        "backends": {**{name: getattr(metric, "backend", None) for name, metric in scorers.items()},
+                     "tokenizer": ptb.DEFAULT_BACKEND if tokenizer == "ptb" else None},
         "unavailable": unavailable,
         "significance": {"bootstrap_resamples": plan.resamples, "randomization_trials": plan.trials,
                          "seed": plan.seed, "interval": "95% BCa bootstrap (bias-corrected and accelerated)",
-                         "tests": "paired bootstrap and approximate randomization against the first system"},
+                         "tests": "paired bootstrap and approximate randomization against the first system",
+                         "difference_interval": "95%, inverting the paired bootstrap test (p_bootstrap)",
+                         "multiple_comparisons": "p_holm: p_bootstrap Holm-adjusted over the systems compared with "
+                                                 "the first, per metric",
+                         "comparisons_per_metric": len(names) - 1},
         "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
                      "numpy": np.__version__},
-        "java": java_description() if any(postgen.REGISTRY[m].needs_java for m in metrics) or uses_java_ptb
-        else "not used",
+        "jvms_started": jvms,  # by the tokenizer and the metrics of this run (postgen/jvm.py counts them)
+        "java": java_description() if jvms else "not used",
     }

@@ -3,62 +3,118 @@
 Every resample rescores the corpus from its rows' statistics (``metric.from_sums`` of the summed
 rows: BLEU from its clipped counts and lengths, METEOR from its alignment statistics, CIDEr-D
 from per-image scores whose document frequencies stay those of the full set), never by averaging
-sentence scores. A bootstrap resample is ``counts @ stats`` (``counts: f64[B, images]``, how often
-each image was drawn), which is ``aggregate(stats[idx])`` up to the float order of the sum.
+sentence scores. A bootstrap resample is ``counts @ stats`` (``counts``: how often each image was
+drawn), which is ``aggregate(stats[idx])`` up to the float order of the sum.
 
-- Paired bootstrap (Koehn 2004): ``resamples`` draws of images with replacement, one index matrix
-  shared by every system and metric (so differences are paired). A system's 95% interval is the
-  BCa interval of its resampled scores (the percentiles moved by the bootstrap's bias and the
-  jackknife's skew: the plain 2.5th and 97.5th percentiles undercover CIDEr-D at 200 images,
-  0.929 against 0.941, tests/test_evaluate_significance.py); the difference to the first
-  system, its BCa interval, and a two-sided p-value ``(1 + #{|d_b - d| >= |d|}) / (B + 1)``: the
-  resampled differences centred on the observed one stand in for the null distribution.
+- Paired bootstrap (Koehn 2004): ``resamples`` draws of images with replacement, the same draws
+  for every system and metric (so differences are paired). The draws are multinomial counts per
+  image (``u16[chunk, images]``, a chunk of resamples at a time: memory grows with the images,
+  not with images x resamples; 40,504 images x 1,000 resamples never hold more than ``_CELLS``
+  counts). A system's 95% interval is the BCa interval of its resampled scores (the percentiles
+  moved by the bootstrap's bias and the jackknife's skew: the plain 2.5th and 97.5th percentiles
+  undercover CIDEr-D at 200 images, 0.929 against 0.941, tests/test_evaluate_significance.py).
+  Against the first system: the difference ``d``, its two-sided p-value
+  ``p = (1 + r) / (1 + B)``, ``r = #{|d_b - d| >= |d|}`` (the resampled differences centred on
+  the observed one stand in for the null distribution), and the 95% interval that inverts that
+  same test, ``d +- c`` with ``c`` the order statistic of ``|d_b - d|`` at which ``p`` crosses
+  0.05: the interval excludes 0 exactly when ``p <= 0.05`` (``difference_interval``).
+- Holm (1979): the bootstrap p-values of the systems compared with the first, adjusted per metric
+  over those ``systems - 1`` comparisons (``p_holm``); the family-wise error of 5 systems of equal
+  quality measured in tests/test_evaluate_significance.py.
 - Approximate randomization (Noreen 1989; Riezler and Maxwell 2005): ``trials`` random swaps of
   the two systems' captions image by image (each image swapped with probability 1/2, the same
-  swaps for every system), ``p = (1 + #{|d_t| >= |d|}) / (T + 1)``.
+  swaps for every system), ``p = (1 + #{|d_t| >= |d|}) / (T + 1)``; shown unadjusted beside.
+
+The bootstrap and the randomization draw from two independent streams of one seed
+(``numpy.random.SeedSequence(seed).spawn(2)``): changing ``resamples`` leaves the randomization
+p-values as they were. At least ``MIN_RESAMPLES`` resamples and ``MIN_TRIALS`` trials (fewer
+give p-values too coarse to reach 0.05 after Holm, and intervals from a handful of draws).
 
 How this relates to sacrebleu's ``--paired-bs`` and ``--paired-ar`` (sacrebleu/significance.py):
 the same two tests, the same defaults (1,000 resamples, 10,000 trials), statistics summed and
-rescored the same way, one index matrix for all systems. Where it differs: sacrebleu's interval
+rescored the same way, the same draws for all systems. Where it differs: sacrebleu's interval
 is the bootstrap mean +- half the percentile width (symmetric, centred on the resampled mean;
 here the BCa interval, asymmetric where the scores are skewed), and it gives no interval on the
-difference; its bootstrap p-value
-centres the *absolute* resampled differences on their mean and counts those above the observed
-absolute difference (``(#{|d_b| - mean|d_b| > |d|} + 1) / (B + 1)``), and its randomization test
-counts ``>`` where this counts ``>=`` (a system against itself gets p = 1 here). Its default seed
-is 12345 (``SACREBLEU_SEED``); here ``seed`` (default 0). No correction for multiple comparisons.
+difference; its bootstrap p-value centres the *absolute* resampled differences on their mean and
+counts those above the observed absolute difference (``(#{|d_b| - mean|d_b| > |d|} + 1) / (B + 1)``),
+and its randomization test counts ``>`` where this counts ``>=`` (a system against itself gets
+p = 1 here). Its default seed is 12345 (``SACREBLEU_SEED``); here ``seed`` (default 0). It
+corrects for no multiple comparisons; here Holm over the systems compared with the first.
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
 LEVEL = 0.95
-_CHUNK = 1000  # randomization trials per block: [chunk, images] swap masks at a time
+MIN_RESAMPLES, MIN_TRIALS = 1000, 999
+_CELLS = 1 << 23  # counts or swap masks per chunk (64 MB as float64), whatever the images: BLAS threads
+# on products of a few rows by 40,504 images took 10-100x longer than on 200 rows (measured under load)
 
 
 @dataclasses.dataclass(frozen=True)
 class Resampling:
     """How intervals and p-values are drawn: ``resamples`` bootstrap draws, ``trials`` randomization
-    swaps, the generator's ``seed``."""
+    swaps, and the ``seed`` of both (two independent streams of it, ``streams``)."""
 
     resamples: int = 1000
     trials: int = 10000
     seed: int = 0
 
     def __post_init__(self):
-        if self.resamples < 1 or self.trials < 1:
-            raise ValueError(f"resamples and trials must be at least 1, got {self.resamples} and {self.trials}")
+        if self.resamples < MIN_RESAMPLES:
+            raise ValueError(f"--resamples {self.resamples}: at least {MIN_RESAMPLES} bootstrap resamples (fewer give "
+                             "intervals and p-values too coarse to trust)")
+        if self.trials < MIN_TRIALS:
+            raise ValueError(f"--trials {self.trials}: at least {MIN_TRIALS} randomization trials (fewer cannot give "
+                             "p <= 0.05 after correcting for several comparisons)")
+
+    def streams(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+        """(bootstrap's, randomization's) seed sequences: independent children of ``seed``."""
+        bootstrap, randomization = np.random.SeedSequence(self.seed).spawn(2)
+        return bootstrap, randomization
 
 
-def bootstrap_counts(images: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """f64[B, images]: how often each image is drawn in each resample (``idx = rng.integers(0, images, [B, images])``)."""
-    idx = rng.integers(0, images, (resamples, images))
-    flat = (idx + images * np.arange(resamples)[:, None]).ravel()
-    return np.bincount(flat, minlength=resamples * images).reshape(resamples, images).astype(np.float64)
+def _rows_per_chunk(images: int, total: int) -> int:
+    return max(1, min(total, _CELLS // max(images, 1)))
+
+
+def bootstrap_counts(images: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Chunks u16[chunk, images] (chunks of ``resamples`` rows in all): how often each image is drawn in
+    each resample, the multinomial counts of ``images`` uniform draws with replacement (each row
+    ``bincount(rng.integers(0, images, images))``)."""
+    step = _rows_per_chunk(images, resamples)
+    for start in range(0, resamples, step):
+        counts = np.empty((min(step, resamples - start), images), np.uint16)
+        for row in counts:
+            drawn = np.bincount(rng.integers(0, images, images), minlength=images)
+            if images > np.iinfo(np.uint16).max and drawn.max() > np.iinfo(np.uint16).max:  # never in practice
+                raise OverflowError(f"an image drawn {drawn.max()} times in one resample")
+            row[:] = drawn
+        yield counts
+
+
+def resampled_sums(rows: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """f64[B, K]: the summed statistics (rows f64[images, K]) of each bootstrap resample, ``counts @ rows``
+    chunk by chunk (``bootstrap_counts``)."""
+    rows = np.asarray(rows, np.float64)
+    return np.concatenate([counts.astype(np.float64) @ rows for counts in bootstrap_counts(len(rows), resamples, rng)])
+
+
+def swap_masks(images: int, trials: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Chunks f64[chunk, images] of 0/1 (``trials`` rows in all): 1 where an image's two captions swap;
+    each row ``rng.integers(0, 2, images, dtype=np.int8)`` (a row at a time: the same draws whatever
+    the chunk)."""
+    step = _rows_per_chunk(images, trials)
+    for start in range(0, trials, step):
+        swaps = np.empty((min(step, trials - start), images), np.float64)
+        for row in swaps:
+            row[:] = rng.integers(0, 2, images, dtype=np.int8)
+        yield swaps
 
 
 def interval(resampled: np.ndarray, observed: float | None = None, jackknife: np.ndarray | None = None
@@ -90,9 +146,32 @@ def jackknife(metric, rows: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_p(resampled: np.ndarray, observed: float) -> float:
-    """Two-sided p of the observed difference from resampled differences (f64[B]) centred on it."""
+    """Two-sided p = (1 + r) / (1 + B) of the observed difference, r = #{|d_b - d| >= |d|} over the
+    resampled differences (f64[B])."""
     hits = np.count_nonzero(np.abs(resampled - observed) >= abs(observed) * (1 - 1e-12))
     return (1 + hits) / (len(resampled) + 1)
+
+
+def difference_interval(resampled: np.ndarray, observed: float, level: float = LEVEL) -> tuple[float, float]:
+    """The ``level`` interval that inverts ``bootstrap_p``: every difference ``t`` whose test
+    ``(1 + #{|d_b - d| >= |d - t|}) / (1 + B)`` stays above ``1 - level``, i.e. ``d +- c`` with ``c``
+    the ``m``-th largest ``|d_b - d|``, ``m = floor((1 - level)(1 + B))``. So 0 lies outside it
+    exactly when ``bootstrap_p <= 1 - level`` (up to the 1e-12 tie tolerance)."""
+    spread = np.sort(np.abs(np.asarray(resampled, np.float64) - observed))[::-1]
+    allowed = int(np.floor((1 - level) * (len(spread) + 1) + 1e-9))  # p <= 1 - level iff r <= allowed - 1
+    c = float(spread[allowed - 1]) if allowed >= 1 else np.inf
+    return observed - c, observed + c
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """f64[m]: Holm's (1979) step-down adjustment of m p-values (family-wise error at most alpha when
+    the adjusted p <= alpha is rejected): sorted ascending, ``max_{j <= i} min(1, (m - j + 1) p_(j))``."""
+    p = np.asarray(p, np.float64)
+    order = np.argsort(p, kind="stable")
+    steps = np.minimum(1.0, (len(p) - np.arange(len(p))) * p[order])
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.maximum.accumulate(steps)
+    return adjusted
 
 
 def randomization_p(metrics: dict, columns: dict, base: np.ndarray, system: np.ndarray, trials: int,
@@ -105,8 +184,7 @@ def randomization_p(metrics: dict, columns: dict, base: np.ndarray, system: np.n
                              metric.from_sums(base_sum[columns[m]], images))) for m, metric in metrics.items()}
     change = system - base                                   # what swapping an image moves between the two
     hits = dict.fromkeys(metrics, 0)
-    for start in range(0, trials, _CHUNK):
-        swap = rng.integers(0, 2, (min(_CHUNK, trials - start), images), dtype=np.int8).astype(np.float64)
+    for swap in swap_masks(images, trials, rng):
         moved = swap @ change                                              # f64[t, K]
         for m, metric in metrics.items():
             at = columns[m]
@@ -125,44 +203,53 @@ def stacked(metrics: dict, stats: dict) -> tuple[dict, np.ndarray]:
     return columns, np.concatenate([np.asarray(stats[m], np.float64) for m in metrics], axis=1)
 
 
+COLUMNS = ["system", "metric", "score", "low", "high", "diff", "diff_low", "diff_high", "p_bootstrap", "p_holm",
+           "p_randomization"]
+HOLM_TEST = "p_bootstrap"  # the test whose p-values enter Holm (its interval is diff_low, diff_high)
+
+
 def compare(metrics: dict, stats: dict, plan: Resampling = Resampling()) -> pd.DataFrame:
     """One row per (system, metric): the corpus score, its 95% bootstrap interval, and for every
-    system after the first the difference to the first, its interval and both p-values.
+    system after the first the difference to the first, the interval of the paired bootstrap
+    test, its p-value, that p-value Holm-adjusted over the systems compared with the first
+    (per metric), and the approximate-randomization p-value.
 
     ``metrics``: metric name -> ``PostgenMetric``; ``stats``: system -> {metric name -> f64[images, k]}
     (every system over the same images, in the same order). Metrics without statistics
     (``None``) get their score only.
     """
-    columns = ["system", "metric", "score", "low", "high", "diff", "diff_low", "diff_high", "p_bootstrap",
-               "p_randomization"]
     systems = list(stats)
     if not metrics:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=COLUMNS)
     images = len(next(iter(stats[systems[0]].values())))
-    rng = np.random.default_rng(plan.seed)
-    counts = bootstrap_counts(images, plan.resamples, rng)   # one index matrix for every system and metric
-    ar_seed = rng.integers(0, 2 ** 63)                       # the same swaps for every system and metric
+    bootstrap_seed, randomization_seed = plan.streams()
     at, rows_of = {}, {}
     for system in systems:
         at, rows_of[system] = stacked(metrics, stats[system])
-    resampled = {system: counts @ rows_of[system] for system in systems}   # f64[B, K]: summed statistics
+    width = rows_of[systems[0]].shape[1]
+    every = resampled_sums(np.concatenate([rows_of[s] for s in systems], axis=1), plan.resamples,
+                           np.random.default_rng(bootstrap_seed))   # the same draws for every system and metric
+    resampled = {system: every[:, k * width:(k + 1) * width] for k, system in enumerate(systems)}
     tests = {system: randomization_p(metrics, at, rows_of[systems[0]], rows_of[system], plan.trials,
-                                     np.random.default_rng(ar_seed)) for system in systems[1:]}
+                                     np.random.default_rng(randomization_seed))  # the same swaps for every system
+             for system in systems[1:]}
     rows = []
     for name, metric in metrics.items():
         scores = {system: metric.from_sums(resampled[system][:, at[name]], images) for system in systems}
         base_score = float(metric.aggregate(stats[systems[0]][name]))
-        base_jackknife = jackknife(metric, rows_of[systems[0]][:, at[name]])
+        compared = []
         for system in systems:
             score = float(metric.aggregate(stats[system][name]))
-            own = jackknife(metric, rows_of[system][:, at[name]])
-            low, high = interval(scores[system], score, own)
+            low, high = interval(scores[system], score, jackknife(metric, rows_of[system][:, at[name]]))
             row = {"system": system, "metric": name, "score": score, "low": low, "high": high}
             if system != systems[0]:
                 diffs = scores[system] - scores[systems[0]]
                 diff = score - base_score
-                diff_low, diff_high = interval(diffs, diff, own - base_jackknife)
-                row.update(diff=diff, diff_low=diff_low, diff_high=diff_high,
-                           p_bootstrap=bootstrap_p(diffs, diff), p_randomization=tests[system][name])
+                diff_low, diff_high = difference_interval(diffs, diff)
+                row.update(diff=diff, diff_low=diff_low, diff_high=diff_high, p_bootstrap=bootstrap_p(diffs, diff),
+                           p_randomization=tests[system][name])
+                compared.append(row)
             rows.append(row)
-    return pd.DataFrame(rows, columns=columns)
+        for row, adjusted in zip(compared, holm(np.array([row[HOLM_TEST] for row in compared]))):
+            row["p_holm"] = float(adjusted)
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -18,7 +18,8 @@ def check_tokenizer(name: str, already_tokenized: bool, source: str) -> None:
     if already_tokenized and name == "ptb":
         raise ValueError(f"{source}: references written by export-references are already tokenized (lower-case "
                          "alphanumeric tokens: PTB's punctuation rules have nothing left to act on, and its "
-                         "splits would not be COCO's); score them with --tokenizer none")
+                         "splits would not be COCO's); score them with the tokenizer the file records "
+                         "(the default: alnum-lower, applied to the captions too) or --tokenizer none")
 
 
 def tokenize_all(strings: list[str], name: str) -> list[str]:

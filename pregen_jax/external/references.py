@@ -14,42 +14,13 @@ import types
 from collections.abc import Callable
 
 from .. import io
+from ..captionfiles import Reference, read_exported_references
 from ..datasets import CaptionDataset, CaptionSplit, ShapesConfig, load_shapes, read_flickr8k, read_karpathy_json
 from ..pipeline.config import MIN_TEST_IMAGES, SearchConfig
 from ..refprobs import UNKNOWN_VOCABULARY, RefProbs, reference_fingerprint
 
 PieceEncoder = Callable[[list[str]], list[str]]
 """A subword vocabulary's split of one reference's words into its pieces (tokens -> pieces)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Reference:
-    """One test reference as a model outside pregen-jax needs it.
-
-    Attributes:
-      image_id: the dataset's id of the image (Karpathy ``filename``, the Flickr8k file name,
-        the shapes id ``test-00012``): what generated captions are keyed by.
-      image: the image's position in the test split (axis I of a RefProbs).
-      ref: the reference's position among the image's references (axis R).
-      text: the reference as the tokens joined by single spaces (lower case, alphanumeric), so
-        that splitting it on spaces gives ``tokens`` back, whatever tokenizer reads it.
-      tokens: the words the post-gen metrics see; a word-level RefProbs has len(tokens) + 1
-        positions for this reference (the end token last).
-      pieces: the model vocabulary's pieces of ``tokens`` (subword vocabularies only).
-    """
-
-    image_id: str
-    image: int
-    ref: int
-    text: str
-    tokens: list[str]
-    pieces: list[str] | None = None
-
-    def to_json(self) -> dict:
-        row = dataclasses.asdict(self)
-        if self.pieces is None:
-            del row["pieces"]
-        return row
 
 
 def read_corpus(config: SearchConfig) -> tuple[str, CaptionDataset]:
@@ -116,17 +87,6 @@ def export_references(config: SearchConfig, out) -> list[Reference]:
     _, dataset = read_corpus(config)
     rows = references(dataset["test"], piece_encoder(config, dataset))
     io.write_text("".join(json.dumps(row.to_json(), ensure_ascii=False) + "\n" for row in rows), out)
-    return rows
-
-
-def read_exported_references(path) -> list[Reference]:
-    """The rows of an ``export-references`` file, in file order."""
-    rows = []
-    for line_no, line in enumerate(io.read_text(path, "references file").splitlines(), 1):
-        try:
-            rows.append(Reference(**json.loads(line)))
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"{path}, line {line_no}: not a row of export-references ({err})") from None
     return rows
 
 

@@ -57,6 +57,9 @@ class PostgenMetric:
       score_range: (lowest, highest) score.
       needs_java: runs a Java program.
       needs_images: scores captions against the images too (REO): ``bind_images`` first.
+      has_stats: gives per-image sufficient statistics (``stats``: every built-in metric). False:
+        only its own ``compute_score``, so evaluate gives its scores without intervals or tests
+        (``register_metric`` checks that the class implements what it declares).
     """
 
     name = "metric"
@@ -65,6 +68,7 @@ class PostgenMetric:
     score_range: tuple[float, float] = (0.0, 1.0)
     needs_java = False
     needs_images = False
+    has_stats = True
 
     @classmethod
     def from_options(cls, name: str, options: PostgenOptions) -> PostgenMetric:

@@ -1,4 +1,18 @@
+# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
+#   (coco-caption / pycocoevalcap, bleu/bleu.py and bleu/bleu_scorer.py: Hao Fang, Tsung-Yi Lin;
+#   BleuScorer first written by David Chiang)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """BLEU-1..4 as pycocoevalcap computes it, over all images at once.
+
+How it was written: the counting and scoring rules follow coco-caption's ``bleu/bleu_scorer.py``
+(``cook_refs``, ``cook_test``, ``BleuScorer.compute_score`` with ``option="closest"``: Hao Fang and
+Tsung-Yi Lin's version of David Chiang's BLEU scorer) rule by rule, its constants and order of
+operations kept, re-expressed as array operations over all images (no line of it is copied; the
+counting over the shared n-gram join is this package's own). So this file is under the licence
+coco-caption gives ``bleu/`` (its ``bleu/LICENSE``: MIT, Copyright (c) 2015 Xinlei Chen, Hao Fang,
+Tsung-Yi Lin, and Ramakrishna Vedantam) and credits its authors; docs/licensing.md quotes the grant
+and the older notice in ``bleu_scorer.py``'s header.
 
 pycocoevalcap's quirks, reproduced: a candidate n-gram's count is clipped by its largest count
 in any one reference; each precision is (correct + 1e-15) / (guess + 1e-9) ("tiny" and "small":

@@ -1,4 +1,17 @@
+# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
+#   (coco-caption / pycocoevalcap, cider/cider.py and cider/cider_scorer.py: Ramakrishna Vedantam, Tsung-Yi Lin)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: BSD-2-Clause-Views
 """CIDEr-D as pycocoevalcap computes it (its own scale, x10 included), over all images at once.
+
+How it was written: the metric is Vedantam, Zitnick and Parikh's CIDEr-D (CVPR 2015), and its
+rules as computed here (the document frequencies, the tf-idf weights, the clipped similarity, the
+norms, the length penalty on the bigram count, the mean, the division and the x10) follow
+coco-caption's ``cider/cider_scorer.py`` (``CiderScorer.compute_doc_freq`` and ``compute_cider``:
+Ramakrishna Vedantam and Tsung-Yi Lin) rule by rule, re-expressed as array operations over all
+images (no line of it is copied; the joins, the blocks and ``idf_from`` are this package's own).
+So this file is under coco-caption's licence (its ``license.txt``: BSD-2-Clause-Views, Copyright
+(c) 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam; docs/licensing.md).
 
 pycocoevalcap's quirks, reproduced: the document frequency of an n-gram is the number of images
 whose *set* of references contains it; the idf's numerator is log(number of images); an n-gram

@@ -96,7 +96,17 @@ def java_command(args: list[str], *, add_opens: bool = False) -> list[str]:
     java = find_java()
     if java is None:
         raise RuntimeError(java_problem())
+    _COMMANDS[0] += 1
     return [java.path, *PINNED, *(_opens(java.major) if add_opens else []), *args]
+
+
+_COMMANDS = [0]  # JVM command lines made in this process: each JVM pregen-jax starts is one
+
+
+def jvms_started() -> int:
+    """How many JVMs this process has started so far (the command lines ``java_command`` made: every
+    caller starts the JVM it asked for); evaluate's settings.json compares it before and after."""
+    return _COMMANDS[0]
 
 
 def _opens(major: int) -> list[str]:

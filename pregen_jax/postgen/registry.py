@@ -31,7 +31,7 @@ class MetricSpec:
 
     Attributes:
       metric_class: a ``PostgenMetric`` subclass; its facts (``corpus``, ``corpus_dependent``,
-        ``score_range``, ``needs_java``, ``needs_images``) are read from it.
+        ``score_range``, ``needs_java``, ``needs_images``, ``has_stats``) are read from it.
       availability: ``availability(options) -> (ok, why)``; the built-in probes really run the
         toolkit (Java starts; SPICE scores one caption), once per process.
       depends_on: ``depends_on(options) -> dict`` of what besides the captions and the references
@@ -71,6 +71,10 @@ class MetricSpec:
         return self.metric_class.needs_java
 
     @property
+    def has_stats(self) -> bool:
+        return self.metric_class.has_stats
+
+    @property
     def score_range(self) -> tuple[float, float]:
         return self.metric_class.score_range
 
@@ -88,7 +92,20 @@ def register_metric(name: str, metric_class: type[PostgenMetric], availability=_
     """Add a post-gen metric: ``metric_class.from_options(name, options)`` starts it."""
     if not (isinstance(metric_class, type) and issubclass(metric_class, PostgenMetric)):
         raise TypeError(f"post-gen metric {name!r}: {metric_class!r} is not a PostgenMetric subclass")
+    _check_capability(name, metric_class)
     REGISTRY.add(name, MetricSpec(name, metric_class, availability, description, depends_on), overwrite=overwrite)
+
+
+def _check_capability(name: str, metric_class: type[PostgenMetric]) -> None:
+    """``TypeError`` where a class does not implement what its ``has_stats`` fact declares."""
+    implements_stats = metric_class._checked_stats is not PostgenMetric._checked_stats
+    if metric_class.has_stats and not implements_stats:
+        raise TypeError(f"post-gen metric {name!r}: has_stats is True but {metric_class.__name__} implements no "
+                        "_checked_stats (per-image statistics); implement it, or set has_stats = False and "
+                        "implement compute_score")
+    if not metric_class.has_stats and metric_class.compute_score is PostgenMetric.compute_score:
+        raise TypeError(f"post-gen metric {name!r}: has_stats is False, so {metric_class.__name__} must implement "
+                        "compute_score (the base one is made of per-image statistics)")
 
 
 def metric_names() -> list[str]:

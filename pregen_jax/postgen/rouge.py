@@ -1,4 +1,17 @@
+# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
+#   (coco-caption / pycocoevalcap, rouge/rouge.py: Ramakrishna Vedantam)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: BSD-2-Clause-Views
 """ROUGE-L as pycocoevalcap computes it, over all images at once.
+
+How it was written: the scoring rules (the split on single spaces, precision and recall per
+reference, the best of each taken separately, beta 1.2, 0 when either is 0) follow coco-caption's
+``rouge/rouge.py`` (``Rouge.calc_score``: Ramakrishna Vedantam, after Lin 2004) rule by rule,
+re-expressed as array operations; the longest common subsequences come from a bit-parallel
+algorithm of the literature (below), not from its ``my_lcs``, which is imported from the installed
+pycocoevalcap, not copied, for long candidates. So this file is under coco-caption's licence (its
+``license.txt``: BSD-2-Clause-Views, Copyright (c) 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and
+Ramakrishna Vedantam; docs/licensing.md).
 
 pycocoevalcap's quirks, reproduced: strings are split on a single space (``split(" ")``: an
 empty string is one empty token, two spaces make an empty token between them); precision and

@@ -1,4 +1,19 @@
+# SPDX-FileCopyrightText: 2018 RaRe Technologies s.r.o.
+#   (gensim 4.4.0, gensim/models/keyedvectors.py, KeyedVectors.wmdistance: Gensim contributors)
+# SPDX-FileCopyrightText: 2016-2023 POT contributors
+#   (POT 0.9.7, ot/lp/_network_simplex.py, emd2: Remi Flamary and POT contributors)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only AND MIT
 """Word Mover's Similarity as the 2018 study computed it, over GloVe 6B 50d vectors.
+
+How it was written: ``wmdistance`` / ``wmdistances`` / ``_distance`` follow gensim's
+``KeyedVectors.wmdistance`` step by step (its out-of-vocabulary, single-word and all-zero-cost
+rules, its ``Dictionary`` numbering and normalised bags of words) and then the steps POT's ``emd2``
+takes before its solver (the second weights rescaled to the first's mass, the rows and columns
+with weight kept, the iteration limit), so that the solver gets the same arrays; the stop words,
+the vectors, the per-image maximum and the metric are this package's own. So this file is under
+gensim's licence (LGPL-2.1-only: "Licensed under the GNU LGPL v2.1", RaRe Technologies s.r.o.)
+and, for POT's steps, POT's (MIT, POT contributors); docs/licensing.md.
 
 Per reference: exp(-WMDistance(candidate, reference)) after dropping stop words from both
 (gensim's ``wmdistance``, which ignores words without a vector); per image the best (max)

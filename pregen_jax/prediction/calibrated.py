@@ -3,10 +3,13 @@
 A finished search (``FinishedSearch``) calibrates, per post-gen metric, a straight line from
 the pre-gen metric it chose (its best by R^2 over strata, or one the user names) to the
 post-gen score over the search's models (``ranking.calibration``), and the same from the
-perplexity baseline. Each new model gets both predictions with their 90% intervals, clipped
-to the post-gen metric's range, and the narrower of the two is named. Across the models:
-their order by the chosen metric's prediction, and the pairs whose intervals overlap (which
-the prediction cannot separate).
+perplexity baseline. Each new model gets both predictions with their jackknife+ intervals
+(``jackknife``: at least ``level`` coverage for a model exchangeable with the search's), the
+ends cut at the post-gen metric's range (never to a point), and the narrower of the two is
+named where both exist. A model whose pre-gen value lies outside the calibration models' range
+gets no prediction from that predictor: which side, and how far (``side``, ``distance``).
+Across the models: their order by the chosen metric's prediction, and the pairs whose intervals
+overlap (which the prediction cannot separate).
 
 Only RefProbs computed on what the calibration was fitted on are scored: the same test
 references in the same order, the same vocabulary, the same units (their fingerprint,
@@ -26,6 +29,7 @@ from .. import tiers
 from ..pipeline.finished import UNKNOWN, FinishedSearch
 from ..ranking import PERPLEXITY_BASELINE, calibration
 from ..refprobs import RefProbs
+from . import jackknife
 from .measured import measured_scores
 
 # The range of each post-gen metric's corpus score (pycocoevalcap's scales; WMD as exp(-distance)).
@@ -34,8 +38,9 @@ RANGES: dict[str, tuple[float, float]] = {
     **{f"Bleu_{n}": (0.0, 1.0) for n in range(1, 5)}}
 CHOSEN, PERPLEXITY = "chosen", "perplexity"
 COLUMNS = ["model", "file", "perplexity", "postgen", "predictor", "pregen", "pregen_value", "predicted", "low",
-           "high", "measured", "range", "clipped", "narrower", "outside_calibration_range", "calibration_models",
-           "loo_mean_abs_error", "note", "decoding", "vocabulary", "units", "tokenizer"]
+           "high", "measured", "range", "clipped", "narrower", "outside_calibration_range", "side", "distance",
+           "calibration_min", "calibration_max", "calibration_models", "loo_mean_abs_error", "note", "decoding",
+           "vocabulary", "units", "tokenizer"]
 
 
 @dataclasses.dataclass
@@ -86,17 +91,38 @@ def _range_text(bounds: tuple[float, float] | None) -> str:
     return f"[{low:g}, {'inf)' if math.isinf(high) else f'{high:g}]'}"
 
 
-def _predict(model_rows: pd.DataFrame, pregen: str, post: str, value: float, level: float) -> dict:
-    """One prediction (unclipped) or, where the run's data cannot calibrate, a note saying why."""
+def _predict(model_rows: pd.DataFrame, pregen: str, post: str, value: float, level: float,
+             bounds: tuple[float, float] | None) -> dict:
+    """One prediction with its jackknife+ interval (ends cut at ``bounds``); none outside the calibration
+    models' range (``side``, ``distance`` say where), or where the run's data cannot calibrate (a
+    note says why)."""
+    none = {"predicted": np.nan, "low": np.nan, "high": np.nan, "clipped": False}
     try:
-        fit = calibration.calibrate(model_rows, pregen, post)
-        p = calibration.predict(fit, value, level)
+        jk = jackknife.leave_one_out_lines(model_rows, pregen, post)
         loo = float(calibration.loo_abs_errors(model_rows, pregen, post).mean())
     except ValueError as err:
-        return {"predicted": np.nan, "low": np.nan, "high": np.nan, "outside_calibration_range": False,
-                "calibration_models": len(model_rows), "loo_mean_abs_error": np.nan, "note": str(err)}
-    return {"predicted": p.predicted, "low": p.low, "high": p.high, "outside_calibration_range": p.outside_range,
-            "calibration_models": fit.models, "loo_mean_abs_error": loo, "note": ""}
+        return {**none, "outside_calibration_range": False, "side": "", "distance": np.nan, "calibration_min": np.nan,
+                "calibration_max": np.nan, "calibration_models": len(model_rows), "loo_mean_abs_error": np.nan,
+                "note": str(err)}
+    side, distance = jackknife.place(jk, value)
+    where = {"outside_calibration_range": side != "inside", "side": side, "distance": distance,
+             "calibration_min": jk.x_min, "calibration_max": jk.x_max, "calibration_models": jk.models,
+             "loo_mean_abs_error": loo}
+    if side != "inside":
+        return {**none, **where, "note": "no prediction outside the range of the search's models' pre-gen values: "
+                                         "nothing there says the line holds"}
+    raw = (jackknife.line_value(jk, value), *jackknife.jackknife_plus_interval(jk, value, level))
+    made = tuple(clip(v, bounds) for v in raw) if bounds is not None else raw
+    note = ""
+    if not np.isfinite(made[1:]).all():
+        note = (f"{jk.models} models give no bounded {100 * level:g}% jackknife+ interval (at most "
+                f"{100 * jackknife.max_level(jk.models):.0f}%): lower --level or calibrate on more models")
+    if raw[2] <= raw[1]:
+        return {**none, **where, "note": "the calibration models lie exactly on their line: no interval of positive "
+                                         "width to give"}
+    if made[2] <= made[1]:  # the whole interval beyond the metric's range: no point to clip it to
+        return {**none, **where, "note": f"the interval lies outside {post}'s range {_range_text(bounds)}"}
+    return {**where, "predicted": made[0], "low": made[1], "high": made[2], "clipped": made != raw, "note": note}
 
 
 def predict_scores(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9,
@@ -128,25 +154,26 @@ def predict_scores(run: FinishedSearch, paths: list, pregen: str | None = None, 
                 predictors.append((PERPLEXITY, PERPLEXITY_BASELINE))
             made = []
             for predictor, metric in predictors:
-                row = _predict(model_rows, metric, post, values[metric], level)
-                raw = (row["predicted"], row["low"], row["high"])
-                if bounds is not None:
-                    row.update(predicted=clip(raw[0], bounds), low=clip(raw[1], bounds), high=clip(raw[2], bounds))
+                row = _predict(model_rows, metric, post, values[metric], level, bounds)
                 made.append({"model": name, "file": str(path), "perplexity": perplexity(ref_probs), "postgen": post,
                              "predictor": predictor, "pregen": metric, "pregen_value": values[metric], **row,
                              "measured": scores.get(post, np.nan), "range": _range_text(bounds),
-                             "clipped": bool(np.isfinite(raw[1]) and (row["low"], row["high"]) != raw[1:]),
                              "decoding": UNKNOWN, "vocabulary": ref_probs.references.vocabulary,
                              "units": references.units, "tokenizer": run.tokenizer})
-            widths = [r["high"] - r["low"] for r in made]
-            best = np.nanmin(widths) if np.isfinite(widths).any() else np.nan
-            for r, width in zip(made, widths):
-                r["narrower"] = bool(len(made) > 1 and np.isfinite(width) and width == best
-                                     and sum(w == best for w in widths) == 1)
-            rows += made
+            rows += _name_the_narrower(made)
     predictions = pd.DataFrame(rows, columns=COLUMNS)
     order, pairs = order_and_pairs(predictions)
     return Scores(predictions, order, pairs, level)
+
+
+def _name_the_narrower(made: list[dict]) -> list[dict]:
+    """``narrower`` True on the one prediction whose interval is strictly narrower, only where every
+    predictor gave a bounded interval (never an extrapolated or missing one)."""
+    widths = np.array([r["high"] - r["low"] for r in made], np.float64)
+    comparable = len(made) > 1 and bool(np.isfinite(widths).all())
+    for r, width in zip(made, widths):
+        r["narrower"] = bool(comparable and width == widths.min() and np.count_nonzero(widths == width) == 1)
+    return made
 
 
 def order_and_pairs(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

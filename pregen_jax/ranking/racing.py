@@ -5,22 +5,38 @@ the split; a candidate leaves when the paired per-image differences to the leade
 stated confidence, that it is worse. The race ends when one candidate remains or the budget
 (a share of models x images) is spent; the pick is the best mean among those left.
 
-Statistics. After round k each survivor c has per-image scores on the same n_k images as the
-leader L (the survivor with the best mean). With d_i = s_c,i - s_L,i, c is dropped when the
-one-sided upper bound  mean(d) + t_{1-a'}(n_k - 1) * sd(d) / sqrt(n_k)  is below zero, with
-a' = alpha / (rounds * (N - 1)): Bonferroni over every look the race can take and every
-comparison in a look, so the chance of dropping a candidate that is in fact no worse than the
-leader stays below about alpha for the whole race (the t bound is exact for normal
-differences; per-image CIDEr differences are far from normal on tiny rounds, so the first
-round is never smaller than ``MIN_ROUND`` images).
+Statistics: confidence sequences, valid at every look (``ranking.confseq``). The images are
+drawn without replacement, in a random order, from a finite split whose mean score is the
+target; a race looks after every round and stops when it likes, so every bound it uses holds at
+every look at once, whatever the (bounded) per-image scores look like: the without-replacement
+betting sequences of Waudby-Smith and Ramdas, on scores rescaled from the metric's range
+(``score_range``: [0, 10] for CIDEr-D per image, [0, 1] for ROUGE-L, WMD and SPICE) to [0, 1].
+With K candidates raced and alpha = 1 - confidence:
 
-Assisted races (``features``). With cheap per-image features of every candidate on every image
-(one teacher-forced pass; ``ranking.features``), every mean and every paired difference is the
-prediction-powered regression estimate of the whole split's (``ranking.ppi``: the difference
-estimator with the finite-population correction, the predictor cross-fitted by image, power
-tuned so that a useless predictor gives the plain mean). The drop rule is the same bound with that
-estimate, its standard error and its degrees of freedom. Features of zeros give the plain race
-with the finite-population correction, the fair baseline for an assisted one.
+- drops: after round k each survivor c has scores on the same n_k images as the leader L (the
+  survivor with the best mean); c leaves when the upper bound of a one-sided sequence for the
+  split's mean of d = s_c - s_L (differences rescaled from [-w, w] to [0, 1], w the range's
+  width) is below zero, each such sequence at alpha / (K - 1), the number of pairs a candidate
+  is compared in (its differences to every other). The candidate best on the whole split then
+  stays in the race with probability at least 1 - alpha, however many rounds are run and
+  whichever candidates lead;
+- intervals: each candidate's ``low``/``high`` is a two-sided sequence for its split mean at
+  alpha / K, from the first look on, intersected over the looks: all K intervals hold together,
+  at every round, with probability at least 1 - alpha, so the printed interval covers whichever
+  candidate is picked, despite the picking (the pick's estimate, its mean on its images, is
+  still optimistic: the interval, not the estimate, is what holds).
+
+This replaced (issue 41) a t bound with Bonferroni over rounds and candidates, whose nominal
+90% intervals covered 0.83-0.89 at 30-60 images on the model-selection study's grids
+(experiments/model_selection/README.md has both, measured on the same races). Bounded-range
+validity has a price: with a range of [0, 10] for CIDEr-D, a few dozen images rarely separate
+candidates, and the intervals are wide until the race has scored a good share of the split.
+
+Assisted races (prediction-powered estimates from one teacher-forced pass, ``ranking.ppi``)
+were dropped with it: their predictor is cross-fitted on the images drawn so far, so their
+estimates are not sums of predictable increments, and no confidence sequence for them is
+implemented; the study found them to change a race's variance by 0.93-1.05 anyway.
+``RaceSettings(assist=...)`` other than "none", and ``race(..., features=...)``, are refused.
 
 Screening (``screen``). Candidates whose prior (the teacher-forced criterion) ranks them below
 ``screen`` are never scored: status ``screened out``. The budget stays a share of all candidates
@@ -39,17 +55,21 @@ from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
+import pydantic
 from pydantic import Field
-from scipy import stats
 
 from ..settings import Seed, settings
-from . import ppi
+from . import confseq
 from .features import Assist
 
-MIN_ROUND = 16  # images in the first round, at least: fewer make the t bound meaningless
+MIN_ROUND = 16  # images in the first round, at least
+CIDER_D_RANGE = (0.0, 10.0)  # per-image CIDEr-D (pycocoevalcap: ten times a mean of clipped cosines)
 STATUS_PICKED = "picked"
 STATUS_LEFT = "not separated"  # still in the race when it ended, not the pick
 STATUS_SCREENED = "screened out"  # ranked below the screen by the prior: never scored
+ASSIST_DROPPED = ("assisted races were dropped (issue 41): their prediction-powered estimates are cross-fitted "
+                  "on the images drawn so far, and have no confidence sequence valid at every look; race "
+                  "without an assist")
 
 
 Share = Annotated[float, Field(gt=0, le=1)]
@@ -60,9 +80,10 @@ class RaceSettings:
     """How a race spends its budget, validated once, when made (a ``ValueError`` naming the field).
 
     budget: share of (candidates x images) that may be scored, in (0, 1].
-    confidence: 1 - alpha for the whole race (Bonferroni over rounds and candidates), in [0.5, 1).
+    confidence: 1 - alpha for the whole race (drops and intervals each hold at it, at every
+      look), in [0.5, 1).
     seed: the random order in which the split's images are drawn.
-    assist: the per-image features an assisted race predicts scores from ("none": a plain race).
+    assist: "none" only (assisted races were dropped: ``ASSIST_DROPPED``).
     screen: race only this share of the candidates, those the prior ranks best (None: all).
     split: the split whose images a race of a search's models scores ("val" selects; "test"
       checks a pick against the search's whole-split scores).
@@ -75,6 +96,13 @@ class RaceSettings:
     screen: Share | None = None
     split: Literal["val", "test"] = "val"
 
+    @pydantic.field_validator("assist")
+    @classmethod
+    def _no_assist(cls, value: str) -> str:
+        if value != "none":
+            raise ValueError(ASSIST_DROPPED)
+        return value
+
 
 @dataclasses.dataclass
 class RaceResult:
@@ -82,18 +110,18 @@ class RaceResult:
 
     table: one row per candidate in the order given, columns ``candidate``, ``prior_rank``,
       ``rounds`` (rounds it was scored in), ``images_scored``, ``estimate`` (its mean score on
-      its images), ``low``/``high`` (the interval at the race's corrected level), ``status``
-      (``picked``, ``dropped in round k``, ``not separated``, ``screened out``), ``picked``; an
-      assisted race adds ``plain_estimate``, ``lam`` and ``variance_ratio`` (the plain mean's
-      variance over the estimate's, on the same images) and ``pair_variance_ratio`` (the same for
-      the difference to the pick).
+      its images), ``low``/``high`` (its confidence sequence after its last round, intersected
+      over its rounds), ``status`` (``picked``, ``dropped in round k``, ``not separated``,
+      ``screened out``), ``picked``.
     picked: index of the chosen candidate.
     not_separated: indices still in the race at the end besides the pick.
     images_scored: image scorings spent in all; ``cost`` is that over candidates x images.
     rounds: round sizes (cumulative images) actually run.
-    assist: for an assisted race, at its end: ``r2_single`` and ``r2_pairs`` (cross-fitted R^2
-      of the predictor of scores and of differences to the pick), ``variance_ratio_pairs`` (the
-      median over the pick's pairs); every race: ``screened`` (how many were screened out).
+    alpha_per_test: one side of each candidate's interval (alpha / (2 K)).
+    assist: ``screened`` (how many were screened out).
+    alpha_pair: the level of each one-sided difference sequence that drops (alpha / (K - 1)).
+    intervals: f64[rounds, candidates, 2]: every candidate's (low, high) after each round (a
+      dropped one keeps its last; NaN before it is scored and for the screened out).
     """
 
     table: pd.DataFrame
@@ -104,6 +132,8 @@ class RaceResult:
     rounds: list[int]
     alpha_per_test: float
     assist: dict = dataclasses.field(default_factory=dict)
+    alpha_pair: float = math.nan
+    intervals: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 2)))
 
 
 def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int]:
@@ -132,31 +162,34 @@ def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int
 def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: int, num_images: int,
          settings: RaceSettings = RaceSettings(), prior: Sequence[float] | None = None,
          names: Sequence[str] | None = None, features: np.ndarray | None = None,
-         screen: int | None = None) -> RaceResult:
+         screen: int | None = None, score_range: tuple[float, float] = CIDER_D_RANGE) -> RaceResult:
     """Race ``num_candidates`` on a split of ``num_images`` images.
 
     score_images(c, images: i64[n]) -> f64[n]: candidate c's per-image scores (higher is
-      better) on those images; the only costly call, made once per candidate and round on
-      the round's new images.
+      better, inside ``score_range``) on those images; the only costly call, made once per
+      candidate and round on the round's new images.
     prior: a teacher-forced criterion per candidate, lower is better (e.g. validation
       perplexity): the order candidates are scored in, the tie-break between equal means,
       and reported as ``prior_rank``.
-    features: f[candidates, images, C] cheap per-image features (an assisted race) or None.
+    features: refused (``ASSIST_DROPPED``); kept so that a caller passing it hears why.
     screen: race only the ``screen`` candidates the prior ranks best (None: the share
       ``settings.screen`` says, or all).
+    score_range: (lowest, highest) per-image score the metric can give (its registry entry's
+      ``score_range``): the confidence sequences' bounds; a score outside it is an error.
     """
+    if features is not None:
+        raise ValueError(ASSIST_DROPPED)
     if num_candidates < 1:
         raise ValueError("no candidates to race")
     if num_images < 2:
         raise ValueError(f"{num_images} images: a race needs at least 2")
+    low_score, high_score = (float(v) for v in score_range)
+    if not (math.isfinite(low_score) and math.isfinite(high_score) and low_score < high_score):
+        raise ValueError(f"score range {score_range}: a race needs a finite range (lowest < highest)")
     names = list(names) if names is not None else [str(c) for c in range(num_candidates)]
     prior = np.zeros(num_candidates) if prior is None else np.asarray(prior, np.float64)
     if prior.shape != (num_candidates,):
         raise ValueError(f"prior has {prior.shape} values for {num_candidates} candidates")
-    if features is not None:
-        features = np.asarray(features, np.float64)
-        if features.ndim != 3 or features.shape[:2] != (num_candidates, num_images):
-            raise ValueError(f"features {features.shape}: expected f[{num_candidates}, {num_images}, C]")
     if screen is None and settings.screen is not None:
         screen = screen_size(num_candidates, settings.screen)
     order = prior_order(prior)
@@ -166,14 +199,18 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
     if not racing:
         raise ValueError(f"screen {screen}: no candidate left to race")
 
+    alpha = 1 - settings.confidence
+    alpha_single = alpha / len(racing)  # two-sided, every candidate's sequence from the first look
+    alpha_pair = alpha / max(len(racing) - 1, 1)  # one-sided, a candidate's difference to each other
     total_budget = settings.budget * num_images * num_candidates
     sizes = round_sizes(num_images, len(racing), min(1.0, total_budget / (num_images * len(racing))))
-    looks = len(sizes) * max(len(racing) - 1, 1)
-    alpha = (1 - settings.confidence) / looks
     images = np.random.default_rng(settings.seed).permutation(num_images)
-    placed = features[:, images] if features is not None else None  # by position in ``images``
 
     scores = np.full((num_candidates, num_images), np.nan)  # by position in ``images``
+    bounds = np.full((num_candidates, 2), np.nan)
+    bounds[racing] = score_range  # intersected with every look's sequence
+    history = []
+    pair_upper: dict[tuple[int, int], float] = {}
     alive = list(racing)
     status = {c: STATUS_LEFT if c in racing else STATUS_SCREENED for c in range(num_candidates)}
     rounds_in = np.zeros(num_candidates, int)
@@ -190,88 +227,70 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
             new = 1 << (affordable.bit_length() - 1)
             size = done + new
         for c in alive:
-            values = np.asarray(score_images(c, images[done:size]), np.float64)
-            if values.shape != (new,):
-                raise ValueError(f"candidate {names[c]}: {values.shape} scores for {new} images")
-            scores[c, done:size] = values
+            scores[c, done:size] = _checked(score_images(c, images[done:size]), new, names[c], (low_score, high_score))
             rounds_in[c] += 1
         budget_left -= new * len(alive)
         done = size
         run.append(size)
-        if len(alive) < 2:
-            break
-        if placed is None:
-            alive = _survivors(scores[:, :done], alive, prior_rank, alpha, status, k)
-        else:
-            alive = _assisted_survivors(scores, placed, alive, prior_rank, alpha, status, k, settings.seed)
+        low, high = confseq.two_sided(confseq.to_unit(scores[alive, :done], score_range), num_images, alpha_single,
+                                      [done])
+        bounds[alive, 0] = np.maximum(bounds[alive, 0], confseq.from_unit(low[:, 0], score_range))
+        bounds[alive, 1] = np.minimum(bounds[alive, 1], confseq.from_unit(high[:, 0], score_range))
+        if len(alive) > 1:
+            alive = _survivors(scores[:, :done], alive, prior_rank, alpha_pair, status, k, num_images, score_range,
+                               pair_upper)
+        history.append(bounds.copy())
         if len(alive) == 1:
             break
 
     counts = (~np.isnan(scores)).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.nansum(scores, axis=1) / counts
-    columns: dict = {}
-    assist: dict = {}
-    if placed is None:
-        estimates = means
-        half = np.array([_half_width(scores[c, :counts[c]], alpha) for c in range(num_candidates)])
-        low, high = estimates - half, estimates + half
-    else:
-        predictions = ppi.crossfit_predictions(placed[racing], scores[racing], seed=settings.seed)
-        singles = dict(zip(racing, ppi.group_estimates(scores[racing], predictions, 2 * alpha)))
-        estimates = np.array([singles[c].estimate if c in singles else np.nan for c in range(num_candidates)])
-        low = np.array([singles[c].low if c in singles else np.nan for c in range(num_candidates)])
-        high = np.array([singles[c].high if c in singles else np.nan for c in range(num_candidates)])
-        columns = {"plain_estimate": means,
-                   "lam": [singles[c].lam if c in singles else np.nan for c in range(num_candidates)],
-                   "variance_ratio": [singles[c].variance_ratio if c in singles else np.nan
-                                      for c in range(num_candidates)]}
+        estimates = np.nansum(scores, axis=1) / counts
     picked = min(alive, key=lambda c: (-estimates[c], prior_rank[c]))
     status[picked] = STATUS_PICKED
-    if placed is not None:
-        pairs, r2_pairs = _pair_estimates_to(scores, placed, racing, picked, alpha, settings.seed)
-        columns["pair_variance_ratio"] = [pairs[c].variance_ratio if c in pairs else np.nan
-                                          for c in range(num_candidates)]
-        ratios = [pairs[c].variance_ratio for c in pairs]
-        assist = {"r2_single": ppi.crossfit_r2(predictions, scores[racing]), "r2_pairs": r2_pairs,
-                  "variance_ratio_pairs": float(np.median(ratios)) if ratios else math.nan}
-    assist["screened"] = num_candidates - len(racing)
     table = pd.DataFrame({
         "candidate": names, "prior_rank": prior_rank, "rounds": rounds_in, "images_scored": counts,
-        "estimate": estimates, "low": low, "high": high,
+        "estimate": estimates, "low": bounds[:, 0], "high": bounds[:, 1],
         "status": [status[c] for c in range(num_candidates)],
-        "picked": [c == picked for c in range(num_candidates)], **columns})
+        "picked": [c == picked for c in range(num_candidates)]})
     spent = int(counts.sum())
     return RaceResult(table, picked, [c for c in alive if c != picked], spent,
-                      spent / (num_candidates * num_images), run, alpha, assist)
+                      spent / (num_candidates * num_images), run, alpha_single / 2,
+                      {"screened": num_candidates - len(racing)}, alpha_pair, np.array(history).reshape(-1, num_candidates, 2))
 
 
-def _survivors(scores: np.ndarray, alive: list[int], prior_rank: np.ndarray, alpha: float,
-               status: dict, k: int) -> list[int]:
-    """Candidates not shown worse than the leader on the images all of them were scored on."""
+def _checked(values, count: int, name: str, score_range: tuple[float, float]) -> np.ndarray:
+    """A round's scores of one candidate, f64[count], each inside the metric's range."""
+    values = np.asarray(values, np.float64)
+    if values.shape != (count,):
+        raise ValueError(f"candidate {name}: {values.shape} scores for {count} images")
+    outside = ~((values >= score_range[0]) & (values <= score_range[1]))  # NaN is outside too
+    if outside.any():
+        raise ValueError(f"candidate {name}: score {float(values[outside][0])!r} outside the metric's range "
+                         f"[{score_range[0]:g}, {score_range[1]:g}], which the race's bounds assume")
+    return values
+
+
+def _survivors(scores: np.ndarray, alive: list[int], prior_rank: np.ndarray, alpha_pair: float, status: dict,
+               k: int, num_images: int, score_range: tuple[float, float],
+               pair_upper: dict[tuple[int, int], float]) -> list[int]:
+    """Candidates not shown worse than the leader on the images all of them were scored on: the
+    upper bound of each one's difference to the leader (one-sided at ``alpha_pair``, intersected
+    with the same pair's earlier bounds in ``pair_upper``) is not below zero."""
     means = scores[alive].mean(1)
     leader = alive[int(min(range(len(alive)), key=lambda j: (-means[j], prior_rank[alive[j]])))]
-    n = scores.shape[1]
-    t = stats.t.ppf(1 - alpha, n - 1)
-    keep = []
-    for c in alive:
-        if c == leader:
-            keep.append(c)
-            continue
-        d = scores[c] - scores[leader]
-        upper = d.mean() + t * d.std(ddof=1) / math.sqrt(n)
-        if upper < 0:
+    others = [c for c in alive if c != leader]
+    differences = confseq.difference_to_unit(scores[others] - scores[leader], score_range)
+    upper = confseq.difference_from_unit(
+        confseq.one_sided(differences, num_images, alpha_pair, [scores.shape[1]], "upper")[:, 0], score_range)
+    keep = [leader]
+    for c, bound in zip(others, upper):
+        bound = pair_upper[c, leader] = min(float(bound), pair_upper.get((c, leader), math.inf))
+        if bound < 0:
             status[c] = f"dropped in round {k}"
         else:
             keep.append(c)
-    return keep
-
-
-def _single_estimates(scores: np.ndarray, placed: np.ndarray, group: list[int], alpha: float,
-                      seed: int) -> dict[int, ppi.MeanEstimate]:
-    """Each candidate's whole-split mean (two-sided level 1 - 2 alpha), the predictor pooled over ``group``."""
-    predictions = ppi.crossfit_predictions(placed[group], scores[group], seed=seed)
-    return dict(zip(group, ppi.group_estimates(scores[group], predictions, 2 * alpha)))
+    return sorted(keep, key=alive.index)
 
 
 def prior_order(prior: np.ndarray) -> np.ndarray:
@@ -279,47 +298,13 @@ def prior_order(prior: np.ndarray) -> np.ndarray:
     return np.argsort(np.where(np.isnan(prior), np.inf, prior), kind="stable")
 
 
-def _pair_estimates_to(scores: np.ndarray, placed: np.ndarray, group: list[int], leader: int, alpha: float,
-                       seed: int) -> tuple[dict[int, ppi.MeanEstimate], float]:
-    """mean(c) - mean(leader) for every other c of ``group``, on the images both were scored on."""
-    others = [c for c in group if c != leader]
-    if not others:
-        return {}, math.nan
-    found, r2 = ppi.pair_estimates(scores, placed, [(c, leader) for c in others], 2 * alpha, seed)
-    return dict(zip(others, found)), r2
-
-
-def _assisted_survivors(scores: np.ndarray, placed: np.ndarray, alive: list[int], prior_rank: np.ndarray,
-                        alpha: float, status: dict, k: int, seed: int) -> list[int]:
-    """``_survivors`` with prediction-powered estimates: the leader by its estimated whole-split
-    mean, a drop when the difference's one-sided upper bound at 1 - alpha is below zero."""
-    singles = _single_estimates(scores, placed, alive, alpha, seed)
-    leader = min(alive, key=lambda c: (-singles[c].estimate, prior_rank[c]))
-    pairs, _ = _pair_estimates_to(scores, placed, alive, leader, alpha, seed)
-    keep = []
-    for c in alive:
-        if c != leader and pairs[c].upper(alpha) < 0:
-            status[c] = f"dropped in round {k}"
-        else:
-            keep.append(c)
-    return keep
-
-
-def _half_width(values: np.ndarray, alpha: float) -> float:
-    """Half the two-sided interval of a mean at level 1 - 2 alpha (t distribution)."""
-    n = len(values)
-    if n < 2:
-        return float("nan")
-    return float(stats.t.ppf(1 - alpha, n - 1) * values.std(ddof=1) / math.sqrt(n))
-
-
 def race_table(matrix: np.ndarray, settings: RaceSettings, prior=None, names=None, features=None,
-               screen: int | None = None) -> RaceResult:
+               screen: int | None = None, score_range: tuple[float, float] = CIDER_D_RANGE) -> RaceResult:
     """A race on known per-image scores ``matrix: f64[candidates, images]`` (studies, tests):
     each scoring is a lookup, and still counts as one image scored."""
     matrix = np.asarray(matrix, np.float64)
     return race(lambda c, idx: matrix[c, idx], matrix.shape[0], matrix.shape[1], settings, prior, names,
-                features, screen)
+                features, screen, score_range)
 
 
 def screen_size(num_candidates: int, keep_share: float) -> int:

@@ -76,12 +76,20 @@ class Candidate:
 @dataclasses.dataclass
 class Selection:
     """A race's result with its cost in seconds: ``race`` is the ``RaceResult``, ``settings`` what
-    it ran with."""
+    it ran with; ``scores``: f64[M, I] every per-image score the race saw (NaN: not scored)."""
 
     race: RaceResult
     metric: str
     seconds: dict[str, float]
     settings: RaceSettings = RaceSettings()
+    scores: np.ndarray | None = None
+
+    def whole_split_scores(self) -> np.ndarray:
+        """f64[M]: each candidate's corpus score on the whole split where it was scored on every image
+        (the mean of its per-image scores in split order: what ``evaluate`` gives), NaN elsewhere."""
+        if self.scores is None:
+            return np.full(len(self.race.table), np.nan)
+        return np.array([row.mean() if not np.isnan(row).any() else np.nan for row in self.scores])
 
 
 def mean_metrics() -> list[str]:
@@ -152,8 +160,17 @@ def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metr
 
 
 def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str,
-                    settings: RaceSettings, options: dict | None = None) -> Selection:
-    """``select`` for a caller that has checked ``metric`` already (``run_select``, before its work)."""
+                    settings: RaceSettings, options: dict | None = None, idf_from: dict | None = None,
+                    tokenized: bool = False, complete: bool = False) -> Selection:
+    """``select`` for a caller that has checked ``metric`` already (``run_select``, before its work).
+
+    ``idf_from``: the references whose document frequencies CIDEr-D takes (default ``references``),
+    key -> that image's references, image i of the race under key i (a references file's every
+    image, in its order, where the race is on the images the captions cover);
+    ``tokenized``: references and captions are token lists of the caller's tokenizer, scored as
+    they are (else strings are re-tokenized by the package tokenizer); ``complete``: after the race,
+    score every raced candidate on the images the race left out (``--budget 1`` pays for that), so
+    that ``Selection.whole_split_scores`` has each one's whole-split score."""
     assist = settings.assist
     if not candidates:
         raise ValueError("no candidates to select from")
@@ -161,7 +178,9 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     if len(set(names)) != len(names):
         raise ValueError(f"candidate names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     all_gts = {i: [_as_text(r) for r in refs] for i, refs in enumerate(references)}
+    idf_gts = all_gts if idf_from is None else {i: [_as_text(r) for r in refs] for i, refs in idf_from.items()}
     seconds = {"generate": 0.0, "score": 0.0}
+    seen = np.full((len(candidates), len(references)), np.nan)
 
     def score_images(c: int, images: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
@@ -172,9 +191,10 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
         start = time.perf_counter()
         gts = {int(i): all_gts[int(i)] for i in images}
         res = {int(i): [_as_text(caption)] for i, caption in zip(images, captions)}
-        idf = {"idf_from": all_gts} if metric == "CIDEr" else {}
-        _, per_image = postgen.score(metric, gts, res, **idf, **(options or {}))
+        idf = {"idf_from": idf_gts} if metric == "CIDEr" else {}
+        _, per_image = postgen.score(metric, gts, res, **idf, tokenize=not tokenized, **(options or {}))
         seconds["score"] += time.perf_counter() - start
+        seen[c, np.asarray(images)] = per_image
         return np.asarray(per_image, np.float64)
 
     prior = np.array([c.prior for c in candidates], np.float64)
@@ -182,8 +202,14 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
     seconds["pass"] = 0.0
     features = assist_matrix(candidates, assist, racing, len(references), seconds)
-    result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep)
-    return Selection(result, metric, seconds, settings)
+    result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep,
+                  score_range=postgen.REGISTRY[metric].score_range)
+    if complete:
+        for c in racing:
+            missing = np.flatnonzero(np.isnan(seen[c]))
+            if len(missing):
+                score_images(c, missing)
+    return Selection(result, metric, seconds, settings, seen)
 
 
 def lookup(captions: Sequence) -> Callable[[np.ndarray], list]:

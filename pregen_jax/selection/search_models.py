@@ -97,7 +97,7 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
         ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
     for path in captions:
         split_data = data.dataset[split]
-        found = read_generated_captions(path, split_data.image_ids)
+        found = read_generated_captions(path, split_data.image_ids, f"the {split} split")
         warn_if_misfit(split_data.captions, found, str(path))
         candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))
         ids.append({"architecture": "captions", "run": str(path), "epoch": "", "source": "captions"})
@@ -131,6 +131,7 @@ def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), caption
         whole = {(str(r.architecture), str(r.run), str(r.epoch)): getattr(r, metric) for r in whole.itertuples()}
         table["search_score"] = [whole.get((str(a), str(r), str(e)), math.nan)
                                  for a, r, e in zip(table["architecture"], table["run"], table["epoch"])]
+    table["whole_split_score"] = selection.whole_split_scores()  # NaN where the race scored a subset
     table["metric"] = metric
     table["assist"] = settings.assist
     for key, value in selection.race.assist.items():  # the race's own: R^2, variance ratio, how many screened

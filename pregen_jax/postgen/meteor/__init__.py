@@ -1,5 +1,9 @@
-"""METEOR 1.5 as pycocoevalcap runs it (``-l en -norm``): this package's own implementation
-(``backend="python"``, the default: no Java) or the jar itself (``backend="coco"``).
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
+"""METEOR 1.5 as pycocoevalcap runs it (``-l en -norm``): a Python translation of the jar's
+Java (``backend="python"``, the default: no Java; align.py, fast.py, matchers.py, normalize.py,
+paraphrase.py, python.py and scoring.py follow Meteor 1.5's Java sources by Michael Denkowski and
+Alon Lavie, so they are under its LGPL-2.1-only: docs/licensing.md) or the jar itself (``backend="coco"``).
 
 The Python backend became the default once its statistics equalled the jar's on every segment
 of the test sets (where-image2's 13 caption sets, MUTT with 5, 10 and 20 references, each
@@ -21,7 +25,7 @@ from .python import PythonMeteor
 BACKENDS = ("coco", "python")
 DEFAULT_BACKEND = "python"
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "METEOR", "backend_for", "jar_path", "scoring", "summed_stats"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "METEOR", "backend_for", "jar_path", "prepare", "scoring", "summed_stats"]
 
 
 def backend_for(options) -> str:
@@ -78,6 +82,17 @@ class METEOR(PostgenMetric):
         jar = getattr(self, "_jar", None)
         if jar is not None:
             jar.close()
+
+
+def prepare() -> str:
+    """Build what METEOR's first use builds (the paraphrase table, the compiled search) into the
+    cache folder (``pregen-search doctor --prepare``); one line saying where."""
+    from ...io import cache_folder
+    PythonMeteor().load()
+    folder = cache_folder()
+    if folder is None:
+        return "METEOR's paraphrase table and search built in memory only (the cache folder is not writable)"
+    return f"METEOR's paraphrase table and compiled search in {folder}"
 
 
 def _availability(options) -> tuple[bool, str]:

@@ -1,7 +1,13 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5's alignment of a (test, reference) pair: a left-to-right beam search over the
 reference positions, and the pair's statistics.
 
-Behaviour kept from the jar (``Aligner``), some of it accidental:
+Translated step by step from Meteor 1.5's Java ``Aligner`` and ``Stage`` (edu.cmu.meteor.aligner,
+by Michael Denkowski and Alon Lavie, Carnegie Mellon University), so this file is under their
+licence, LGPL-2.1-only (docs/licensing.md). Behaviour kept from the jar, some of it accidental:
 - matches that are the only candidate at their position and whose words no other match covers
   are fixed before the search;
 - partial alignments are ranked by an integer score to which ``length x module weight`` of each

@@ -1,8 +1,16 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """The pair alignment of ``align.py`` compiled with numba: the same matches, beam and statistics
 over integer arrays (a sentence's features packed once by ``pack``).
 
 Word sets are 64-bit masks, so sentences of at most ``MAX_WORDS`` words take this path; longer
 ones take ``align.pair_stats``. Tests hold both to the jar.
+
+A compiled form of align.py's translation of Meteor 1.5's Java ``Aligner`` and ``Stage`` (Michael
+Denkowski and Alon Lavie, Carnegie Mellon University), so under their licence, LGPL-2.1-only
+(docs/licensing.md).
 """
 from __future__ import annotations
 

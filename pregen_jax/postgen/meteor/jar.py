@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """METEOR 1.5 from pycocoevalcap's jar (``-l en -norm``), one warm JVM fed in batches."""
 from __future__ import annotations
 

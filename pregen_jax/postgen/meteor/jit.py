@@ -1,17 +1,88 @@
-"""numba compilation for METEOR's hot loops, its code cached in the user cache folder."""
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
+"""numba compilation for METEOR's hot loops, on first use: importing this package neither imports
+numba nor touches the cache folder. ``@compiled`` functions become numba functions together,
+the first time one is called (``compile_all``), their machine code cached in
+``cache_folder()/numba`` (never beside the installed source), or kept in memory only where the
+cache folder cannot be written.
+
+Measured (2 cores, the METEOR warm-up pair): compiling the search and the paraphrase walk takes
+about 25 s cold and under 2 s with numba's cache warm (benchmarks/README.md, "METEOR's first run").
+"""
 from __future__ import annotations
 
-import numba
+import functools
+import hashlib
+import sys
+import threading
+from pathlib import Path
 
-from .resources import cache_folder
+_PENDING: list = []  # the @compiled functions not yet handed to numba
+_LOCK = threading.RLock()
 
 
 def compiled(function):
-    """``numba.njit`` with its compiled code cached in ``cache_folder()/numba``, never beside the
-    installed source: numba reads ``config.CACHE_DIR`` when the function is decorated."""
-    previous = numba.config.CACHE_DIR
-    numba.config.CACHE_DIR = str(cache_folder() / "numba")
-    try:
-        return numba.njit(cache=True)(function)
-    finally:
-        numba.config.CACHE_DIR = previous
+    """``function``, to be compiled by ``numba.njit`` (cached) the first time any ``@compiled``
+    function is called; calls go to the compiled function from then on."""
+    _PENDING.append(function)
+
+    @functools.wraps(function)
+    def first_call(*args):
+        compile_all()
+        return function.__globals__[function.__name__](*args)
+    first_call.py_func = function
+    return first_call
+
+
+def compile_all() -> None:
+    """Replace every ``@compiled`` function in its module by its numba dispatcher (numba reads
+    ``config.CACHE_DIR`` when a function is decorated; compiling itself happens on each one's
+    first call with new argument types)."""
+    with _LOCK:
+        if not _PENDING:
+            return
+        import numba
+
+        from ...io import cache_folder
+        cache = cache_folder()
+        previous = numba.config.CACHE_DIR
+        numba.config.CACHE_DIR = str(cache / "numba") if cache is not None else previous
+        try:
+            for function in _PENDING:
+                function.__globals__[function.__name__] = numba.njit(cache=cache is not None)(function)
+        finally:
+            numba.config.CACHE_DIR = previous
+        _PENDING.clear()
+
+
+def compiling_message(sources: list[Path]) -> str | None:
+    """The line to print before the first compile of ``sources``' functions in this cache folder
+    (``None`` where numba's cache already holds them: ``mark_compiled`` was called)."""
+    marker = _marker(sources)
+    if marker is not None and marker.exists():
+        return None
+    where = "numba's cache in the cache folder" if marker is not None else "memory (the cache folder is not writable)"
+    return f"METEOR: compiling its alignment search with numba (about 25 s; once per cache folder) into {where}"
+
+
+def mark_compiled(sources: list[Path]) -> None:
+    """Record that ``sources``' functions are compiled into numba's cache (see ``compiling_message``)."""
+    marker = _marker(sources)
+    if marker is not None:
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        except OSError:
+            pass
+
+
+def _marker(sources: list[Path]) -> Path | None:
+    from ...io import cache_folder
+    cache = cache_folder()
+    if cache is None:
+        return None
+    import numba
+    digest = hashlib.sha256(numba.__version__.encode() + sys.version.encode())
+    for source in sources:  # numba's cache is per source path and content
+        digest.update(str(Path(source).resolve()).encode() + Path(source).read_bytes())
+    return cache / "numba" / f".compiled-{digest.hexdigest()[:16]}"

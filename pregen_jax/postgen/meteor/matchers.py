@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5's four matchers (exact, stem, synonym, paraphrase) over two token sequences.
 
 Each distinct sentence is analysed once (``Sentence``): its words' Java hash codes (the jar
@@ -5,6 +9,10 @@ compares words and stems by ``String.hashCode``, collisions included), stems' ha
 WordNet synsets (its own and its base forms'), paraphrase-table ids and the paraphrases that
 start at each position. ``candidates`` lists the possible matches of a (test, reference) pair
 per reference position, in the order the jar finds them (the beam search's ties depend on it).
+
+Translated from Meteor 1.5's Java matchers (``ExactMatcher``, ``StemMatcher``, ``SynonymMatcher``,
+``SynonymDictionary``, ``ParaphraseMatcher``; Michael Denkowski and Alon Lavie, Carnegie Mellon
+University), so this file is under their licence, LGPL-2.1-only (docs/licensing.md).
 """
 from __future__ import annotations
 

@@ -1,7 +1,14 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5's ``-norm`` text: its tokenizer and punctuation normalizer for English (punctuation
 kept), then lower-casing, as the jar's scorer applies them to each line.
 
-Written from the jar's observed behaviour; Java's semantics are kept where Python's differ:
+Translated pattern by pattern from Meteor 1.5's Java ``Normalizer`` (edu.cmu.meteor.util, by
+Michael Denkowski and Alon Lavie, Carnegie Mellon University, itself based on the Moses
+tokenizer), so this file is under its licence, LGPL-2.1-only (docs/licensing.md), and checked
+against the jar's output. Java's semantics are kept where Python's differ:
 ``\\s`` and ``\\p{Digit}``/``\\p{Lower}`` are ASCII only, ``StringTokenizer`` splits on
 `` \\t\\n\\r\\f`` only, ``trim`` drops every character up to U+0020, and the letters the
 normalizer treats as word characters are its own list of ranges (Latin-1, Latin Extended-A

@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR's English paraphrase table, compiled once into memory-mapped arrays.
 
 The table (``paraphrase-en.gz``, 5.3 M entries of three lines: a probability the jar ignores, a
@@ -11,6 +15,11 @@ reference phrase, its paraphrase) becomes, in ``cache_folder()/meteor-paraphrase
 - ``prefix_keys.npy`` (u64, sorted): the keys of every phrase's prefixes (where a lookup can stop);
 - ``para_offsets.npy``/``para_ids.npy``: each entry's paraphrase words.
 
+A lookup gives what Meteor 1.5's Java ``ParaphraseTransducer`` gives (every phrase of the table
+that starts at a position, shorter first, entries in table order; Michael Denkowski and Alon
+Lavie, Carnegie Mellon University) over this package's own arrays; it follows that class, so this
+file is under its licence, LGPL-2.1-only (docs/licensing.md).
+
 The folder is named by the source's digest, written under a temporary name and renamed, so a
 changed table compiles afresh and readers never see half a folder.
 """
@@ -18,20 +27,22 @@ from __future__ import annotations
 
 import bisect
 import functools
-import gzip
 import mmap
 import os
 import shutil
+import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from ...io import cache_folder
 from ..base import file_hash
 from .jit import compiled
-from .resources import cache_folder, paraphrase_path
+from .paraphrase_build import HASH_MULTIPLIER, build_arrays, progress_bar
+from .resources import paraphrase_path
 
-HASH_MULTIPLIER = 0x9E3779B97F4A7C15  # an odd 64-bit constant: phrase key = fold of (key * M + id + 1) mod 2^64
 MASK = (1 << 64) - 1
 FORMAT = 2  # the compiled layout's version, part of the folder name
 FILES = ("vocab.bin", "vocab_offsets.npy", "keys.npy", "phrase_offsets.npy", "phrase_ids.npy", "entry_offsets.npy",
@@ -46,114 +57,43 @@ def phrase_key(ids) -> int:
     return key
 
 
-def _keys(offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """u64[phrases]: ``phrase_key`` of each phrase of a CSR (offsets i64[n + 1], ids i32[...]), vectorized."""
-    lengths = np.diff(offsets)
-    keys = np.zeros(len(lengths), np.uint64)
-    with np.errstate(over="ignore"):
-        for position in range(int(lengths.max())):
-            has = lengths > position
-            words = ids[offsets[:-1][has] + position].astype(np.uint64) + np.uint64(1)
-            keys[has] = keys[has] * np.uint64(HASH_MULTIPLIER) + words
-    return keys
-
-
-def _csr(phrases: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter(map(len, phrases), np.int64, len(phrases))
-    offsets = np.zeros(len(phrases) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return offsets, np.fromiter((w for p in phrases for w in p), np.int32, int(offsets[-1]))
-
-
-def compile_table(source: Path, folder: Path) -> None:
-    """Compile the gzip table ``source`` into ``folder`` (the files above)."""
-    with gzip.open(source, "rb") as f:
-        lines = f.read().split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    vocab: dict[bytes, int] = {}
-    refs = [[vocab.setdefault(w, len(vocab)) for w in line.split(b" ") if w] for line in lines[1::3]]
-    paras = [[vocab.setdefault(w, len(vocab)) for w in line.split(b" ") if w] for line in lines[2::3]]
-    del lines
-    words = sorted(vocab)  # ids become ranks in byte order
-    rank = np.empty(len(words), np.int32)
-    rank[np.fromiter((vocab[w] for w in words), np.int64, len(words))] = np.arange(len(words), dtype=np.int32)
-    del vocab
-    ref_offsets, ref_ids = _csr(refs)
-    para_offsets, para_ids = _csr(paras)
-    del refs, paras
-    ref_ids, para_ids = rank[ref_ids], rank[para_ids]
-    keys = _keys(ref_offsets, ref_ids)
-    order = np.argsort(keys, kind="stable")  # entries of one phrase stay in the table's order
-    sorted_keys = keys[order]
-    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    _check_no_collisions(order, first, ref_offsets, ref_ids)
-    phrase_offsets, phrase_ids = _gather(ref_offsets, ref_ids, order[first])
-    entry_para_offsets, entry_para_ids = _gather(para_offsets, para_ids, order)
-    blob = b"".join(words)
-    vocab_offsets = np.zeros(len(words) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, words), np.int64, len(words)), out=vocab_offsets[1:])
+def write_arrays(arrays: dict[str, np.ndarray], folder: Path) -> None:
+    """``build_arrays``' output as the files ``FILES`` in a new ``folder``."""
     folder.mkdir(parents=True)
-    (folder / "vocab.bin").write_bytes(blob)
-    for name, array in (("vocab_offsets", vocab_offsets), ("keys", sorted_keys[first]),
-                        ("phrase_offsets", phrase_offsets), ("phrase_ids", phrase_ids),
-                        ("entry_offsets", np.r_[first, len(order)].astype(np.int64)),
-                        ("para_offsets", entry_para_offsets), ("para_ids", entry_para_ids),
-                        ("prefix_keys", prefix_keys(phrase_offsets, phrase_ids))):
-        np.save(folder / f"{name}.npy", array)
+    for name, array in arrays.items():
+        if name == "vocab":
+            (folder / "vocab.bin").write_bytes(array.tobytes())
+        else:
+            np.save(folder / f"{name}.npy", array)
 
 
-def prefix_keys(offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """u64[...] sorted, distinct: the keys of every prefix (the phrase itself included) of every phrase."""
-    lengths = np.diff(offsets)
-    keys, out = np.zeros(len(lengths), np.uint64), []
-    with np.errstate(over="ignore"):
-        for position in range(int(lengths.max()) if len(lengths) else 0):
-            has = lengths > position
-            keys[has] = keys[has] * np.uint64(HASH_MULTIPLIER) + ids[offsets[:-1][has] + position].astype(np.uint64) \
-                + np.uint64(1)
-            out.append(keys[has].copy())
-    return np.unique(np.concatenate(out)) if out else np.zeros(0, np.uint64)
-
-
-def _gather(offsets: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The CSR rows ``rows`` of (offsets, ids), in that order, as a new CSR."""
-    lengths = offsets[rows + 1] - offsets[rows]
-    new_offsets = np.zeros(len(rows) + 1, np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    starts = np.repeat(offsets[rows] - new_offsets[:-1], lengths)
-    return new_offsets, ids[starts + np.arange(int(new_offsets[-1]))]
-
-
-def _check_no_collisions(order, first, offsets, ids) -> None:
-    """Every entry under a key has the same reference phrase as the key's first entry."""
-    group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(order)]))
-    head = order[first][group]
-    lengths, head_lengths = np.diff(offsets)[order], np.diff(offsets)[head]
-    if not np.array_equal(lengths, head_lengths):
-        raise RuntimeError("paraphrase table: two phrases share a hash key; change HASH_MULTIPLIER")
-    for position in range(int(lengths.max())):
-        has = lengths > position
-        if not np.array_equal(ids[offsets[order[has]] + position], ids[offsets[head[has]] + position]):
-            raise RuntimeError("paraphrase table: two phrases share a hash key; change HASH_MULTIPLIER")
+def compile_table(source: Path, folder: Path, progress=None) -> None:
+    """Compile the gzip table ``source`` into ``folder`` (the files above)."""
+    write_arrays(build_arrays(source, progress), folder)
 
 
 class ParaphraseTable:
-    """The compiled table, memory-mapped (read-only)."""
+    """The compiled table: ``build_arrays``' arrays, memory-mapped from a folder (``open``) or in memory."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
-        with open(folder / "vocab.bin", "rb") as f:
-            self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.path.getsize(f.name) else b""
-        def load(path):  # a plain ndarray view of the map: element access without np.memmap's overhead
-            return np.load(path, mmap_mode="r").view(np.ndarray)
-        self._vocab_offsets = load(folder / "vocab_offsets.npy")
-        self.keys = load(folder / "keys.npy")
-        self.phrase_offsets, self.phrase_ids = load(folder / "phrase_offsets.npy"), load(folder / "phrase_ids.npy")
-        self.entry_offsets = load(folder / "entry_offsets.npy")
-        self.para_offsets, self.para_ids = load(folder / "para_offsets.npy"), load(folder / "para_ids.npy")
-        self.prefix_keys = load(folder / "prefix_keys.npy")
+    def __init__(self, arrays: dict[str, np.ndarray], blob=None):
+        self._blob = arrays["vocab"].tobytes() if blob is None else blob
+        self._vocab_offsets = arrays["vocab_offsets"]
+        self.keys = arrays["keys"]
+        self.phrase_offsets, self.phrase_ids = arrays["phrase_offsets"], arrays["phrase_ids"]
+        self.entry_offsets = arrays["entry_offsets"]
+        self.para_offsets, self.para_ids = arrays["para_offsets"], arrays["para_ids"]
+        self.prefix_keys = arrays["prefix_keys"]
         self.max_phrase = int(np.diff(self.phrase_offsets).max()) if len(self.keys) else 0
+
+    @classmethod
+    def open(cls, folder: Path) -> ParaphraseTable:
+        """The table compiled into ``folder`` (``write_arrays``), memory-mapped read-only."""
+        with open(folder / "vocab.bin", "rb") as f:
+            blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.path.getsize(f.name) else b""
+        # plain ndarray views of the maps: element access without np.memmap's overhead
+        arrays = {name[:-4]: np.load(folder / name, mmap_mode="r").view(np.ndarray) for name in FILES
+                  if name.endswith(".npy")}
+        return cls(arrays, blob)
 
     def word_id(self, word: str) -> int:
         """The word's id in the table, or -1 where the table has no such word."""
@@ -246,19 +186,45 @@ class _Words:
 
 @functools.lru_cache(maxsize=1)
 def table(source: Path | None = None) -> ParaphraseTable:
-    """The compiled table of ``source`` (the installed one by default), compiled first if needed."""
+    """The compiled table of ``source`` (the installed one by default): from the cache folder, else
+    built (one line and a progress bar on stderr) and kept there, or in memory where the cache
+    folder cannot be written."""
     source = Path(source or paraphrase_path())
-    folder = cache_folder() / f"meteor-paraphrase-v{FORMAT}-{file_hash(str(source))[:16]}"
-    if not all((folder / name).exists() for name in FILES):
-        cache_folder().mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".meteor-paraphrase-", dir=cache_folder()))
+    name = f"meteor-paraphrase-v{FORMAT}-{file_hash(str(source))[:16]}"
+    cache = cache_folder()
+    if cache is not None and all((cache / name / file).exists() for file in FILES):
+        return ParaphraseTable.open(cache / name)
+    where = cache / name if cache is not None else "memory (the cache folder is not writable)"
+    print(f"METEOR: building the paraphrase table from {source.name} (5.3 M entries; once per cache folder) "
+          f"into {where}", file=sys.stderr, flush=True)
+    update, close = progress_bar("METEOR paraphrase table")
+    try:
+        arrays = build_arrays(source, update)
+    finally:
+        close()
+    if cache is not None:
         try:
-            compile_table(source, staging / "table")
-            try:
-                os.rename(staging / "table", folder)
-            except OSError:  # another process finished first: its folder is the same
-                if not all((folder / name).exists() for name in FILES):
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return ParaphraseTable(folder)
+            return ParaphraseTable.open(_kept(arrays, cache, name))
+        except OSError as err:
+            warnings.warn(f"METEOR's paraphrase table not kept in {cache} ({err}): built again next run", stacklevel=2)
+    return ParaphraseTable(arrays)
+
+
+def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str) -> Path:
+    """``cache/name`` holding ``arrays`` (written under a temporary name, then renamed, so readers
+    never see half a table); other tables in ``cache`` (an older format or source) removed."""
+    folder = cache / name
+    staging = Path(tempfile.mkdtemp(prefix=".meteor-paraphrase-", dir=cache))
+    try:
+        write_arrays(arrays, staging / "table")
+        try:
+            os.rename(staging / "table", folder)
+        except OSError:  # another process finished first: its folder is the same
+            if not all((folder / file).exists() for file in FILES):
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for old in cache.glob("meteor-paraphrase-*"):
+        if old != folder:
+            shutil.rmtree(old, ignore_errors=True)
+    return folder

@@ -1,20 +1,31 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5 in Python (``METEOR(backend="python")``): the jar's SCORE statistics without Java.
 
 Work is done once: each distinct line is normalized once, each distinct sentence analysed once
 (``matchers.Analyzer``), each distinct (test, reference) pair aligned once; an image keeps the
 statistics of its best reference (the first of equal scores), as the jar does.
+
+The SCORE protocol and the choice of the best reference follow Meteor 1.5's Java ``Meteor`` and
+``MeteorScorer`` (Michael Denkowski and Alon Lavie, Carnegie Mellon University), so this file is
+under their licence, LGPL-2.1-only (docs/licensing.md); the memos are this package's own.
 """
 from __future__ import annotations
 
 import contextlib
 import gc
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from . import fast, scoring
+from . import fast, paraphrase, scoring
 from .align import pair_stats
 from .jar import score_line
+from .jit import compiling_message, mark_compiled
 from .matchers import Analyzer, Sentence
 from .normalize import java_tokens, java_trim, normalize
 from .paraphrase import table
@@ -76,8 +87,13 @@ class PythonMeteor:
         first time on a machine)."""
         if self._analyzer is None:
             self._analyzer = Analyzer(synonyms(), table())
+            sources = [Path(fast.__file__), Path(paraphrase.__file__)]
+            message = compiling_message(sources)
+            if message:
+                print(message, file=sys.stderr, flush=True)
             self._analyzer.sentence(("a", "man"))  # compiles (or loads) the table's walk
             fast.warm_up()
+            mark_compiled(sources)
 
     def _sentence(self, tokens: tuple[str, ...]) -> Sentence:
         return self._analysed(tokens)[0]

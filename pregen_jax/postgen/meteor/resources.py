@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """METEOR 1.5's English resources, read at run time from the installed pycocoevalcap.
 
 The jar is a zip: function words, non-breaking prefixes and the WordNet synonym files
@@ -23,13 +25,6 @@ def jar_path() -> Path:
 def paraphrase_path() -> Path:
     """The English paraphrase table beside the jar (``data/paraphrase-en.gz``)."""
     return jar_path().parent / "data" / "paraphrase-en.gz"
-
-
-def cache_folder() -> Path:
-    """Where compiled resources live: the package's cache folder (``$PREGEN_JAX_CACHE``, else
-    ``~/.cache/pregen-jax``; user-writable, never the installed package)."""
-    from ...io import default_cache_dir
-    return default_cache_dir()
 
 
 def _lines(member: str) -> list[str]:

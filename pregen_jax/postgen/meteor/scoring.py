@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5's statistics line and its score, with the ``en`` parameters (``-l en -norm``).
 
 A statistics row (``k = 23`` fields, the order of the jar's ``SCORE`` lines): test and reference
@@ -5,6 +9,11 @@ lengths, their function words, then per matching stage (exact, stem, synonym, pa
 test content, reference content, test function and reference function words matched, then
 chunks and the test and reference words matched. Every field is a count, so sums of rows are
 exact in float64 whatever their order.
+
+The formula, its ``en`` parameters and its order of operations are translated from Meteor 1.5's
+Java ``MeteorScorer.computeMetrics``, ``MeteorStats`` and ``Constants`` (Michael Denkowski and Alon
+Lavie, Carnegie Mellon University), so this file is under their licence, LGPL-2.1-only
+(docs/licensing.md).
 """
 from __future__ import annotations
 

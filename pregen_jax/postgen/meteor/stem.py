@@ -1,9 +1,13 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """The English Snowball (Porter2) stemmer as METEOR 1.5's jar has it (the 2010 algorithm).
 
 Later Snowball releases changed English (new R1 prefixes such as ``past``/``univers``/``organ``,
 ``-ogist``, exceptions such as ``evening``, no undoubling in ``added``), so today's
 snowballstemmer and PyStemmer give different stems for some words; this is the algorithm as
-published before those changes, checked word for word against the jar. Strings are handled as
+published before those changes, checked word for word against the jar. Written from the
+published description of Martin Porter's English (Porter2) algorithm (Snowball), not from the
+Snowball-generated Java in Meteor's jar; this package's own work (MIT, docs/licensing.md). Strings are handled as
 UTF-16 code units, as Java's are.
 """
 from __future__ import annotations

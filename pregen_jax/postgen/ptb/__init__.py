@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """COCO's tokenizer: the Stanford PTB tokenizer as pycocoevalcap's ``PTBTokenizer`` runs it.
 
 ``tokenize_captions(captions) -> list[str]``: one string per caption, the jar's tokens lower-cased, the
@@ -7,8 +9,9 @@ becomes ``--`` and is removed).
 
 Backends: ``"java"`` runs the Stanford CoreNLP 3.4.1 jar that pycocoevalcap ships
 (``-preserveLines -lowerCase``, the input in a temporary file, Java through postgen/jvm.py);
-``"python"`` is this package's own lexer (lexer.py, scanner.py, rules.py, patterns.py,
-charclasses.py, javacase.py), equal to the jar token for token on every test set
+``"python"`` is a Python port of the jar's lexer (lexer.py, scanner.py, rules.py, patterns.py:
+translated from CoreNLP 3.4.1's ``PTBLexer.flex``, so under its GPL-2.0-or-later; charclasses.py,
+javacase.py: Java's character classes and case, measured; docs/licensing.md), equal to the jar token for token on every test set
 (tests/test_ptb_oracle.py, tests/test_ptb_unicode.py) and needing no Java; the default.
 
 Where COCOEvalCap is wrong we differ on purpose: the jar ends a line at a carriage return, a

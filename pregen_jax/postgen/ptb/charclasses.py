@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """The PTB lexer's Unicode classes, frozen: Java's ``Character.isLetter``, ``isDigit`` and
 ``isUpperCase`` on the 16-bit chars (U+0001..U+FFFF) as the jar's scanner has them built in.
 

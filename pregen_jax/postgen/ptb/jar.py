@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """The Stanford PTB tokenizer of pycocoevalcap's CoreNLP 3.4.1 jar, run once per call as COCOEvalCap runs it."""
 from __future__ import annotations
 

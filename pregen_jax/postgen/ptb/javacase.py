@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """Java's ``String.toLowerCase(Locale.ENGLISH)`` of a token, which the jar's ``-lowerCase`` applies.
 
 It equals Python's ``str.lower`` but for the capital sigma: Java writes the final form (U+03C2)

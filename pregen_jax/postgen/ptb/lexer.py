@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: 2002-2009 The Board of Trustees of The Leland Stanford Junior University
+#   (Stanford CoreNLP 3.4.1, PTBLexer.flex: Tim Grow, Christopher Manning, Jenny Finkel, Stanford NLP Group)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The PTB tokenizer in Python: lines of captions through the scanner (scanner.py), with shortcuts.
 
 Lines are one text joined by newlines, as the jar reads its input file, so a lookahead at the end
@@ -10,6 +14,10 @@ digits that starts with a letter and ends at a space or the line's end is one wo
 not start a spaced ellipsis is a period; a line of only such words and a final " ." is its
 words. A word of ASCII letters and punctuation with no period, digit or "<" cannot reach more
 than two characters past its end, so its tokens are remembered per (word, next two characters).
+
+The shortcuts and the driver are this package's own; the words they must leave to the rules
+(the split forms cannot, gonna, ...) are taken from CoreNLP 3.4.1's ``PTBLexer.flex``, so this file is
+under that file's licence, GPL-2.0-or-later (Stanford NLP Group; docs/licensing.md).
 """
 from __future__ import annotations
 

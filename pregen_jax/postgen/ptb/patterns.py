@@ -1,7 +1,13 @@
+# SPDX-FileCopyrightText: 2002-2009 The Board of Trustees of The Leland Stanford Junior University
+#   (Stanford CoreNLP 3.4.1, PTBLexer.flex: Tim Grow, Christopher Manning, Jenny Finkel, Stanford NLP Group)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The token shapes of the Stanford PTB lexer (CoreNLP 3.4.1), as regular expressions for the ``regex`` module.
 
-Written from the lexer's documented behaviour and checked against the jar token for token (the
-jar is the oracle, tests/test_ptb_oracle.py). The jar's scanner is case-insensitive for letters
+Translated macro by macro from CoreNLP 3.4.1's ``PTBLexer.flex`` (its macros, their Unicode
+ranges and word lists), so this file is under that file's licence, GPL-2.0-or-later (Stanford NLP
+Group; docs/licensing.md), and checked against the jar token for token (the jar is the oracle,
+tests/test_ptb_oracle.py). The jar's scanner is case-insensitive for letters
 written outside a character class and case-sensitive inside one ("[A-Z]" stays upper case):
 ``caseless`` turns every ASCII letter outside a class into ``[xX]``, plus the four characters
 whose Java case mapping reaches an ASCII letter (I with a dot, dotless i, long s, Kelvin sign),

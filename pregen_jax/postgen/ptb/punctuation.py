@@ -1,4 +1,14 @@
-"""pycocoevalcap's clean-up of the PTB tokenizer's output: its punctuation list, removed token by token."""
+# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
+#   (coco-caption / pycocoevalcap, tokenizer/ptbtokenizer.py: Hao Fang, Tsung-Yi Lin)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: BSD-2-Clause-Views
+"""pycocoevalcap's clean-up of the PTB tokenizer's output: its punctuation list, removed token by token.
+
+Taken from coco-caption's ``tokenizer/ptbtokenizer.py`` (Hao Fang and Tsung-Yi Lin): the list as it
+stands there, in its order, and the expression that drops its tokens from a line. So this file is
+under coco-caption's licence (its ``license.txt``: BSD-2-Clause-Views, Copyright (c) 2015 Xinlei
+Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam; docs/licensing.md).
+"""
 from __future__ import annotations
 
 # pycocoevalcap's list (tokenizer/ptbtokenizer.py); compared after lower-casing, so "-LRB-" and the

@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: 2002-2009 The Board of Trustees of The Leland Stanford Junior University
+#   (Stanford CoreNLP 3.4.1, PTBLexer.flex: Tim Grow, Christopher Manning, Jenny Finkel, Stanford NLP Group)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The PTB lexer's rules, in its order: what each matches, what must follow it, and what it makes of the text.
 
 A rule is ``(pattern, lookahead, action)``. The scanner takes, at each position, the rule whose
@@ -6,7 +10,9 @@ lookahead returns only the pattern's part (the longest part such that the lookah
 rest). Actions are named in ``Action``; lexer.py carries them out. The rules are those of
 CoreNLP 3.4.1's PTBLexer with its default options as ``PTBTokenizer -preserveLines`` sets them
 (PTB3 escaping, latex quotes, "--" for dashes, "..." for ellipses, traditional treebank-3 state,
-assimilations split, untokenizable characters deleted).
+assimilations split, untokenizable characters deleted), translated rule by rule from its
+``PTBLexer.flex`` (patterns, lookaheads and the actions their Java code takes with those options),
+so this file is under that file's licence, GPL-2.0-or-later (Stanford NLP Group; docs/licensing.md).
 """
 from __future__ import annotations
 

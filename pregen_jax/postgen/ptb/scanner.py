@@ -1,9 +1,17 @@
+# SPDX-FileCopyrightText: 2002-2009 The Board of Trustees of The Leland Stanford Junior University
+#   (Stanford CoreNLP 3.4.1, PTBLexer.flex: Tim Grow, Christopher Manning, Jenny Finkel, Stanford NLP Group)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The PTB lexer's scanner: one token at a time, as the jar's generated scanner makes it.
 
 At a position it takes the longest match over all rules (a lookahead counts toward its rule's
 length), the first rule on a tie, and makes a token of it (or none) by the rule's action. A rule
 with a lookahead keeps the longest part of the match that its pattern matches with the lookahead
 matching the rest. Only the rules whose match can start with the character at hand are tried.
+
+The matching is this package's own; the actions' tables (currency signs, fractions, quotes,
+brackets, dashes) are translated from the Java code of CoreNLP 3.4.1's ``PTBLexer.flex``, so this
+file is under that file's licence, GPL-2.0-or-later (Stanford NLP Group; docs/licensing.md).
 """
 from __future__ import annotations
 

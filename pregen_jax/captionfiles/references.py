@@ -1,0 +1,145 @@
+"""Reference files, in whichever of three formats: a COCO annotation file, a Karpathy-split JSON (one
+of its splits), or the JSONL ``export-references`` writes.
+
+Which images, in which order, as coco-caption's example runs ``COCOEvalCap``: REFS's images in the
+order the annotation file's ``images`` lists them (``loadRes`` keeps it; images without an entry
+there come after, in annotation order); each image's references in file order (METEOR keeps the
+first of tied references, so order is part of the answer).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from .. import io
+from .exported import read_exported_references
+
+FORMATS = ("coco", "karpathy", "references-jsonl")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceSet:
+    """The references of every image of REFS, in REFS's image order.
+
+    Attributes:
+      path: the file; format: one of ``FORMATS``.
+      captions: image id -> its reference strings, in file order (dict order: REFS's image order).
+      tokenizer: the tokenizer that already made the strings (an export records it), None: raw text.
+      aliases: another id of an image -> its key (a Karpathy JSON keyed by ``cocoid``: each
+        image's ``filename``), so captions keyed either way match.
+      split: the Karpathy split read (None for the other formats).
+    """
+
+    path: str
+    format: str
+    captions: dict
+    tokenizer: str | None = None
+    aliases: dict = dataclasses.field(default_factory=dict)
+    split: str | None = None
+
+    @property
+    def tokenized(self) -> bool:
+        return self.tokenizer is not None
+
+    @property
+    def source(self) -> str:
+        """How errors name these references: the file, and its split where it has several."""
+        return f"the {self.split} split of {self.path}" if self.split else self.path
+
+
+def read_json(path, what: str):
+    """The JSON value of ``path`` (one line naming the file and the line where it is not JSON)."""
+    try:
+        return json.loads(io.read_text(path, what))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+
+
+def read_references(path, split: str = "test") -> ReferenceSet:
+    """REFS in whichever of the three formats it is (``split``: a Karpathy JSON's split)."""
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        return _references_jsonl(path)
+    data = read_json(path, "references file")
+    if isinstance(data, dict) and isinstance(data.get("images"), list) and data["images"] and \
+            isinstance(data["images"][0], dict) and "sentences" in data["images"][0]:
+        return _karpathy(path, data, split)
+    return _coco_annotations(path, data)
+
+
+def check_image_id(path, where: str, image_id) -> None:
+    """An image id is an integer or a string (``where``: the entry or line)."""
+    if isinstance(image_id, bool) or not isinstance(image_id, (int, str)):
+        raise ValueError(f"{path}: {where}: image_id {json.dumps(image_id)[:40]} is not an integer or a string")
+
+
+def _coco_annotations(path: Path, data) -> ReferenceSet:
+    """``{"images": [{"id"}], "annotations": [{"image_id", "caption"}]}``."""
+    if isinstance(data, list):
+        raise ValueError(f"{path}: a JSON list, not a COCO annotation file (a results file given as references?)")
+    if not isinstance(data, dict) or "annotations" not in data:
+        raise ValueError(f"{path}: not a COCO annotation file (no 'annotations'; a Karpathy-split JSON has "
+                         "'images' with 'sentences', an export-references file ends in .jsonl)")
+    if not isinstance(data["annotations"], list) or not data["annotations"]:
+        raise ValueError(f"{path}: 'annotations' must be a non-empty list")
+    captions: dict = {}
+    for k, ann in enumerate(data["annotations"]):
+        if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
+            raise ValueError(f"{path}: annotations[{k}] needs 'image_id' and 'caption'")
+        check_image_id(path, f"annotations[{k}]", ann["image_id"])
+        if not isinstance(ann["caption"], str):
+            raise ValueError(f"{path}: annotations[{k}] (image {ann['image_id']!r}): caption is not a string")
+        captions.setdefault(ann["image_id"], []).append(ann["caption"])
+    order = []
+    for k, image in enumerate(data.get("images") or []):
+        if not isinstance(image, dict) or "id" not in image:
+            raise ValueError(f"{path}: images[{k}] needs an 'id'")
+        order.append(image["id"])
+    listed = [i for i in dict.fromkeys(order) if i in captions]
+    ordered = {i: captions[i] for i in listed + [i for i in captions if i not in set(listed)]}
+    return ReferenceSet(str(path), "coco", ordered)
+
+
+def _karpathy(path: Path, data: dict, split: str) -> ReferenceSet:
+    """A Karpathy-split JSON: images keyed by ``cocoid`` where present (``filename`` an alias), else
+    ``filename``; raw captions."""
+    captions: dict = {}
+    aliases: dict = {}
+    splits: set = set()
+    for k, image in enumerate(data["images"]):
+        if not isinstance(image, dict) or not isinstance(image.get("sentences"), list):
+            raise ValueError(f"{path}: images[{k}] needs a 'sentences' list")
+        splits.add(str(image.get("split")))
+        if image.get("split") != split:
+            continue
+        key = image["cocoid"] if "cocoid" in image else image.get("filename")
+        if key is None:
+            raise ValueError(f"{path}: images[{k}] has neither 'cocoid' nor 'filename'")
+        check_image_id(path, f"images[{k}]", key)
+        if key in captions:
+            raise ValueError(f"{path}: image {key!r} appears twice (images[{k}])")
+        raws = []
+        for s, sentence in enumerate(image["sentences"]):
+            raw = sentence.get("raw") if isinstance(sentence, dict) else None
+            if not isinstance(raw, str):
+                raise ValueError(f"{path}: image {key!r}, sentences[{s}]: no raw caption (a string under 'raw')")
+            raws.append(raw)
+        captions[key] = raws
+        if isinstance(image.get("filename"), str) and image["filename"] != key:
+            aliases[image["filename"]] = key
+    if not captions:
+        raise ValueError(f"{path}: no image in split {split!r} (--split; it has {', '.join(sorted(splits))})")
+    return ReferenceSet(str(path), "karpathy", captions, aliases=aliases, split=split)
+
+
+def _references_jsonl(path: Path) -> ReferenceSet:
+    """The JSONL ``export-references`` writes; its strings are the tokens its rows record."""
+    rows = read_exported_references(path)
+    tokenizers = {row.tokenizer for row in rows}
+    if len(tokenizers) > 1:
+        raise ValueError(f"{path}: rows made by different tokenizers ({', '.join(sorted(tokenizers))})")
+    captions: dict = {}
+    for row in rows:
+        captions.setdefault(row.image_id, []).append(row.text)
+    return ReferenceSet(str(path), "references-jsonl", captions, tokenizer=rows[0].tokenizer)

@@ -1,0 +1,80 @@
+"""``pregen-search select --references REFS --captions A B C``: caption files raced alone, no search
+(issue 40, item 2): scores target evaluate --idf-from all's, and with --budget 1 equal them."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pregen_jax import cli
+from pregen_jax.captionfiles import read_references
+from pregen_jax.evaluation import score_files
+from pregen_jax.selection import RaceSettings, select_files
+from tests.test_evaluate import flickr_captions
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """refs.json (COCO annotations of 120 Flickr8k test images) and three COCO results files of
+    the first 100 of them: a real caption, and the same with its first one or two words cut."""
+    folder = tmp_path_factory.mktemp("files")
+    captions = flickr_captions(120)
+    ids = {name: 1000 + 7 * k for k, name in enumerate(captions)}
+    (folder / "refs.json").write_text(json.dumps({
+        "images": [{"id": ids[n]} for n in captions],
+        "annotations": [{"image_id": ids[n], "caption": c} for n in captions for c in captions[n][1:]]}))
+    for k in range(3):
+        rows = [{"image_id": ids[n], "caption": captions[n][0].split(" ", k)[-1]} for n in list(captions)[:100]]
+        (folder / f"m{k}.json").write_text(json.dumps(rows[::-1]))
+    return folder
+
+
+def test_budget_1_gives_evaluate_idf_from_all_scores_exactly(files):
+    paths = [files / f"m{k}.json" for k in range(3)]
+    refs = read_references(files / "refs.json")
+    table, selection, found = select_files(refs, paths, "CIDEr", RaceSettings(budget=1.0, seed=3))
+    assert found.tokenizer == "ptb" and len(found.images) == 100 and len(found.idf_from) == 120
+    evaluation = score_files(files / "refs.json", paths, metrics=["CIDEr"], idf_from="all")
+    expected = evaluation.table.set_index("system")["score"]
+    assert list(table["whole_split_score"]) == [expected[f"m{k}"] for k in range(3)]  # exactly, not approximately
+    per_image = evaluation.per_image.pivot(index="image_id", columns="system", values="CIDEr").loc[found.images]
+    np.testing.assert_array_equal(selection.scores, per_image[["m0", "m1", "m2"]].to_numpy().T)
+
+
+def test_select_without_a_search_picks_and_labels_a_subset(files, capsys):
+    out = files / "sel"
+    assert cli.main(["select", "--references", str(files / "refs.json"), "--captions",
+                     *[str(files / f"m{k}.json") for k in range(3)], "--budget", "0.3", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(out / "select.tsv", sep="\t")
+    assert table["picked"].sum() == 1 and set(table["tokenizer"]) == {"ptb"}
+    assert "tokenizer: ptb" in printed
+    assert "estimated for all 100 images of" in printed and "from a subset of" in printed
+    assert "that the files caption (of its 120)" in printed
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "give --references REFS and --captions"),
+    (["--references", "r.json", "--search", "run"], "not both"),
+    (["--references", "r.json", "--captions", "a.json"], "--captions: 1 file(s); a race without a search needs"),
+    (["--references", "r.json", "--captions", "a.json", "b.json", "--checkpoints", "c"], "--checkpoints: needs --search"),
+    (["--references", "r.json", "--captions", "a.json", "b.json", "--screen"], "--screen: needs --search"),
+])
+def test_sources_and_options_that_need_a_search(tmp_path, capsys, extra, message):
+    assert cli.main(["select", *extra, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_captions_of_another_split_name_the_split_raced(tmp_path, capsys):
+    karpathy = {"images": [{"filename": f"{k}.jpg", "split": "val" if k < 20 else "test",
+                            "sentences": [{"raw": f"a dog number {k}"}]} for k in range(40)]}
+    (tmp_path / "k.json").write_text(json.dumps(karpathy))
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"image_id": f"{k}.jpg", "caption": "a dog"}) + "\n"
+                                                        for k in range(20, 40)))
+    assert cli.main(["select", "--references", str(tmp_path / "k.json"), "--captions", str(tmp_path / "a.jsonl"),
+                     str(tmp_path / "b.jsonl"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "a.jsonl: line 1: image '20.jpg' is not in the val split of" in err, err
