@@ -105,7 +105,7 @@ def _evaluate(tmp_path, capsys, results: dict[str, list], images: int = 60) -> l
         (tmp_path / name).write_text(json.dumps([{"image_id": i, "caption": c} for i, c in enumerate(captions)]))
     assert main(["evaluate", "--references", str(tmp_path / "refs.json"), "--captions",
                  *(str(tmp_path / name) for name in results), "--metrics", "CIDEr", "--tokenizer", "alnum-lower",
-                 "--resamples", "10", "--trials", "10"]) == 0
+                 "--resamples", "1000", "--trials", "999"]) == 0
     return [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
 
 
@@ -126,3 +126,21 @@ def test_evaluate_says_when_a_results_file_covers_part_of_the_references(tmp_pat
     assert line.endswith("half.json: covers 30 of the 60 images of " + str(tmp_path / "refs.json") +
                          ": scored on those only, as COCOEvalCap does (a score on part of the images is not the "
                          "whole set's)")
+
+
+def test_select_without_a_search_warns_on_a_shifted_file_and_on_another_datasets_captions(tmp_path, capsys):
+    from pregen_jax.cli import main
+    refs, captions = _toy()
+    coco = {"images": [{"id": i} for i in range(len(refs))],
+            "annotations": [{"image_id": i, "id": 10 * i + r, "caption": c} for i, rs in enumerate(refs)
+                            for r, c in enumerate(rs)]}
+    (tmp_path / "refs.json").write_text(json.dumps(coco))
+    other = ["a surfer rides a big wave", "two men play chess in a park", "a child eats ice cream"] * 20
+    files = {"mine.json": captions, "shifted.json": captions[1:] + captions[:1], "other.json": other}
+    for name, caps in files.items():
+        (tmp_path / name).write_text(json.dumps([{"image_id": i, "caption": c} for i, c in enumerate(caps)]))
+    assert main(["select", "--references", str(tmp_path / "refs.json"), "--captions",
+                 *(str(tmp_path / name) for name in files), "--budget", "1", "--tokenizer", "alnum-lower",
+                 "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "own-image rank" in line]
+    assert [line.split(":")[1].strip().rsplit("/", 1)[-1] for line in warned] == ["shifted.json", "other.json"]
