@@ -21,3 +21,13 @@ def test_the_site_builds_to_the_default_folder_which_git_ignores():
                  if line.startswith("site_dir:")]
     assert site_dirs in ([], ["site"]), site_dirs
     assert "site/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_the_glossary_explains_the_words_outputs_use():
+    """docs/glossary.md, which every command's output names in its last line, has a heading for each
+    word users meet in the outputs (issue 40 item 5)."""
+    from pregen_jax.commands.base import GLOSSARY
+    headings = "\n".join(line for line in (ROOT / GLOSSARY).read_text().splitlines() if line.startswith("#"))
+    for word in ("post-gen", "pre-gen", "tier names", "tier space", "strata", "decoding unknown", "calibration models",
+                 "prior_rank", "assist", "MCB set", "own-image rank", "p_holm", "fingerprint", "units"):
+        assert word in headings, word

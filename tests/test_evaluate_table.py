@@ -38,3 +38,4 @@ def test_the_printed_table_is_aligned_under_its_header(tmp_path, capsys, systems
             assert len(row) == len(header)
     if systems > 1:
         assert lines[2 + 2 * systems].startswith("95% BCa bootstrap intervals; d: difference to a ")
+    assert lines[-1] == "words: docs/glossary.md"  # the output's words explained (as select, predict, run)

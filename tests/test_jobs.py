@@ -51,7 +51,7 @@ def _printed(guide, command: str) -> tuple[str, str]:
 def test_a_model_of_any_framework_is_predicted_against_a_search(guide, capsys):
     folder, namespace, _ = guide
     out, _ = _printed(guide, "pregen-search predict")
-    assert "CIDEr (range [0, inf); 90% intervals" in out and "mine" in out and "s (the whole run)" in out
+    assert "CIDEr (range [0, inf); 90% jackknife+ intervals" in out and "mine" in out and "s (the whole run)" in out
     # Without the search's fingerprint (attach_references alone), the refusal says what differs and
     # how to fix it, as the guide shows.
     with contextlib.chdir(folder):
