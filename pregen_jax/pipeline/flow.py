@@ -216,7 +216,7 @@ def _postgen(ctx: Context, model: ModelScores) -> tuple[tuple[pd.DataFrame, dict
     Each metric is its own cache entry, so adding a metric to the config computes only it.
     """
     data, metrics, strata = ctx.data, ctx.settings.metrics, model.values["strata"]
-    gts, res = gts_res(data, model.values["captions"])
+    gts, res = gts_res(data, model.values["captions"], metrics.config.tokenizer)
     blocks = strata.blocks(data.test.image_ids)
     upstream = (model.keys["captions"], model.keys["strata"], data.split_key("test", False))
     columns, per_image, keys = {}, {}, []

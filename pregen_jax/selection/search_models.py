@@ -75,7 +75,7 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
     left out.
     """
     from ..datasets.caption_fit import warn_if_misfit
-    from ..datasets.generated import read_generated_captions
+    from ..datasets.generated import read_caption_texts, read_generated_captions
     from ..pipeline.sources import precomputed_candidates
     candidates, ids, notes = [], [], []
     precomputed = ({(c.architecture, c.run): c.captions for c in precomputed_candidates(run.config, data)}
@@ -99,9 +99,25 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
         split_data = data.dataset[split]
         found = read_generated_captions(path, split_data.image_ids, f"the {split} split")
         warn_if_misfit(found, split_data.captions, str(path))
+        if run.tokenizer == "ptb":  # PTB reads the file's own text, as evaluate does
+            found = read_caption_texts(path, split_data.image_ids, f"the {split} split")
         candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))
         ids.append({"architecture": "captions", "run": str(path), "epoch": "", "source": "captions"})
     return candidates, ids, notes
+
+
+def _through_ptb(raw, candidates: list[Candidate]) -> tuple[list, list[Candidate]]:
+    """(references[i][r] as PTB's tokens, the candidates with their captions through PTB too)."""
+    from ..postgen.ptb import tokenize_captions
+    tokens = iter(tokenize_captions([ref for refs in raw for ref in refs]))
+    references = [[next(tokens).split() for _ in refs] for refs in raw]
+
+    def through(generate):
+        def generate_ptb(images):
+            captions = [c if isinstance(c, str) else " ".join(c) for c in generate(images)]
+            return [text.split() for text in tokenize_captions(captions)]
+        return generate_ptb
+    return references, [dataclasses.replace(c, generate=through(c.generate)) for c in candidates]
 
 
 def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), captions=(), progress: bool = True):
@@ -123,7 +139,10 @@ def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), caption
         raise ValueError(f"{run.folder}: no model of the search can be decoded on the {split} split")
     # the run's stop words, jars...; never its backend: whole-split frequencies need the array CIDEr
     options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v and k != "backend"}
-    selection = race_candidates(candidates, data.dataset[split].captions, metric, settings, options)
+    references, tokenized = data.dataset[split].captions, False
+    if run.tokenizer == "ptb":  # the search's own: raw references and the models' captions through PTB
+        (references, candidates), tokenized = _through_ptb(data.dataset[split].raw_text(), candidates), True
+    selection = race_candidates(candidates, references, metric, settings, options, tokenized=tokenized)
     race = selection.race.table.drop(columns=["candidate"])
     table = pd.concat([pd.DataFrame(ids), race], axis=1)
     if split == "test" and metric in run.postgen:
