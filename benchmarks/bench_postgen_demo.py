@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="a finished search folder (its cache/captions is read)")
-    parser.add_argument("--backend", choices=("array", "coco"), default="array",
-                        help="CIDEr, BLEU, ROUGE-L, WMD: the array backends (default) or the toolkits "
-                             "(pycocoevalcap, gensim)")
+    parser.add_argument("--backend", choices=("native", "coco"), default="native",
+                        help="every metric: this package's backends (default) or the toolkits "
+                             "(pycocoevalcap, its jars, gensim)")
     args = parser.parse_args()
     import dataclasses
 

@@ -49,7 +49,7 @@ def registered(name: str, metric_class):
 def test_settings_name_each_backend_and_no_jvm_where_none_ran(tmp_path):
     refs, paths = coco_files(tmp_path, CAPTIONS)
     got = score_files(refs, paths, metrics=["Bleu_4", "CIDEr"], tokenizer="alnum-lower")
-    assert got.settings["backends"] == {"Bleu_4": "array", "CIDEr": "array", "tokenizer": None}
+    assert got.settings["backends"] == {"Bleu_4": "native", "CIDEr": "native", "tokenizer": None}
     assert got.settings["jvms_started"] == 0 and got.settings["java"] == "not used"
     coco = score_files(refs, paths, metrics=["Bleu_4"], tokenizer="ptb", options=PostgenOptions(backend="coco"))
     assert coco.settings["backends"] == {"Bleu_4": "coco", "tokenizer": ptb.DEFAULT_BACKEND}

@@ -41,6 +41,9 @@ FOLLOWED = {
     "pregen_jax/postgen/wmd.py": ("LGPL-2.1-only AND MIT", ("2018 RaRe Technologies s.r.o.", "2016-2023 POT contributors"),
                                   ("gensim", "POT")),
     "tests/test_confseq.py": ("MIT", ("2021 confseq developers",), ("confseq",)),
+    # METEOR's Python search, moved out of the package: the test oracle of its numba search
+    "tests/meteor_oracle/align.py": ("LGPL-2.1-only", ("2004, 2010 Carnegie Mellon University",),
+                                     ("Michael Denkowski", "Alon Lavie")),
 }
 # the tags, written so that `reuse lint` does not read them as this file's own
 LICENSE_TAG, COPYRIGHT_TAG = "SPDX-" "License-Identifier: ", "SPDX-" "FileCopyrightText: "

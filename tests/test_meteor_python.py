@@ -82,13 +82,25 @@ def test_alignments_equal_the_jars_on_pairs_with_every_matcher(probe, python):
         assert tuple(alignment(python, test, ref)) == aligned.matches, (test, ref)
 
 
-def test_the_compiled_search_and_scores_equal_the_python_ones(python):
-    """fast.py (numba) against align.py and pair_score, pair by pair, bit for bit."""
+def _long_pairs() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Sentences of 60 to 200 words (past one 64-bit mask word), built from the sample's captions."""
+    words = [normalize(cand) for _, cand, _ in _sample()[:60]]
+    out = []
+    for n, length in enumerate((60, 63, 64, 65, 127, 128, 129, 200)):
+        test = tuple(w for s in words[n:] for w in s)[:length]
+        ref = tuple(w for s in words[n + 1:][::-1] for w in s)[:length + n]
+        out += [(test, ref), (ref, test), (test, test)]
+    return out
+
+
+def test_the_compiled_search_equals_the_python_oracle_at_every_length(python):
+    """fast.py (numba, the package's one search) against the oracle's align.py, pair by pair, bit for
+    bit, short sentences and sentences longer than one mask word; scores are ``scoring.row_score``."""
     from pregen_jax.postgen.meteor import fast
-    from pregen_jax.postgen.meteor.align import pair_stats
-    from pregen_jax.postgen.meteor.python import pair_score
+    from tests.meteor_oracle.align import pair_stats
     pairs = list(dict.fromkeys((normalize(cand), normalize(ref)) for refs, cand, _ in _sample() for ref in refs))
-    pairs = [(t, r) for t, r in pairs if max(len(t), len(r)) <= fast.MAX_WORDS]
+    pairs += _long_pairs()
+    assert max(max(len(t), len(r)) for t, r in pairs) > 128
     sentences = list(dict.fromkeys(s for pair in pairs for s in pair))
     index = {s: k for k, s in enumerate(sentences)}
     packed = [python._analysed(s)[1] for s in sentences]
@@ -96,8 +108,14 @@ def test_the_compiled_search_and_scores_equal_the_python_ones(python):
                                          packed)
     table = python._analyzer.table
     for (test, ref), row, score in zip(pairs, rows.tolist(), scores.tolist()):
-        expected = pair_stats(python._sentence(test), python._sentence(ref), table)
-        assert (tuple(row), score) == (expected, pair_score(expected)), (test, ref)
+        assert tuple(row) == pair_stats(python._sentence(test), python._sentence(ref), table), (test, ref)
+        assert score == scoring.meteor_of_sums(np.array(row)), (test, ref)
+
+
+def test_long_segments_equal_the_jar(jar, python):
+    """Segments whose sentences pass one 64-bit word mask (the search's other path once)."""
+    segments = [([" ".join(r)], " ".join(t), f"long {k}") for k, (t, r) in enumerate(_long_pairs())]
+    assert_segments_equal(jar, python, segments)
 
 
 def test_where_image2_mutt_flickr8k_and_hard_strings_sample_equal_the_jar(jar, python):
@@ -108,7 +126,7 @@ def test_metric_backends_give_the_same_scores(jar):
     segments = sets.where_image2("pre_3")[:40]
     gts = {k: refs for k, (refs, _, _) in enumerate(segments)}
     res = {k: [cand] for k, (_, cand, _) in enumerate(segments)}
-    metric = METEOR(backend="python")
+    metric = METEOR(backend="native")
     np.testing.assert_array_equal(metric.stats(gts, res),
                                   scoring.eval_rows(jar.stats([(r, c) for r, c, _ in segments])))
     assert metric.compute_score(gts, res)[0] == pytest.approx(jar.eval(jar.stats([(r, c) for r, c, _ in segments]))[0],
@@ -147,3 +165,20 @@ def test_demo_captions_equal_the_jar(jar, python):
         pytest.skip(f"no finished demo run at {sets.DEMO_RUN}: run `bash scripts/demo.sh` first "
                     "(or set PREGEN_TEST_DEMO_RUN to a demo's run folder)")
     assert_segments_equal(jar, python, segments)
+
+
+def test_a_reference_holding_the_separator_stays_one_reference_on_both_backends():
+    """pycocoevalcap would send "a man ||| rides a horse" as two references; both backends score
+    it as one, with '|||' removed (as pycocoevalcap removes it from candidates), and warn."""
+    gts = {1: ["a man ||| rides a horse", "a dog"], 2: ["two dogs"]}
+    plain = {1: ["a man rides a horse", "a dog"], 2: ["two dogs"]}
+    res = {1: ["a man rides a horse"], 2: ["two dogs play"]}
+    for backend in ("native", "coco"):
+        metric = METEOR(backend=backend)
+        try:
+            with pytest.warns(UserWarning, match=r"1 image\(s\) have a reference holding '\|\|\|' \(first: image 1\)"):
+                got = metric.stats(gts, res)
+            np.testing.assert_array_equal(got, metric.stats(plain, res))
+            assert metric.per_image(got)[0] > 0.99  # the whole reference matched, not half of it
+        finally:
+            metric.close()

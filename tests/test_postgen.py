@@ -68,7 +68,7 @@ def test_wmd_array_backend_equals_gensim_bit_for_bit():
         pass  # ../shared absent: the built-in dataset alone
     stopwords = read_stopwords(SHARED_STOPWORDS) if SHARED_STOPWORDS.is_file() else {"a", "the", "of"}
     for words in (frozenset(), stopwords):
-        array, gensim = postgen.WMD(words, "array"), postgen.WMD(words, "coco")
+        array, gensim = postgen.WMD(words, "native"), postgen.WMD(words, "coco")
         for gts, res in pairs:
             assert array.compute_score(gts, res) == gensim.compute_score(gts, res)
         assert array._cache == gensim._cache and len(array._cache) > 400

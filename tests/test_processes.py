@@ -169,6 +169,30 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+MARK = "PREGEN_TEST_RUN"  # in the environment of a search these tests start, and so of all its children
+
+
+def of_run(folder: Path) -> dict[int, str]:
+    """Every live process whose environment carries ``MARK={folder}``: the search started in
+    ``folder`` and everything it started (workers, JVMs), even after their parent is gone."""
+    mark = f"{MARK}={folder}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                marked = mark in (entry / "environ").read_bytes().split(b"\0")
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marked and alive(int(entry.name)):
+                found[int(entry.name)] = cmdline
+    return found
+
+
+def is_worker(cmdline: str) -> bool:
+    return "multiprocessing" in cmdline and "resource_tracker" not in cmdline
+
+
 def wait_for(condition, seconds: float):
     import time
     deadline = time.monotonic() + seconds
@@ -185,6 +209,7 @@ def start_search(tmp_path, metrics, backend: str | None = None):
     if backend:  # "coco": METEOR runs its jar (a JVM child of the worker)
         config.write_text(config.read_text().replace("[postgen]\n", f'[postgen]\nbackend = "{backend}"\n'))
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env[MARK] = str(tmp_path)
     return subprocess.Popen([sys.executable, "-m", "pregen_jax.cli", "run", "--config", str(config), "--out",
                              str(tmp_path / "out"), "--no-progress", "--workers", "1"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -197,7 +222,6 @@ def start_search(tmp_path, metrics, backend: str | None = None):
 def test_kill_9_of_a_search_leaves_no_process_behind(tmp_path):
     """The post-gen worker, multiprocessing's resource tracker and the worker's METEOR JVM all end
     when the search is killed with SIGKILL (which runs no cleanup code)."""
-    import signal
     search = start_search(tmp_path, ("CIDEr", "METEOR"), backend="coco")
     try:
         started = wait_for(lambda: any("meteor" in c for c in children_of(search.pid).values()), 120)
@@ -206,14 +230,45 @@ def test_kill_9_of_a_search_leaves_no_process_behind(tmp_path):
         assert any("resource_tracker" in c for c in descendants.values()), descendants
         assert sum("multiprocessing" in c and "resource_tracker" not in c for c in descendants.values()) >= 1
     finally:
-        os.kill(search.pid, signal.SIGKILL)
-        search.communicate()
-    left = wait_for(lambda: [pid for pid in descendants if not alive(pid)] == list(descendants) or
-                    {pid: c for pid, c in descendants.items() if alive(pid)}, 15)
-    survivors = {pid: c for pid, c in descendants.items() if alive(pid)}
-    for pid in survivors:  # do not leave them to the next test
-        os.kill(pid, signal.SIGKILL)
-    assert not survivors and left
+        killed(search)
+    assert_none_left(tmp_path, 15)
+
+
+def killed(search: subprocess.Popen) -> None:
+    """SIGKILL the search and reap it, without reading its pipes to their end: a child that outlived
+    it holds them open, and ``communicate()`` would wait for that child (a test that hangs, not fails)."""
+    import signal
+    os.kill(search.pid, signal.SIGKILL)
+    search.wait()
+    search.stdout.close()
+    search.stderr.close()
+
+
+def assert_none_left(folder: Path, seconds: float) -> None:
+    """Within ``seconds``, no process of the search started in ``folder`` is alive (those still
+    alive are killed, not left to the next test, and named in the failure)."""
+    import signal
+    wait_for(lambda: not of_run(folder), seconds)
+    survivors = of_run(folder)
+    for pid in survivors:
+        with __import__("contextlib").suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not survivors, survivors
+
+
+@pytest.mark.slow  # about 30 s: a worker must appear first
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_kill_9_of_a_search_while_its_worker_starts_leaves_no_process_behind(tmp_path):
+    """SIGKILL to the search the moment its post-gen worker process appears, while the worker still
+    imports, before its initializer runs. The worker must not take its new parent (pid 1 or a
+    subreaper) for the search: before c9ad89a it did, watched pid 1 for ever, and took the jobs
+    already in its pipe, so it and its METEOR JVM outlived the search (found 40-56 min later)."""
+    search = start_search(tmp_path, ("CIDEr", "METEOR"), backend="coco")
+    try:
+        assert wait_for(lambda: any(is_worker(c) for c in children_of(search.pid).values()), 120), search.poll()
+    finally:
+        killed(search)
+    assert_none_left(tmp_path, 90)  # the worker ends once it has imported and started watching
 
 
 @pytest.mark.slow  # about 20 s: a worker must start first

@@ -136,3 +136,30 @@ def test_screened_candidates_are_never_scored_and_the_budget_holds():
     assert (result.table.loc[[1, 3, 4], "status"] == "screened out").all()
     assert result.images_scored <= 0.1 * 6 * 2000 and result.assist["screened"] == 3
     assert result.picked == 2
+
+
+def test_the_coverage_study_replays_both_races_on_the_same_seeds():
+    # experiments/model_selection/race_coverage.py: a checkpoint that scores 0 on all but a few
+    # images gets a zero-width t interval at 0 that misses its split mean; the sequences cover it
+    import importlib.util
+    import sys
+    from pathlib import Path
+    folder = Path(__file__).resolve().parents[1] / "experiments" / "model_selection"
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location("race_coverage", folder / "race_coverage.py")
+        study = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(study)
+    finally:
+        sys.path.remove(str(folder))
+    matrix = _skewed([1.0, 0.9, 0.8], images=300)
+    matrix[2] = 0.0
+    matrix[2, :3] = 5.0  # whole-split mean 0.05; 3 of 300 images
+    rows = {(r["method"], r["budget"], r["level"]): r for r in study.grid_rows("toy", matrix, None, races=6)}
+    assert len(rows) == 8
+    for budget in study.BUDGETS:
+        for level in study.LEVELS:
+            t_bound, sequences = rows["t bound", budget, level], rows["confidence sequence", budget, level]
+            assert sequences["covered_all_rounds"] == 1.0 and sequences["p_missed_flat"] == 0.0
+            assert t_bound["covered_all_rounds"] < 1.0 and t_bound["p_missed_flat"] > 0
+            assert sequences["width_first"] > t_bound["width_first"]

@@ -46,7 +46,7 @@ def test_manifest_records_models_references_and_versions(search):
     run = FinishedSearch.open(search / "run")
     manifest = json.loads((search / "run" / MANIFEST).read_text())
     assert {"pregen-jax", "jax", "python"} <= set(manifest["versions"])
-    assert run.tokenizer == "alnum-lower" and run.postgen == ["CIDEr", "ROUGE_L"]
+    assert run.tokenizer == "ptb" and run.postgen == ["CIDEr", "ROUGE_L"]  # a new search: the default
     assert [m.label for m in run.models] == ["init-1", "merge-1", "par-1", "init-2"]
     assert all(m.source == "precomputed" and m.decoding == "unknown" and m.vocabulary == "bpe-9"
                for m in run.models)

@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     # The test split in the caption files' image order: the flow scores one caption per test image.
     split = CaptionSplit(image_ids, [test.captions[row[i]] for i in image_ids])
     data = Data(CaptionDataset("flickr8k", {"test": split}), None, {})
-    config = SearchConfig(postgen=PostgenConfig(metrics=list(METRICS),
+    config = SearchConfig(postgen=PostgenConfig(metrics=list(METRICS), tokenizer="alnum-lower",  # the 2018 study's
                                                 stopwords=str(shared / "wmd" / "stopwords_nltk_english.txt")))
     metrics = LazyMetrics(config.postgen, data)
     settings = FlowSettings(config, metrics)

@@ -18,7 +18,9 @@ Beside coverage (with its 95% Clopper-Pearson interval over the races), the pric
 interval width after the first round and at the end (median over races), the images scored
 after the first round and at the end (a share of candidates x images), P(pick outside the MCB
 set) (Hsu's multiple comparisons with the best at 95% on the whole split, ``assisted.possibly_best``),
-P(the split's best dropped) and how many candidates are left at the end.
+P(the split's best dropped), how many candidates are left at the end, and (``p_missed_flat``, in
+coverage.tsv) how often a miss was an interval of zero width (a t interval on images that all
+scored the same, usually 0).
 
 Grids: the 12 where-image2 Flickr8k models (1,000 test images; computed here from the captions in
 ../shared/data/where-image2-captions) and, with ``--run DIR``, every grid a ``run.py`` run saved in
@@ -57,12 +59,14 @@ def race_facts(result, truth: np.ndarray, mcb: np.ndarray, num_images: int) -> d
     slack = 1e-9 * (1 + np.abs(truth))  # the bounds meet the mean exactly once the split is drawn
     held = ~scored | ((intervals[..., 0] <= truth + slack) & (intervals[..., 1] >= truth - slack))
     per_round = held.all(1)
+    flat = (intervals[..., 1] - intervals[..., 0]) == 0  # a t interval on images that all scored the same
     pick = result.picked
     first = intervals[0, pick]
     raced = int(scored[0].sum())
     best = int(np.argmax(truth))
     return {"first_n": result.rounds[0], "covered_all_rounds": bool(per_round.all()),
             "covered_first": bool(per_round[0]), "covered_end": bool(per_round[-1]),
+            "missed_flat": bool((~held & flat).any()),
             "width_first": float(first[1] - first[0]), "width_end": float(intervals[-1, pick, 1] - intervals[-1, pick, 0]),
             "cost_first": raced * result.rounds[0] / (len(truth) * num_images), "cost_end": result.cost,
             "outside_mcb": not bool(mcb[pick]), "best_dropped": result.table["status"].iloc[best].startswith("dropped"),
@@ -96,6 +100,7 @@ def grid_rows(name: str, per_image: np.ndarray, prior, races: int, budgets=BUDGE
                         "cost_first": facts["cost_first"].mean(), "cost_end": facts["cost_end"].mean(),
                         "p_outside_mcb": facts["outside_mcb"].mean(), "p_best_dropped": facts["best_dropped"].mean(),
                         "left": facts["left"].mean(), "mcb_set": int(mcb.sum()),
+                        "p_missed_flat": facts["missed_flat"].mean(),
                         "seconds": time.perf_counter() - start}
                 rows.append(row)
                 print(f"{name}, {budget:.0%}, {level:g}, {method}: all rounds {row['covered_all_rounds']:.3f}, "

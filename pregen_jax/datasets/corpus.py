@@ -28,6 +28,8 @@ class CaptionSplit:
       captions: captions[n][r] is reference r of image n as a list of tokens.
       pixels: optional u8[N, H, W, 3] (the built-in dataset); features: optional f32[N, D].
       labels: optional u8[N, A] multi-hot attributes (the built-in dataset's encoder targets).
+      raw: optional raw[n][r], reference r of image n as the corpus file writes it (what the ``ptb``
+        tokenizer reads); None: the tokens are the text (the built-in dataset).
     """
 
     image_ids: list[str]
@@ -35,6 +37,13 @@ class CaptionSplit:
     pixels: np.ndarray | None = None
     features: np.ndarray | None = None
     labels: np.ndarray | None = None
+    raw: list[list[str]] | None = None
+
+    def raw_text(self) -> list[list[str]]:
+        """raw[n][r]: each reference as the corpus writes it (its tokens joined where it kept no text)."""
+        if self.raw is not None:
+            return self.raw
+        return [[" ".join(tokens) for tokens in refs] for refs in self.captions]
 
     def __len__(self) -> int:
         return len(self.image_ids)

@@ -1,7 +1,8 @@
 """Readers for real caption corpora: Karpathy-split JSON and the Flickr8k token/split files.
 
-Both re-derive tokens with the package tokenizer, so every corpus shares one tokenisation,
-and both fail with one line naming the file and the entry at fault.
+Both re-derive tokens with the package tokenizer, so every corpus shares one tokenisation (the
+models' words), keep each reference's raw text too (what a search scoring with ``ptb`` reads), and
+both fail with one line naming the file and the entry at fault.
 """
 from __future__ import annotations
 
@@ -40,13 +41,15 @@ def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
             raise ValueError(f"{path}: image {image_id!r} appears twice (entries {seen[image_id]} and {n})")
         seen[image_id] = n
         refs = [_sentence_tokens(path, image_id, k, s) for k, s in enumerate(image["sentences"])]
+        raws = [s["raw"] if "raw" in s else " ".join(s["tokens"]) for s in image["sentences"]]
         if not isinstance(image["split"], str):
             raise ValueError(f"{path}: image {image_id!r}: 'split' = {json.dumps(image['split'])[:60]}: must be a "
                              "string (train, val, test or restval)")
         split = "train" if image["split"] == "restval" and merge_restval else image["split"]
-        target = splits.setdefault(split, CaptionSplit([], []))
+        target = splits.setdefault(split, CaptionSplit([], [], raw=[]))
         target.image_ids.append(image_id)
         target.captions.append(refs)
+        target.raw.append(raws)
         file_order.append(image_id)
     for name, split in splits.items():
         split.check(f"{path} ({name} split)")
@@ -95,6 +98,7 @@ def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
     folder = Path(folder)
     token_file = folder / "Flickr8k.token.txt"
     captions: dict[str, list[list[str]]] = collections.defaultdict(list)
+    raws: dict[str, list[str]] = collections.defaultdict(list)
     for line_no, line in enumerate(io.read_lines(token_file, "Flickr8k caption file"), 1):
         if not line.strip():
             continue
@@ -102,6 +106,7 @@ def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
         if not sep or "#" not in key:
             raise ValueError(f"{token_file}, line {line_no}: expected '<image>.jpg#<n><TAB><caption>'")
         captions[key.split("#")[0]].append(tokenize(raw))
+        raws[key.split("#")[0]].append(raw)
     splits, file_order = {}, []
     for split, file_name in FLICKR8K_SPLIT_FILES:
         split_file = folder / file_name
@@ -118,6 +123,6 @@ def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:
         duplicated = [i for i, count in collections.Counter(ids).items() if count > 1]
         if duplicated:
             raise ValueError(f"{split_file}: image {duplicated[0]} is listed more than once")
-        splits[split] = CaptionSplit(ids, [captions[i] for i in ids])
+        splits[split] = CaptionSplit(ids, [captions[i] for i in ids], raw=[raws[i] for i in ids])
         splits[split].check(f"{token_file} ({split} split)")
     return CaptionDataset("flickr8k", splits, file_order=file_order)

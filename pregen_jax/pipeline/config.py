@@ -168,6 +168,9 @@ class PostgenConfig(PostgenOptions):
     corenlp_dir: DirPath = ""
     reo_model: DirPath = ""
     metrics: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_POSTGEN))
+    # what the post-gen metrics see: "ptb" (COCO's protocol: the corpus's raw references and the models'
+    # captions through PTB, as evaluate scores) or "alnum-lower" (lower-case alphanumeric runs, the 2018 study's)
+    tokenizer: Literal["ptb", "alnum-lower"] = "ptb"
 
     @pydantic.field_validator("metrics")
     @classmethod

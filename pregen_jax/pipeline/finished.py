@@ -118,7 +118,12 @@ class FinishedSearch:
 
     @functools.cached_property
     def config(self) -> SearchConfig:
-        return SearchConfig.load(self.file("config.toml"))
+        """The search's config, with the tokenizer its scores were made with (a search written before
+        configs named one recorded ``alnum-lower`` in its manifest, and its config reads as today's default)."""
+        config = SearchConfig.load(self.file("config.toml"))
+        if config.postgen.tokenizer != self.tokenizer:
+            config = dataclasses.replace(config, postgen=dataclasses.replace(config.postgen, tokenizer=self.tokenizer))
+        return config
 
     @property
     def name(self) -> str:

@@ -185,7 +185,7 @@ def _captions(ctx: Context, model: ModelScores) -> tuple[list[list[str]], str]:
     return value, entry.key
 
 
-def strata_of(data: Data, captions, backend: str = "array") -> Strata:
+def strata_of(data: Data, captions, backend: str = "native") -> Strata:
     """The spec's strata of one model's test captions: the images sorted by their own CIDEr-D, cut
     into 1..5 blocks (``backend``: CIDEr-D's, the same numbers either way)."""
     _, per_image_cider = postgen.CIDEr(backend).compute_score(*gts_res(data, captions))
@@ -216,7 +216,7 @@ def _postgen(ctx: Context, model: ModelScores) -> tuple[tuple[pd.DataFrame, dict
     Each metric is its own cache entry, so adding a metric to the config computes only it.
     """
     data, metrics, strata = ctx.data, ctx.settings.metrics, model.values["strata"]
-    gts, res = gts_res(data, model.values["captions"])
+    gts, res = gts_res(data, model.values["captions"], metrics.config.tokenizer)
     blocks = strata.blocks(data.test.image_ids)
     upstream = (model.keys["captions"], model.keys["strata"], data.split_key("test", False))
     columns, per_image, keys = {}, {}, []

@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from .. import io, ranking
-from ..datasets import TOKENIZER_NAME
 from . import finished
 from .config import ID_COLUMNS, SearchConfig, model_label
 from .finished import MANIFEST, UNKNOWN, FinishedSearch
@@ -178,7 +177,7 @@ def manifest_data(result: SearchResult, config: SearchConfig, staging: Path, ent
     return {"format": finished.FORMAT, "version": finished.VERSION, "written": time.strftime("%Y-%m-%d %H:%M:%S"),
             "name": config.name, "config": config.to_toml(), "group_by": config.pregen.group_by or None,
             "versions": versions(), "machine": machine(),
-            "tokenizer": {"name": TOKENIZER_NAME, "description": str(result.facts["tokenizer"])},
+            "tokenizer": {"name": config.postgen.tokenizer, "description": str(result.facts["tokenizer"])},
             "references": dataclasses.asdict(_calibrated_references(result.references, entries)),
             "reference_shape": list(np.shape(result.reference_lengths)),
             "postgen": list(result.postgen_names), "unavailable": dict(result.unavailable),

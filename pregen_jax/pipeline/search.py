@@ -28,13 +28,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .. import io, ranking
-from ..datasets import TOKENIZER, TOKENIZER_NAME
 from . import flow, sources
 from .cache import ReadOnlyCache, StageCache
 from .config import ID_COLUMNS, SearchConfig
 from .distributed import Cluster, compiled_programs_kept_in
 from .late import LateSteps
-from .postgen_metrics import LazyMetrics
+from .postgen_metrics import SEARCH_TOKENIZERS, LazyMetrics
 from .preflight import check_search
 from .quality import caption_quality
 from .space import space_key, tier_space
@@ -264,7 +263,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
         results += evaluated[position] if position in evaluated else search.read(reader, unit)
 
     table = pd.concat([r.rows for r in results], ignore_index=True)
-    table["tokenizer"] = TOKENIZER_NAME
+    table["tokenizer"] = config.postgen.tokenizer
     postgen_names = metrics.names
     models = [r.model for r in results]
     left_out = left_out_models(models, config.pregen.degenerate)
@@ -278,7 +277,8 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
         print(f"warning: {why}; left out of the ranking (report.md, excluded.tsv)", file=sys.stderr)
     timings["ranking"] = time.perf_counter() - start
     assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
-    facts = dict(data.facts, tokenizer=TOKENIZER, units=config.pregen.units, space=len(space))
+    facts = dict(data.facts, tokenizer=SEARCH_TOKENIZERS[config.postgen.tokenizer],
+                 units=config.pregen.units, space=len(space))
     timings["total"] = time.perf_counter() - wall
     lengths = np.zeros((len(data.test), max(len(refs) for refs in data.test.captions)), np.int32)
     for i, refs in enumerate(data.test.captions):

@@ -144,7 +144,8 @@ def test_split_only(data: Data) -> Data:
     from ..datasets import CaptionDataset, CaptionSplit
     test = data.test
     dataset = CaptionDataset(data.dataset.name,
-                             {"test": CaptionSplit(list(test.image_ids), test.captions, features=test.features)},
+                             {"test": CaptionSplit(list(test.image_ids), test.captions, features=test.features,
+                                                      raw=test.raw)},
                              data.dataset.tokenizer)
     return Data(dataset, data.vocab, data.facts)
 

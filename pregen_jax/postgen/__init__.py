@@ -1,6 +1,8 @@
 """Post-gen metrics: CIDEr-D, BLEU-1..4 and ROUGE-L at array speed (equal to pycocoevalcap to
-1e-9; ``backend="coco"`` runs pycocoevalcap itself), METEOR (pycocoevalcap's jar in one warm
-JVM), WMD (gensim + GloVe) and SPICE (where Stanford CoreNLP 3.6.0 jars exist).
+1e-9), METEOR (this package's port of the jar, its statistics equal to the jar's), WMD (gensim +
+GloVe) and SPICE (where Stanford CoreNLP 3.6.0 jars exist). Every metric's backend is
+``"native"`` (default) or ``"coco"`` (the reference toolkit: pycocoevalcap, its METEOR jar in one
+warm JVM, gensim's ``wmdistance``).
 
 Every metric exposes per-image sufficient statistics ``stats(gts, res) -> f64[images, k]`` and
 ``aggregate(stats) -> corpus score`` (of any subset or resample of the rows; ``base.py``), with

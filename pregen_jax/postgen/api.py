@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenOptions, check_inputs
+from .base import PostgenOptions, backend_name, check_inputs
 from .bleu import bleu_counts, bleu_scores
 from .cider import CIDEr, cider_d
 from .corpus import Corpus
@@ -39,18 +39,17 @@ def tokenized(strings: list[str]) -> list[str]:
     return [" ".join(tokenize(s)) for s in strings]
 
 
-def score(name: str, gts: dict, res: dict, backend: str = "array", idf_from: dict | None = None,
+def score(name: str, gts: dict, res: dict, backend: str = "native", idf_from: dict | None = None,
           tokenize: bool = True, **options) -> tuple[float, list[float]]:
     """(corpus score, per-image scores in ``gts`` order) of metric ``name``: its ``compute_score``.
 
-    ``backend``: ``"array"`` or ``"coco"`` (CIDEr, Bleu_n, ROUGE_L, WMD); ``idf_from``: CIDEr's
+    ``backend``: ``"native"`` (default) or ``"coco"`` (the reference toolkit; every metric); ``idf_from``: CIDEr's
     reference set for document frequencies; ``options``: ``PostgenOptions`` fields (``stopwords``,
     ``corenlp_dir``, ``reo_model``) for the toolkit metrics. Inputs are checked and tokenized once
     (kept in the cache by content), so BLEU, ROUGE-L and CIDEr-D scored in turn on the same
     captions share one tokenization and one encoded corpus.
     """
-    if backend not in ("array", "coco"):
-        raise ValueError(f"backend must be 'array' or 'coco', got {backend!r}")
+    backend = backend_name(backend, "score")
     if idf_from is not None and name != "CIDEr":
         raise ValueError(f"idf_from applies to CIDEr only, not {name}")
     check_metric_names([name])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +33,23 @@ import numpy as np
 import pandas as pd
 
 from ..settings import settings
+
+METRIC_BACKENDS = ("native", "coco")
+"""Every metric's backends: ``"native"``, this package's implementation (the default), or ``"coco"``,
+the reference toolkit (pycocoevalcap's code and jars; gensim's ``wmdistance`` for WMD)."""
+RENAMED_BACKENDS = {"array": "native", "python": "native"}  # the old names (BLEU/CIDEr/ROUGE-L/WMD, METEOR)
+
+
+def backend_name(backend: str, what: str) -> str:
+    """``backend`` as one of ``METRIC_BACKENDS``; an old name (``RENAMED_BACKENDS``) still works, with a
+    FutureWarning naming ``what``; anything else is a ValueError."""
+    if backend in RENAMED_BACKENDS:
+        warnings.warn(f"{what}: backend {backend!r} is deprecated, now called {RENAMED_BACKENDS[backend]!r} "
+                      "(every metric's backends are 'native' and 'coco')", FutureWarning, stacklevel=3)
+        return RENAMED_BACKENDS[backend]
+    if backend not in METRIC_BACKENDS:
+        raise ValueError(f"{what} backend must be 'native' or 'coco', got {backend!r}")
+    return backend
 
 
 @settings
@@ -41,9 +59,13 @@ class PostgenOptions:
     stopwords: str = ""     # WMD stop-word file ("" = the 2018 NLTK list in ../shared/data/wmd when present)
     corenlp_dir: str = ""   # SPICE: folder with the Stanford CoreNLP 3.6.0 jars ("" = $PREGEN_JAX_CORENLP)
     reo_model: str = ""     # REO: a scorer folder (matching model + covariance) from experiments/reo_shapes
-    # CIDEr, BLEU, ROUGE-L: "array" (all images at once) or "coco" (pycocoevalcap); WMD: "array" (POT's
-    # solver called per pair) or "coco" (gensim's wmdistance); the same numbers either way
-    backend: Literal["array", "coco"] = "array"
+    # every metric: "native" (this package's: CIDEr, BLEU, ROUGE-L all images at once, WMD POT's solver per
+    # pair, METEOR its Python/numba port) or "coco" (the reference toolkit: pycocoevalcap, its METEOR jar in a
+    # JVM, gensim's wmdistance); the same numbers either way. "array" is the old name of "native" (deprecated).
+    backend: Literal["native", "coco", "array"] = "native"
+
+    def __post_init__(self):
+        object.__setattr__(self, "backend", backend_name(self.backend, "[postgen] backend"))
 
 
 class PostgenMetric:

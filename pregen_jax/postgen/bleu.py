@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenMetric
+from .base import PostgenMetric, backend_name
 from .corpus import MAX_ORDER, Corpus
 from .registry import backend_setting, register_metric
 
@@ -111,17 +111,16 @@ class BLEU(PostgenMetric):
     """BLEU-n; per-image scores are pycocoevalcap's sentence-level BLEU, the corpus score its corpus BLEU.
 
     Statistics (``stats``: f64[I, 10], ``bleu_stats``) are summed over images, then scored
-    (``from_sums``). ``backend``: ``"array"`` (default, all images at once) or ``"coco"``
+    (``from_sums``). ``backend``: ``"native"`` (default, all images at once) or ``"coco"``
     (pycocoevalcap's ``BleuScorer`` counts them).
     """
 
     corpus = "summed"
 
-    def __init__(self, n: int = 4, backend: str = "array"):
+    def __init__(self, n: int = 4, backend: str = "native"):
         if n not in (1, 2, 3, 4):
             raise ValueError(f"BLEU order must be 1-4, got {n}")
-        if backend not in ("array", "coco"):
-            raise ValueError(f"BLEU backend must be 'array' or 'coco', got {backend!r}")
+        backend = backend_name(backend, "BLEU")
         self.n, self.backend = n, backend
         self.name = f"Bleu_{n}"
 

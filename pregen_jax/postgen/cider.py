@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenMetric, check_inputs
+from .base import PostgenMetric, backend_name, check_inputs
 from .corpus import MAX_ORDER, Corpus
 from .recent import CACHE
 from .registry import backend_setting, register_metric
@@ -134,7 +134,7 @@ class CIDEr(PostgenMetric):
 
     Statistics: each image's score (``k = 1``) with the document frequencies of the whole scored
     set (or ``idf_from``) held fixed; the corpus score is their mean, so a subset's or a
-    resample's aggregate keeps the full set's frequencies. ``backend``: ``"array"`` (default; all
+    resample's aggregate keeps the full set's frequencies. ``backend``: ``"native"`` (default; all
     images at once, equal to pycocoevalcap to 1e-9) or ``"coco"`` (pycocoevalcap itself; no ``idf_from``).
     """
 
@@ -143,9 +143,8 @@ class CIDEr(PostgenMetric):
     corpus_dependent = True  # an image's score depends on the other images' references (idf)
     score_range = (0.0, 10.0)
 
-    def __init__(self, backend: str = "array", idf_from: dict | None = None):
-        if backend not in ("array", "coco"):
-            raise ValueError(f"CIDEr backend must be 'array' or 'coco', got {backend!r}")
+    def __init__(self, backend: str = "native", idf_from: dict | None = None):
+        backend = backend_name(backend, "CIDEr")
         if backend == "coco" and idf_from is not None:
             raise ValueError("CIDEr: idf_from needs the array backend (pycocoevalcap takes frequencies from gts)")
         self.backend, self.idf_from = backend, idf_from

@@ -163,4 +163,4 @@ def make_metrics(requested, options: PostgenOptions = PostgenOptions()) -> Metri
 
 def backend_setting(options: PostgenOptions) -> dict:
     """``depends_on`` of the metrics whose backend is an option (the same scores, kept apart all the same)."""
-    return {"backend": options.backend}
+    return {"backend": "array" if options.backend == "native" else options.backend}  # the key from before the rename

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PostgenMetric
+from .base import PostgenMetric, backend_name
 from .corpus import Corpus
 from .registry import backend_setting, register_metric
 
@@ -123,14 +123,13 @@ def rouge_l(corpus: Corpus, beta: float = BETA) -> np.ndarray:
 class ROUGE_L(PostgenMetric):  # noqa: N801 (pycocoevalcap's name)
     """ROUGE-L F-measure (beta 1.2), the mean over images.
 
-    ``backend``: ``"array"`` (default, all images at once) or ``"coco"`` (pycocoevalcap itself).
+    ``backend``: ``"native"`` (default, all images at once) or ``"coco"`` (pycocoevalcap itself).
     """
 
     name = "ROUGE_L"
 
-    def __init__(self, backend: str = "array"):
-        if backend not in ("array", "coco"):
-            raise ValueError(f"ROUGE_L backend must be 'array' or 'coco', got {backend!r}")
+    def __init__(self, backend: str = "native"):
+        backend = backend_name(backend, "ROUGE_L")
         self.backend = backend
 
     @classmethod

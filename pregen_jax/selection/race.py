@@ -12,10 +12,9 @@ the race's means estimate whole-split CIDEr without bias. Only metrics whose cor
 the mean of per-image scores can race: a paired difference of means is then a difference of
 corpus scores.
 
-Assists (``RaceSettings.assist``): a candidate may also bring ``pass_features``, one teacher-forced
-pass over the whole split (``PassFeatures``: per-image log-perplexity and tier space). With
-``assist`` "perplexity", "pregen" or "both" the race is assisted (``ranking.racing``: every
-estimate prediction-powered, ``ranking.ppi``), and the pass's seconds are billed.
+Assists (``RaceSettings.assist``, a candidate's ``pass_features``) were dropped in issue 41: the
+settings refuse anything but "none" (``ranking.racing.ASSIST_DROPPED``: prediction-powered
+estimates have no confidence sequence valid at every look), so ``assist_matrix`` gives None.
 ``RaceSettings.screen`` races only the candidates the prior ranks in its best ``screen`` share;
 the rest are never decoded.
 """

@@ -104,6 +104,20 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
     return candidates, ids, notes
 
 
+def _through_ptb(raw, candidates: list[Candidate]) -> tuple[list, list[Candidate]]:
+    """(references[i][r] as PTB's tokens, the candidates with their captions through PTB too)."""
+    from ..postgen.ptb import tokenize_captions
+    tokens = iter(tokenize_captions([ref for refs in raw for ref in refs]))
+    references = [[next(tokens).split() for _ in refs] for refs in raw]
+
+    def through(generate):
+        def generate_ptb(images):
+            captions = [c if isinstance(c, str) else " ".join(c) for c in generate(images)]
+            return [text.split() for text in tokenize_captions(captions)]
+        return generate_ptb
+    return references, [dataclasses.replace(c, generate=through(c.generate)) for c in candidates]
+
+
 def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), captions=(), progress: bool = True):
     """``pregen-search select``: race a finished search's models (with ``checkpoints`` and models
     that exist only as ``captions``) on ``settings.split``.
@@ -123,7 +137,10 @@ def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), caption
         raise ValueError(f"{run.folder}: no model of the search can be decoded on the {split} split")
     # the run's stop words, jars...; never its backend: whole-split frequencies need the array CIDEr
     options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v and k != "backend"}
-    selection = race_candidates(candidates, data.dataset[split].captions, metric, settings, options)
+    references, tokenized = data.dataset[split].captions, False
+    if run.tokenizer == "ptb":  # the search's own: raw references and the models' captions through PTB
+        (references, candidates), tokenized = _through_ptb(data.dataset[split].raw_text(), candidates), True
+    selection = race_candidates(candidates, references, metric, settings, options, tokenized=tokenized)
     race = selection.race.table.drop(columns=["candidate"])
     table = pd.concat([pd.DataFrame(ids), race], axis=1)
     if split == "test" and metric in run.postgen:

@@ -1,7 +1,7 @@
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT
 """METEOR 1.5 as pycocoevalcap runs it (``-l en -norm``): a Python translation of the jar's
-Java (``backend="python"``, the default: no Java; align.py, fast.py, matchers.py, normalize.py,
+Java (``backend="native"``, the default: no Java; fast.py, matchers.py, normalize.py,
 paraphrase.py, python.py and scoring.py follow Meteor 1.5's Java sources by Michael Denkowski and
 Alon Lavie, so they are under its LGPL-2.1-only: docs/licensing.md) or the jar itself (``backend="coco"``).
 
@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import PostgenMetric, file_hash
+from ..base import PostgenMetric, backend_name, file_hash
 from ..registry import register_metric
 from . import scoring
-from .jar import JarMeteor, jar_path, summed_stats
+from .jar import JarMeteor, jar_path, summed_stats, warn_separators
 from .python import PythonMeteor
 
-BACKENDS = ("coco", "python")
-DEFAULT_BACKEND = "python"
+BACKENDS = ("coco", "native")  # every metric's (base.METRIC_BACKENDS); "python" is the old name of "native"
+DEFAULT_BACKEND = "native"
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "METEOR", "backend_for", "jar_path", "prepare", "scoring", "summed_stats"]
 
@@ -36,8 +36,8 @@ def backend_for(options) -> str:
 
 class METEOR(PostgenMetric):
     """METEOR 1.5 (``-l en -norm``). ``backend="coco"``: pycocoevalcap's jar in one warm JVM
-    (``close()`` ends it), whose SCORE replies are the statistics; ``backend="python"``: the same
-    statistics computed here (``python.PythonMeteor``), no JVM.
+    (``close()`` ends it), whose SCORE replies are the statistics; ``backend="native"`` (default):
+    the same statistics computed here (``python.PythonMeteor``), no JVM.
 
     ``stats`` rows are the SCORE statistics with EVAL's chunk rule applied (a perfect match, every
     word matched in one chunk, counts no chunk: its own score is the same either way), so the
@@ -49,11 +49,9 @@ class METEOR(PostgenMetric):
     needs_java = DEFAULT_BACKEND == "coco"  # only backend="coco" starts a JVM
 
     def __init__(self, backend: str = DEFAULT_BACKEND):
-        if backend not in BACKENDS:
-            raise ValueError(f"METEOR backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        self.backend = backend
+        self.backend = backend = backend_name(backend, "METEOR")
         self._jar = JarMeteor() if backend == "coco" else None
-        self._python = PythonMeteor() if backend == "python" else None
+        self._python = PythonMeteor() if backend == "native" else None
         if self._python is not None:  # resources load now, where the JVM would start
             self._python.load()
 
@@ -68,6 +66,7 @@ class METEOR(PostgenMetric):
 
     def _checked_stats(self, gts: dict, res: dict) -> np.ndarray:
         """f64[images, 23]: each image's statistics (the jar's SCORE reply, EVAL's chunk rule), in ``gts`` order."""
+        warn_separators(gts)
         if self._python is not None:
             return scoring.eval_rows(self._python.stats(gts, res))
         lines = self._jar.stat_lines(gts, res)
@@ -96,14 +95,14 @@ def prepare() -> str:
 
 
 def _availability(options) -> tuple[bool, str]:
-    """METEOR: its resources are installed (the python backend) or Java starts and the jar opens (coco)."""
+    """METEOR: its resources are installed (the native backend) or Java starts and the jar opens (coco)."""
     from ..jvm import java_description, java_problem
     from ..spice import jar_problem
     from .resources import paraphrase_path
-    if backend_for(options) == "python":
+    if backend_for(options) == "native":
         problem = jar_problem(jar_path()) or (None if paraphrase_path().is_file() else
                                               f"{paraphrase_path()}: METEOR's paraphrase table is missing")
-        return (False, problem) if problem else (True, "backend python (no Java; pycocoevalcap's METEOR 1.5 resources)")
+        return (False, problem) if problem else (True, "backend native (no Java; pycocoevalcap's METEOR 1.5 resources)")
     problem = java_problem() or jar_problem(jar_path())
     if problem:
         return False, problem
@@ -114,5 +113,5 @@ def _depends_on(options) -> dict:
     return {"jar": file_hash(str(jar_path()))}
 
 
-register_metric("METEOR", METEOR, _availability, "METEOR 1.5 (pycocoevalcap's, -l en -norm; Python, or its jar)",
+register_metric("METEOR", METEOR, _availability, "METEOR 1.5 (pycocoevalcap's, -l en -norm; native, or its jar)",
                 depends_on=_depends_on)

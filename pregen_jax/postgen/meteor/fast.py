@@ -2,31 +2,30 @@
 #   (Meteor 1.5: Michael Denkowski and Alon Lavie)
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: LGPL-2.1-only
-"""The pair alignment of ``align.py`` compiled with numba: the same matches, beam and statistics
-over integer arrays (a sentence's features packed once by ``pack``).
+"""The pair alignment of ``tests/meteor_oracle/align.py`` compiled with numba: the same matches,
+beam and statistics over integer arrays (a sentence's features packed once by ``pack``), for
+sentences of any length (word sets are bit masks of as many 64-bit words as needed). The one
+search the package runs; tests hold it to the Python oracle and to the jar.
 
-Word sets are 64-bit masks, so sentences of at most ``MAX_WORDS`` words take this path; longer
-ones take ``align.pair_stats``. Tests hold both to the jar.
-
-A compiled form of align.py's translation of Meteor 1.5's Java ``Aligner`` and ``Stage`` (Michael
+A compiled form of the oracle's (align.py's) translation of Meteor 1.5's Java ``Aligner`` and ``Stage`` (Michael
 Denkowski and Alon Lavie, Carnegie Mellon University), so under their licence, LGPL-2.1-only
 (docs/licensing.md).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from . import scoring
 from .jit import compiled
 from .matchers import Sentence
 from .paraphrase import ParaphraseTable
-from .scoring import ALPHA, BETA, DELTA, GAMMA, MODULE_WEIGHTS
 
-MAX_WORDS = 62
 BEAM = 40
-WEIGHTS = np.array(MODULE_WEIGHTS)
-PARAMS = np.array([ALPHA, BETA, GAMMA, DELTA])
+WEIGHTS = np.array(scoring.MODULE_WEIGHTS)
+# a path's columns: weighted test and reference matches, chunks, next reference position, end of the
+# last match in the test, distance, its last node in the match tree; then the test and reference
+# words used, as bit masks (USED1: as many int64 words as the longer sentence needs, then USED2's)
+M1, M2, CHUNK, IDX, LAST_END, DISTANCE, NODE, USED1 = range(8)
 
 
 def pack(sentence: Sentence, table: ParaphraseTable) -> tuple:
@@ -119,13 +118,24 @@ def _put(out, row, a, b, c, d, e):
 
 
 @compiled
-def _span(start, length):
-    return ((np.int64(1) << length) - 1) << start
+def _free(path, base, start, length) -> bool:
+    """No bit of [start, start + length) is set in the mask at ``path[base:]``."""
+    for q in range(start, start + length):
+        if (path[base + q // 64] >> (q % 64)) & 1:
+            return False
+    return True
+
+
+@compiled
+def _mark(path, base, start, length):
+    for q in range(start, start + length):
+        path[base + q // 64] |= np.int64(1) << (q % 64)
 
 
 @compiled
 def _search(m, n1, n2, weights):
-    """The beam search of ``align.best_alignment`` over candidate rows ``m``; the best path's rows."""
+    """The beam search of ``align.best_alignment`` (the oracle) over candidate rows ``m``; the best
+    path's rows."""
     first = np.zeros(n2 + 1, np.int64)
     for k in range(len(m)):
         first[m[k, 0] + 1] += 1
@@ -137,8 +147,11 @@ def _search(m, n1, n2, weights):
             cover1[m[k, 2] + q] += 1
         for q in range(m[k, 1]):
             cover2[m[k, 0] + q] += 1
+    words = max(n1, n2, 1) // 64 + 1
+    used1, used2 = USED1, USED1 + words
+    start = np.zeros(USED1 + 2 * words, np.int64)
+    start[LAST_END], start[NODE] = -1, -1
     fixed = np.full(n2 + 1, -1, np.int64)
-    used1_0, used2_0 = np.int64(0), np.int64(0)
     for j in range(n2):
         if first[j + 1] - first[j] == 1:
             k = first[j]
@@ -149,18 +162,16 @@ def _search(m, n1, n2, weights):
                 ok = ok and cover1[m[k, 2] + q] == 1
             if ok:
                 fixed[j] = k
-                used2_0 |= _span(j, m[k, 1])
-                used1_0 |= _span(m[k, 2], m[k, 3])
-    # paths: used1, used2, m1, m2, chunks, idx, last_end, distance, node; two buffers, in turn
+                _mark(start, used2, j, m[k, 1])
+                _mark(start, used1, m[k, 2], m[k, 3])
     widest = 0
     for j in range(n2):
         widest = max(widest, first[j + 1] - first[j])
-    buffers = np.empty((2, BEAM * (widest + 2), 9), np.int64)
+    buffers = np.empty((2, BEAM * (widest + 2), len(start)), np.int64)  # the paths, two buffers in turn
     paths = buffers[0]
-    paths[0, :] = 0
-    paths[0, 0], paths[0, 1], paths[0, 6], paths[0, 8] = used1_0, used2_0, -1, -1
+    paths[0, :] = start
     alive = 1
-    parent = np.empty(9, np.int64)
+    parent = np.empty(len(start), np.int64)
     # the matches each path took, as a tree: node -> (match row, parent node); a match is taken at
     # most once per path alive at its position, so BEAM nodes per candidate bound the tree
     node_match = np.empty(BEAM * (len(m) + 1), np.int64)
@@ -173,37 +184,36 @@ def _search(m, n1, n2, weights):
         for rank in range(min(BEAM, alive)):
             parent[:] = paths[order[rank]]
             if current == n2:
-                if parent[6] != -1:
-                    parent[4] += 1
+                if parent[LAST_END] != -1:
+                    parent[CHUNK] += 1
                 nxt[count, :] = parent
                 count += 1
                 continue
-            if (parent[1] >> current) & 1:
-                if current < parent[5]:
+            if not _free(parent, used2, current, 1):
+                if current < parent[IDX]:
                     nxt[count, :] = parent
                     count += 1
-                elif fixed[parent[5]] >= 0:
-                    k = fixed[parent[5]]
+                elif fixed[parent[IDX]] >= 0:
+                    k = fixed[parent[IDX]]
                     _take(parent, m, k, weights, node_match, node_parent, nodes)
-                    parent[7] += abs(m[k, 0] - m[k, 2])
+                    parent[DISTANCE] += abs(m[k, 0] - m[k, 2])
                     nxt[count, :] = parent
                     count += 1
                 continue
             for k in range(first[current], first[current + 1]):
-                span2, span1 = _span(m[k, 0], m[k, 1]), _span(m[k, 2], m[k, 3])
-                if (parent[1] & span2) or (parent[0] & span1):
+                if not (_free(parent, used2, m[k, 0], m[k, 1]) and _free(parent, used1, m[k, 2], m[k, 3])):
                     continue
                 new = nxt[count]
                 new[:] = parent
-                new[1] |= span2
-                new[0] |= span1
+                _mark(new, used2, m[k, 0], m[k, 1])
+                _mark(new, used1, m[k, 2], m[k, 3])
                 _take(new, m, k, weights, node_match, node_parent, nodes)
-                parent[7] += abs(m[k, 0] - m[k, 2])
+                parent[DISTANCE] += abs(m[k, 0] - m[k, 2])
                 count += 1
-            if parent[6] != -1:
-                parent[4] += 1
-                parent[6] = -1
-            parent[5] += 1
+            if parent[LAST_END] != -1:
+                parent[CHUNK] += 1
+                parent[LAST_END] = -1
+            parent[IDX] += 1
             nxt[count, :] = parent
             count += 1
         if count == 0:
@@ -212,12 +222,12 @@ def _search(m, n1, n2, weights):
         paths, alive = nxt, count
     best = paths[_ranked(paths, alive)[0]]
     taken = 0
-    node = best[8]
+    node = best[NODE]
     while node >= 0:
         taken += 1
         node = node_parent[node]
     rows = np.empty(taken, np.int64)
-    node = best[8]
+    node = best[NODE]
     for q in range(taken):
         rows[q] = node_match[node]
         node = node_parent[node]
@@ -230,22 +240,23 @@ def _ranked(paths, alive):
     keep their order (a stable sort, as Java's)."""
     key = np.empty(alive, np.int64)
     for p in range(alive):
-        key[p] = -(paths[p, 2] + paths[p, 3]) * (np.int64(1) << 42) + paths[p, 4] * (np.int64(1) << 21) + paths[p, 7]
+        key[p] = (-(paths[p, M1] + paths[p, M2]) * (np.int64(1) << 42) + paths[p, CHUNK] * (np.int64(1) << 21)
+                  + paths[p, DISTANCE])
     return np.argsort(key, kind="mergesort")
 
 
 @compiled
 def _take(path, m, k, weights, node_match, node_parent, nodes):
     w = weights[m[k, 4]]
-    path[2] = np.int64(path[2] + m[k, 3] * w)  # Java's int += double: truncation toward zero
-    path[3] = np.int64(path[3] + m[k, 1] * w)
-    if path[6] != -1 and m[k, 2] != path[6]:
-        path[4] += 1
-    path[5] = m[k, 0] + m[k, 1]
-    path[6] = m[k, 2] + m[k, 3]
+    path[M1] = np.int64(path[M1] + m[k, 3] * w)  # Java's int += double: truncation toward zero
+    path[M2] = np.int64(path[M2] + m[k, 1] * w)
+    if path[LAST_END] != -1 and m[k, 2] != path[LAST_END]:
+        path[CHUNK] += 1
+    path[IDX] = m[k, 0] + m[k, 1]
+    path[LAST_END] = m[k, 2] + m[k, 3]
     node = nodes[0]
-    node_match[node], node_parent[node] = k, path[8]
-    path[8] = node
+    node_match[node], node_parent[node] = k, path[NODE]
+    path[NODE] = node
     nodes[0] = node + 1
 
 
@@ -277,41 +288,7 @@ def _stats(t, r, weights):
 
 
 @compiled
-def _score(row, weights, alpha, beta, gamma, delta):
-    """One row's METEOR in ``python.pair_score``'s order of operations (no division by zero reaches
-    Java's NaN there: an empty sentence or no match scores 0, as the jar's NaN does)."""
-    test_length = delta * (row[0] - row[2]) + (1.0 - delta) * row[2]
-    ref_length = delta * (row[1] - row[3]) + (1.0 - delta) * row[3]
-    test = 0.0
-    ref = 0.0
-    for k in range(4):
-        test += row[4 + 4 * k] * weights[k] * delta
-    for k in range(4):
-        ref += row[5 + 4 * k] * weights[k] * delta
-    for k in range(4):
-        test += row[6 + 4 * k] * weights[k] * (1.0 - delta)
-    for k in range(4):
-        ref += row[7 + 4 * k] * weights[k] * (1.0 - delta)
-    if test_length == 0.0 or ref_length == 0.0 or test == 0.0 or ref == 0.0:
-        return 0.0
-    precision = test / test_length
-    recall = ref / ref_length
-    f_mean = 1.0 / (((1.0 - alpha) / precision) + (alpha / recall))
-    test_matched = 0.0
-    ref_matched = 0.0
-    for k in range(4):
-        test_matched += row[4 + 4 * k] + row[6 + 4 * k]
-        ref_matched += row[5 + 4 * k] + row[7 + 4 * k]
-    if test_matched == row[0] and ref_matched == row[1] and row[20] == 1.0:
-        frag = 0.0
-    else:
-        frag = row[20] / ((row[21] + row[22]) / 2)
-    score = f_mean * (1.0 - gamma * math.pow(frag, beta))
-    return max(score, 0.0)
-
-
-@compiled
-def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights, params):
+def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights):
     """Statistics f64[pairs, 23] and scores f64[pairs] of sentence pairs (``tests``, ``refs``: indices
     into the sentences concatenated by ``concatenate_sentences``)."""
     rows = np.zeros((len(tests), 23))
@@ -329,7 +306,7 @@ def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights
              d6[offsets[b, 6]:offsets[b + 1, 6]], d7[offsets[b, 7]:offsets[b + 1, 7]],
              d8[offsets[b, 8]:offsets[b + 1, 8]], d9[offsets[b, 9]:offsets[b + 1, 9]])
         rows[p] = _stats(t, r, weights)
-        scores[p] = _score(rows[p], weights, params[0], params[1], params[2], params[3])
+        scores[p] = scoring.row_score(rows[p])
     return rows, scores
 
 
@@ -347,12 +324,18 @@ def concatenate_sentences(sentences: list[tuple]) -> tuple:
 def pair_stats_batch(tests: np.ndarray, refs: np.ndarray, sentences: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
     """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs (indices into ``sentences``)."""
     offsets, data = concatenate_sentences(sentences)
-    return _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS, PARAMS)
+    return _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS)
 
 
 def compiled_pair_stats(test: tuple, ref: tuple) -> tuple[float, ...]:
-    """The pair's statistics (as ``align.pair_stats``) from two ``pack``-ed sentences."""
+    """The pair's statistics (as the oracle's ``align.pair_stats``) from two ``pack``-ed sentences."""
     return tuple(_stats(test, ref, WEIGHTS).tolist())
+
+
+def pair_alignment(test: tuple, ref: tuple) -> list[tuple[int, int, int, int, int]]:
+    """The best alignment of two ``pack``-ed sentences, as the jar's -writeAlignments lists it:
+    (reference start, length, test start, length, stage) in reference order."""
+    return [tuple(row) for row in _search(_candidates(test, ref), len(test[0]), len(ref[0]), WEIGHTS).tolist()]
 
 
 def warm_up() -> None:

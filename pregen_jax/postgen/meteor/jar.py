@@ -3,6 +3,8 @@
 """METEOR 1.5 from pycocoevalcap's jar (``-l en -norm``), one warm JVM fed in batches."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..jvm import JavaProcess, java_command
@@ -12,10 +14,25 @@ from .resources import jar_path
 MEMO_LIMIT = 500_000  # segments whose statistics are kept (about 150 MB); past it the memo starts afresh
 
 
+SEPARATOR = "|||"  # the jar's field separator in SCORE and EVAL lines
+
+
 def score_line(references: list[str], candidate: str) -> str:
-    """pycocoevalcap's ``SCORE`` request for one image (its candidate loses ``|||`` and double spaces)."""
-    candidate = candidate.replace("|||", "").replace("  ", " ")
+    """pycocoevalcap's ``SCORE`` request for one image (its candidate loses ``|||`` and double
+    spaces), except that each reference loses them too: pycocoevalcap would send a reference
+    holding ``|||`` as two references (``warn_separators`` says so)."""
+    references = [r.replace(SEPARATOR, "").replace("  ", " ") for r in references]
+    candidate = candidate.replace(SEPARATOR, "").replace("  ", " ")
     return " ||| ".join(("SCORE", " ||| ".join(references), candidate))
+
+
+def warn_separators(gts: dict) -> None:
+    """One warning where a reference holds ``|||``, which the jar reads as a field separator:
+    ``score_line`` removes it (as pycocoevalcap does from candidates) so the reference stays one."""
+    found = [i for i, refs in gts.items() if any(SEPARATOR in r for r in refs)]
+    if found:
+        warnings.warn(f"METEOR: {len(found)} image(s) have a reference holding '|||' (first: image {found[0]}); "
+                      "scored with '|||' removed (COCOEvalCap would split such a reference into two)", stacklevel=3)
 
 
 def summed_stats(lines: list[str]) -> str:

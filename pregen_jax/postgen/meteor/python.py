@@ -2,7 +2,7 @@
 #   (Meteor 1.5: Michael Denkowski and Alon Lavie)
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: LGPL-2.1-only
-"""METEOR 1.5 in Python (``METEOR(backend="python")``): the jar's SCORE statistics without Java.
+"""METEOR 1.5 in Python (``METEOR(backend="native")``): the jar's SCORE statistics without Java.
 
 Work is done once: each distinct line is normalized once, each distinct sentence analysed once
 (``matchers.Analyzer``), each distinct (test, reference) pair aligned once; an image keeps the
@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from . import fast, paraphrase, scoring
-from .align import pair_stats
 from .jar import score_line
 from .jit import compiling_message, mark_compiled
 from .matchers import Analyzer, Sentence
@@ -43,42 +41,12 @@ def segment_parts(line: str) -> tuple[list[str], str]:
     return [java_trim(p) for p in parts[1:-1]], java_trim(parts[-1])
 
 
-def pair_score(stats: tuple[float, ...]) -> float:
-    """One statistics row's METEOR, in ``scoring.meteor_of_sums``'s order of operations (scalar, for speed)."""
-    d, w = scoring.DELTA, scoring.MODULE_WEIGHTS
-    test_length = d * (stats[0] - stats[2]) + (1.0 - d) * stats[2]
-    ref_length = d * (stats[1] - stats[3]) + (1.0 - d) * stats[3]
-    test = ref = 0.0
-    for k in range(4):
-        test += stats[4 + 4 * k] * w[k] * d
-    for k in range(4):
-        ref += stats[5 + 4 * k] * w[k] * d
-    for k in range(4):
-        test += stats[6 + 4 * k] * w[k] * (1.0 - d)
-    for k in range(4):
-        ref += stats[7 + 4 * k] * w[k] * (1.0 - d)
-    try:
-        precision, recall = test / test_length, ref / ref_length
-        f_mean = 1.0 / (((1.0 - scoring.ALPHA) / precision) + (scoring.ALPHA / recall))
-    except ZeroDivisionError:
-        return 0.0  # Java's NaN or infinity: the jar scores it 0
-    test_matched = sum(stats[4 + 4 * k] + stats[6 + 4 * k] for k in range(4))
-    ref_matched = sum(stats[5 + 4 * k] + stats[7 + 4 * k] for k in range(4))
-    chunks = stats[scoring.CHUNKS]
-    if test_matched == stats[0] and ref_matched == stats[1] and chunks == 1:
-        frag = 0.0
-    else:
-        frag = chunks / ((stats[scoring.TEST_WORDS] + stats[scoring.REF_WORDS]) / 2)
-    score = f_mean * (1.0 - scoring.GAMMA * math.pow(frag, scoring.BETA))
-    return 0.0 if math.isnan(score) else max(score, 0.0)
-
-
 class PythonMeteor:
     """The jar's SCORE statistics, computed here; resources loaded on first use."""
 
     def __init__(self):
         self._analyzer: Analyzer | None = None
-        self._sentences: dict[tuple[str, ...], tuple[Sentence, tuple | None]] = {}  # with its packed arrays
+        self._sentences: dict[tuple[str, ...], tuple[Sentence, tuple]] = {}  # with its packed arrays
         self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[float, ...], float]] = {}
         self.aligned = 0  # distinct pairs aligned so far
 
@@ -98,12 +66,12 @@ class PythonMeteor:
     def _sentence(self, tokens: tuple[str, ...]) -> Sentence:
         return self._analysed(tokens)[0]
 
-    def _analysed(self, tokens: tuple[str, ...]) -> tuple[Sentence, tuple | None]:
-        """The sentence's features and, where it is short enough for the compiled search, its arrays."""
+    def _analysed(self, tokens: tuple[str, ...]) -> tuple[Sentence, tuple]:
+        """The sentence's features and its arrays for the compiled search (``fast.pack``)."""
         found = self._sentences.get(tokens)
         if found is None:
             sentence = self._analyzer.sentence(tokens)
-            found = self._sentences[tokens] = (sentence, fast.pack(sentence, self._analyzer.table) if len(tokens) <= fast.MAX_WORDS else None)
+            found = self._sentences[tokens] = (sentence, fast.pack(sentence, self._analyzer.table))
         return found
 
     def segment(self, references: list[str], candidate: str) -> tuple[float, ...]:
@@ -134,21 +102,15 @@ class PythonMeteor:
         return np.array(rows, np.float64).reshape(len(gts), scoring.K)
 
     def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-        """Statistics and score of each new pair into the memo: short sentences in one compiled
-        batch, longer ones by ``align.pair_stats``."""
+        """Statistics and score of each new pair into the memo, all pairs in one compiled batch."""
         index: dict[tuple[str, ...], int] = {}
         packed: list[tuple] = []
         batch: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for test, ref in pairs:
-            (test_sentence, test_arrays), (ref_sentence, ref_arrays) = self._analysed(test), self._analysed(ref)
-            if test_arrays is None or ref_arrays is None:  # a sentence too long for 64-bit word masks
-                stats = pair_stats(test_sentence, ref_sentence, self._analyzer.table)
-                self._pairs[test, ref] = (stats, pair_score(stats))
-                continue
-            for tokens, arrays in ((test, test_arrays), (ref, ref_arrays)):
+            for tokens in (test, ref):
                 if tokens not in index:
                     index[tokens] = len(packed)
-                    packed.append(arrays)
+                    packed.append(self._analysed(tokens)[1])
             batch.append((test, ref))
         if batch:
             rows, scores = fast.pair_stats_batch(np.array([index[t] for t, _ in batch]),
@@ -175,12 +137,8 @@ def _collector_paused():
 def alignment(meteor: PythonMeteor, test: str, reference: str) -> list[tuple[int, int, int, int, int]]:
     """The best alignment of one raw (test, reference) pair, as the jar's -writeAlignments lists it:
     (reference start, length, test start, length, stage) in reference order."""
-    from .align import best_alignment
-    from .matchers import candidates
     meteor.load()
-    test_sentence, ref_sentence = meteor._sentence(normalize(test)), meteor._sentence(normalize(reference))
-    found, cover1, cover2 = candidates(test_sentence, ref_sentence, meteor._analyzer.table)
-    return best_alignment(found, cover1, cover2, len(test_sentence.words))
+    return fast.pair_alignment(meteor._analysed(normalize(test))[1], meteor._analysed(normalize(reference))[1])
 
 
-__all__ = ["PythonMeteor", "alignment", "java_tokens", "pair_score", "segment_parts"]
+__all__ = ["PythonMeteor", "alignment", "java_tokens", "segment_parts"]

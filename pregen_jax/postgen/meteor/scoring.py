@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .jit import compiled
+
 STAGES = ("exact", "stem", "synonym", "paraphrase")
 MODULE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)       # the jar's ``en`` weights, one per stage
 ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75  # the jar's ``en`` parameters (task rank)
@@ -33,10 +35,59 @@ def matched(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return stages[..., 0::4].sum(-1) + stages[..., 2::4].sum(-1), stages[..., 1::4].sum(-1) + stages[..., 3::4].sum(-1)
 
 
+@compiled
+def row_perfect(row) -> bool:
+    """One row (f64[k]) matches every word in one chunk (the jar adds no chunk for it, and it has
+    no fragmentation)."""
+    test = 0.0
+    ref = 0.0
+    for stage in range(len(STAGES)):
+        test += row[4 + 4 * stage] + row[6 + 4 * stage]
+        ref += row[5 + 4 * stage] + row[7 + 4 * stage]
+    return test == row[TEST_LEN] and ref == row[REF_LEN] and row[CHUNKS] == 1.0
+
+
+@compiled
+def row_score(row) -> float:
+    """One statistics row's METEOR (f64[k] -> float), in the jar's order of float operations
+    (``computeMetrics``): weighted precision and recall (a running sum from 0: content stages in
+    order, then function stages), their alpha-weighted harmonic mean, times one minus the
+    fragmentation penalty; a perfect row has no fragmentation. Where the jar divides by zero (an
+    empty sentence, no match) its NaN scores 0, as here. The one place the formula is written:
+    the compiled search scores pairs with it, ``meteor_of_sums`` any rows."""
+    test_length = DELTA * (row[TEST_LEN] - row[TEST_FUNC]) + (1.0 - DELTA) * row[TEST_FUNC]
+    ref_length = DELTA * (row[REF_LEN] - row[REF_FUNC]) + (1.0 - DELTA) * row[REF_FUNC]
+    test = 0.0
+    ref = 0.0
+    for stage in range(len(STAGES)):
+        test += row[4 + 4 * stage] * MODULE_WEIGHTS[stage] * DELTA
+    for stage in range(len(STAGES)):
+        ref += row[5 + 4 * stage] * MODULE_WEIGHTS[stage] * DELTA
+    for stage in range(len(STAGES)):
+        test += row[6 + 4 * stage] * MODULE_WEIGHTS[stage] * (1.0 - DELTA)
+    for stage in range(len(STAGES)):
+        ref += row[7 + 4 * stage] * MODULE_WEIGHTS[stage] * (1.0 - DELTA)
+    if test_length == 0.0 or ref_length == 0.0 or test == 0.0 or ref == 0.0:
+        return 0.0  # Java's NaN (or a zero harmonic mean)
+    precision = test / test_length
+    recall = ref / ref_length
+    f_mean = 1.0 / (((1.0 - ALPHA) / precision) + (ALPHA / recall))
+    frag = 0.0 if row_perfect(row) else row[CHUNKS] / ((row[TEST_WORDS] + row[REF_WORDS]) / 2)
+    return max(f_mean * (1.0 - GAMMA * frag ** BETA), 0.0)
+
+
+@compiled
+def _rows(rows, perfect_only):
+    out = np.empty(len(rows))
+    for r in range(len(rows)):
+        out[r] = row_perfect(rows[r]) if perfect_only else row_score(rows[r])
+    return out
+
+
 def perfect(stats: np.ndarray) -> np.ndarray:
-    """bool[...]: every word matched in one chunk (the jar adds no chunk for such a row)."""
-    test, reference = matched(stats)
-    return (test == stats[..., TEST_LEN]) & (reference == stats[..., REF_LEN]) & (stats[..., CHUNKS] == 1)
+    """bool[...]: ``row_perfect`` of each row of ``stats`` (f64[..., k])."""
+    stats = np.ascontiguousarray(stats, np.float64)
+    return _rows(stats.reshape(-1, K), True).reshape(stats.shape[:-1]).astype(bool)
 
 
 def eval_rows(stats: np.ndarray) -> np.ndarray:
@@ -54,33 +105,9 @@ def summed(stats: np.ndarray) -> np.ndarray:
 
 
 def meteor_of_sums(stats: np.ndarray) -> np.ndarray:
-    """f64[...]: METEOR of statistics rows f64[..., k], in the jar's order of float operations
-    (``computeMetrics``): weighted precision and recall, their alpha-weighted harmonic mean,
-    times one minus the fragmentation penalty; a perfect row has no fragmentation; NaN is 0."""
-    stats = np.asarray(stats, np.float64)
-    weights = np.asarray(MODULE_WEIGHTS)
-    stages = stats[..., 4:CHUNKS].reshape(stats.shape[:-1] + (len(STAGES), 4))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        test_length = DELTA * (stats[..., TEST_LEN] - stats[..., TEST_FUNC]) + (1.0 - DELTA) * stats[..., TEST_FUNC]
-        ref_length = DELTA * (stats[..., REF_LEN] - stats[..., REF_FUNC]) + (1.0 - DELTA) * stats[..., REF_FUNC]
-        test_matches = _ordered_sum(stages[..., 0] * weights * DELTA, stages[..., 2] * weights * (1.0 - DELTA))
-        ref_matches = _ordered_sum(stages[..., 1] * weights * DELTA, stages[..., 3] * weights * (1.0 - DELTA))
-        precision = test_matches / test_length
-        recall = ref_matches / ref_length
-        f_mean = 1.0 / (((1.0 - ALPHA) / precision) + (ALPHA / recall))
-        words = (stats[..., TEST_WORDS] + stats[..., REF_WORDS]) / 2
-        frag = np.where(perfect(stats), 0.0, stats[..., CHUNKS] / words)
-        result = f_mean * (1.0 - GAMMA * np.power(frag, BETA))
-    return np.where(np.isnan(result), 0.0, np.maximum(result, 0.0))
-
-
-def _ordered_sum(content: np.ndarray, function: np.ndarray) -> np.ndarray:
-    """Java's running sum: 0 + content stages in order, then function stages in order."""
-    total = np.zeros(content.shape[:-1])
-    for column in (content, function):
-        for stage in range(column.shape[-1]):
-            total = total + column[..., stage]
-    return total
+    """f64[...]: METEOR (``row_score``) of each statistics row of ``stats`` (f64[..., k])."""
+    stats = np.ascontiguousarray(stats, np.float64)
+    return _rows(stats.reshape(-1, K), False).reshape(stats.shape[:-1])
 
 
 def aggregate(stats: np.ndarray) -> np.ndarray:

@@ -3,7 +3,9 @@
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5's alignment of a (test, reference) pair: a left-to-right beam search over the
-reference positions, and the pair's statistics.
+reference positions, and the pair's statistics. The test oracle of the package's one search
+(``pregen_jax/postgen/meteor/fast.py``, numba, every sentence length): plain Python, slow, kept
+only here.
 
 Translated step by step from Meteor 1.5's Java ``Aligner`` and ``Stage`` (edu.cmu.meteor.aligner,
 by Michael Denkowski and Alon Lavie, Carnegie Mellon University), so this file is under their
@@ -19,9 +21,9 @@ licence, LGPL-2.1-only (docs/licensing.md). Behaviour kept from the jar, some of
 """
 from __future__ import annotations
 
-from .matchers import Match, Sentence, candidates
-from .paraphrase import ParaphraseTable
-from .scoring import MODULE_WEIGHTS
+from pregen_jax.postgen.meteor.matchers import Match, Sentence, candidates
+from pregen_jax.postgen.meteor.paraphrase import ParaphraseTable
+from pregen_jax.postgen.meteor.scoring import MODULE_WEIGHTS
 
 BEAM = 40
 STAGES = len(MODULE_WEIGHTS)
