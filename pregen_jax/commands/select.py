@@ -129,7 +129,7 @@ def race_settings(args: argparse.Namespace):
     except pydantic.ValidationError as err:
         first = err.errors(include_url=False)[0]
         option = options.get(str(first["loc"][0]) if first["loc"] else "", "select")
-        raise ValueError(f"{option} {first.get('input')!r}: {first['msg']}") from None
+        raise ValueError(f"{option} {first.get('input')!r}: {first['msg'].removeprefix('Value error, ')}") from None
 
 
 COMMAND = Command("select", "choose the best of several models by racing: real post-gen scores on growing random "
