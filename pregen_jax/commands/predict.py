@@ -41,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     with warnings_as_lines():
         scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions)
     print(_render(scores))
+    print(f"tokenizer: {run.tokenizer} (the search's own: its scores, and any --captions measured here)")
     print(f"{len(args.refprobs)} model(s) predicted in {time.perf_counter() - start:.1f} s (the whole run)")
     if out is not None:
         with io.staged_folder(out) as staging:
