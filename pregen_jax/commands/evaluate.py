@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .base import Command, seed, warnings_as_lines
+from .base import WORDS, Command, seed, warnings_as_lines
 
 
 def _at_least(minimum: int):
@@ -69,6 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         with io.staged_folder(out) as staging:
             written = write_evaluation(evaluation, staging)
         print(f"wrote {out}/{', '.join(written)}")
+    print(WORDS)
     return 0
 
 
