@@ -62,6 +62,16 @@ def test_a_search_scores_as_evaluate_does_with_its_tokenizer(tmp_path, capsys, t
                          "--out", str(tmp_path / f"ev{m}")]) == 0
         expected = json.loads((tmp_path / f"ev{m}" / "scores.json").read_text())["CIDEr"]
         assert models.loc[arch, "CIDEr"] == pytest.approx(expected, abs=1e-9)  # models.tsv: 10 digits
+    # predict --captions measures a file as evaluate scores it, with the search's tokenizer (its own text)
+    from pregen_jax.evaluation import score_files
+    from pregen_jax.prediction.measured import measured_scores
+    lines = [line.capitalize() + " &." for line in (tmp_path / "model0.txt").read_text().splitlines()]
+    (tmp_path / "mine.jsonl").write_text("".join(json.dumps({"image_id": f"{k}.jpg", "caption": line}) + "\n"
+                                                 for k, line in enumerate(lines)))
+    (tmp_path / "mine.json").write_text(json.dumps([{"image_id": k, "caption": line} for k, line in enumerate(lines)]))
+    (measured,) = measured_scores(run, [tmp_path / "mine.jsonl"])
+    expected = score_files(tmp_path / "refs.json", tmp_path / "mine.json", metrics=["CIDEr"], tokenizer=tokenizer)
+    assert measured["CIDEr"] == pytest.approx(expected.table["score"].iloc[0], abs=1e-12)
 
 
 @pytest.mark.slow

@@ -90,6 +90,7 @@ def test_screened_select_never_decodes_the_screened_and_assists_are_refused():
     (["--screen", "--screen-keep", "2"], "--screen-keep 2.0: Input should be less than or equal to 1"),
     (["--budget", "0"], "--budget 0.0: Input should be greater than 0"),
     (["--confidence", "1"], "--confidence 1.0: Input should be less than 1"),
+    (["--assist", "pregen"], "--assist 'pregen': assisted races were dropped (issue 41)"),
 ])
 def test_the_race_settings_are_checked_once_before_any_work_naming_the_option(tmp_path, capsys, options, message):
     from pregen_jax import cli

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, check_caption_files, renamed, warnings_as_lines
+from .base import WORDS, Command, check_caption_files, renamed, warnings_as_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     with warnings_as_lines():
         scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions)
     print(_render(scores))
+    print(f"tokenizer: {run.tokenizer} (the search's own: its scores, and any --captions measured here)")
     print(f"{len(args.refprobs)} model(s) predicted in {time.perf_counter() - start:.1f} s (the whole run)")
     if out is not None:
         with io.staged_folder(out) as staging:
@@ -48,6 +49,7 @@ def _run(args: argparse.Namespace) -> int:
             io.write_tsv(scores.order.assign(tokenizer=run.tokenizer), staging / "order.tsv")
             io.write_tsv(scores.pairs.assign(tokenizer=run.tokenizer), staging / "pairs.tsv")
         print(f"wrote {out}/scores.tsv, order.tsv, pairs.tsv")
+    print(WORDS)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, check_caption_files, warnings_as_lines
+from .base import WORDS, Command, check_caption_files, warnings_as_lines
 from .select_summary import summary_lines
 
 
@@ -73,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         io.write_tsv(table, staging / "select.tsv")
     print("\n".join(summary_lines(table, selection, time.perf_counter() - start, where)))
     print(f"wrote {out}/select.tsv")
+    print(WORDS)
     return 0
 
 
@@ -129,7 +130,7 @@ def race_settings(args: argparse.Namespace):
     except pydantic.ValidationError as err:
         first = err.errors(include_url=False)[0]
         option = options.get(str(first["loc"][0]) if first["loc"] else "", "select")
-        raise ValueError(f"{option} {first.get('input')!r}: {first['msg']}") from None
+        raise ValueError(f"{option} {first.get('input')!r}: {first['msg'].removeprefix('Value error, ')}") from None
 
 
 COMMAND = Command("select", "choose the best of several models by racing: real post-gen scores on growing random "

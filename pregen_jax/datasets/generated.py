@@ -25,3 +25,11 @@ def read_generated_captions(path, image_ids: list[str], source: str = "the test 
             raise ValueError(f"{path}: {where} (image {image!r}): an empty caption (zero tokens after tokenisation)")
     captions = match_captions(found, image_ids, source)
     return [tokenize(captions[image_id]) for image_id in image_ids]
+
+
+def read_caption_texts(path, image_ids: list[str], source: str = "the test split") -> list[str]:
+    """The caption of each image as the file writes it (what ``ptb`` reads), in the order of
+    ``image_ids``, checked as ``read_generated_captions`` checks it."""
+    read_generated_captions(path, image_ids, source)
+    captions = match_captions(parse_captions(path), image_ids, source)
+    return [captions[image_id] for image_id in image_ids]

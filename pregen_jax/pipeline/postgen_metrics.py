@@ -20,7 +20,8 @@ _PTB_REFERENCES: dict[int, tuple] = {}  # id(test split) -> (the split, kept ali
 def gts_res(data: Data, captions, tokenizer: str = "alnum-lower") -> tuple[dict, dict]:
     """pycocoevalcap's (gts, res) of one caption per test image against the test references, as
     ``tokenizer`` gives them (``alnum-lower``: the corpus's tokens and the captions' words, as the
-    strata read them; ``ptb``: the raw references and the captions through PTB)."""
+    strata read them; ``ptb``: the raw references and the captions through PTB). ``captions[n]``:
+    image n's caption as tokens, or (``ptb``) as a string, e.g. a caption file's own text."""
     test = data.test
     if tokenizer == "alnum-lower":
         gts = {image_id: [" ".join(ref) for ref in refs] for image_id, refs in zip(test.image_ids, test.captions)}
@@ -33,7 +34,8 @@ def gts_res(data: Data, captions, tokenizer: str = "alnum-lower") -> tuple[dict,
         _PTB_REFERENCES[id(test)] = (test, {image_id: [next(tokens) for _ in refs]
                                             for image_id, refs in zip(test.image_ids, raw)})
     gts = _PTB_REFERENCES[id(test)][1]
-    res = {image_id: [c] for image_id, c in zip(test.image_ids, tokenize_captions([" ".join(c) for c in captions]))}
+    texts = [c if isinstance(c, str) else " ".join(c) for c in captions]  # a file's own text, or a model's words
+    res = {image_id: [c] for image_id, c in zip(test.image_ids, tokenize_captions(texts))}
     return gts, res
 
 

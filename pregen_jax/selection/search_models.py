@@ -75,7 +75,7 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
     left out.
     """
     from ..datasets.caption_fit import warn_if_misfit
-    from ..datasets.generated import read_generated_captions
+    from ..datasets.generated import read_caption_texts, read_generated_captions
     from ..pipeline.sources import precomputed_candidates
     candidates, ids, notes = [], [], []
     precomputed = ({(c.architecture, c.run): c.captions for c in precomputed_candidates(run.config, data)}
@@ -98,7 +98,9 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
     for path in captions:
         split_data = data.dataset[split]
         found = read_generated_captions(path, split_data.image_ids, f"the {split} split")
-        warn_if_misfit(found, split_data.captions, str(path))
+        warn_if_misfit(split_data.captions, found, str(path))
+        if run.tokenizer == "ptb":  # PTB reads the file's own text, as evaluate does
+            found = read_caption_texts(path, split_data.image_ids, f"the {split} split")
         candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))
         ids.append({"architecture": "captions", "run": str(path), "epoch": "", "source": "captions"})
     return candidates, ids, notes
