@@ -9,6 +9,11 @@ captions 3-5, swapped at random image by image) must be rejected at 0.05 in 3-7%
 by the paired bootstrap and by approximate randomization. Statistics are computed once for all
 images (alnum-lower tokens: no JVM); a replication only resamples rows, through the metrics'
 own ``from_sums``.
+
+Then each part of the resampling against an independent computation (issues 41-43): Holm against
+its loop, the difference interval against the test it inverts, BCa against
+``scipy.stats.bootstrap(method="BCa")`` on the same resamples, the bootstrap counts' moments and
+memory, the two seed streams; and (slow) the family-wise error of Holm with five equal systems.
 """
 import numpy as np
 import pytest
