@@ -1,11 +1,11 @@
-"""Bring your own model: the guide's example (docs/guides/bring-your-own-model.md) run as written,
-captions keyed by image id, and settings errors in one plain line."""
+"""Models of any framework: captions keyed by image id, and settings errors in one plain line (the
+guide, docs/guides/bring-your-own-model.md, runs in tests/test_jobs.py)."""
 import json
 
 import numpy as np
 import pytest
 
-from pregen_jax import cli, postgen
+from pregen_jax import cli
 from pregen_jax.captioning import load_trained
 from pregen_jax.datasets import Vocabulary, tokenize
 from pregen_jax.datasets.generated import read_generated_captions
@@ -13,37 +13,6 @@ from pregen_jax.pipeline import SearchConfig
 from pregen_jax.pipeline.sources import load_data, precomputed_candidates
 from pregen_jax.training import checkpoints
 from tests.builders import write_precomputed
-from tests.conftest import ROOT
-from tests.test_docs_examples import run_block, runnable
-
-GUIDE = ROOT / "docs" / "guides" / "bring-your-own-model.md"
-
-
-def test_guide_bring_your_own_model_runs_as_written(tmp_path, monkeypatch, capsys):
-    """The guide's blocks in order, as tests/test_docs_examples.py runs every other page (that test
-    leaves this page to this one), then checks of what they made."""
-    monkeypatch.chdir(tmp_path)
-    blocks = runnable(GUIDE)
-    assert [block.language for block in blocks][:7] == ["python", "toml", "bash", "python", "toml", "bash", "python"]
-    assert blocks[1].code.count("[") == 1  # the export needs only [data]
-    namespace, outputs = {"__name__": "__main__"}, []
-    for block in blocks:
-        run_block(block, namespace, capsys)
-        outputs.append(capsys.readouterr().out)
-    assert "numpy-new" in outputs[5] and "CIDEr" in outputs[5] and "measured" in outputs[5], outputs[5]
-    # The search read the shuffled, id-keyed caption files right: its CIDEr per model is CIDEr
-    # of each file's captions matched to the exported references by image id.
-    refs = [json.loads(line) for line in open("refs.jsonl")]
-    gts = {}
-    for ref in refs:
-        gts.setdefault(ref["image_id"], []).append(ref["text"])
-    models = {row[1]: float(row[3]) for row in (line.split("\t") for line in open("runs/numpy/models.tsv"))
-              if row[0] == "numpy"}
-    for run in "1234":
-        res = {row["image_id"]: [" ".join(tokenize(row["caption"]))] for row in map(json.loads, open(f"numpy-{run}.jsonl"))}
-        assert models[run] == pytest.approx(postgen.CIDEr().compute_score(gts, res)[0], abs=1e-9)
-    assert [models[run] for run in "1234"] == sorted(models.values())  # more skill, more CIDEr
-
 
 # ------------------------------------------------------------------ caption files keyed by image id
 

@@ -106,8 +106,7 @@ def run_block(block: Block, namespace: dict, capsys=None) -> None:
 
 
 # Pages whose blocks another test runs, with checks of what they make: not run twice.
-RUN_ELSEWHERE = {"docs/guides/bring-your-own-model.md": "tests/test_byom.py",
-                 "docs/guides/against-a-search.md": "tests/test_jobs.py"}
+RUN_ELSEWHERE = {"docs/guides/bring-your-own-model.md": "tests/test_jobs.py"}
 
 
 def _files_with_code() -> list[Path]:

@@ -13,3 +13,21 @@ def test_docs_site_builds_strict(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "commands" / "index.html").is_file()
+
+
+def test_the_site_builds_to_the_default_folder_which_git_ignores():
+    """``mkdocs build`` writes site/ (mkdocs' default: no hidden folder), and git ignores it."""
+    site_dirs = [line.split(":", 1)[1].split("#")[0].strip() for line in (ROOT / "mkdocs.yml").read_text().splitlines()
+                 if line.startswith("site_dir:")]
+    assert site_dirs in ([], ["site"]), site_dirs
+    assert "site/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_the_glossary_explains_the_words_outputs_use():
+    """docs/glossary.md, which every command's output names in its last line, has a heading for each
+    word users meet in the outputs (issue 40 item 5)."""
+    from pregen_jax.commands.base import GLOSSARY
+    headings = "\n".join(line for line in (ROOT / GLOSSARY).read_text().splitlines() if line.startswith("#"))
+    for word in ("post-gen", "pre-gen", "tier names", "tier space", "strata", "decoding unknown", "calibration models",
+                 "prior_rank", "assist", "MCB set", "own-image rank", "p_holm", "fingerprint", "units"):
+        assert word in headings, word

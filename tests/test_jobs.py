@@ -1,21 +1,23 @@
-"""Each job works as its guide shows (issue 37 item 4): docs/guides/against-a-search.md runs as
-written, on the small search of trained models it makes, and each job's test checks what the
-guide's blocks printed and wrote. (tests/test_docs_examples.py leaves this page to this file, so
-its search is trained once.)"""
+"""Each job works as its guide shows (issue 37 item 4): docs/guides/bring-your-own-model.md runs as
+written, on the small search of trained models it makes and the search of numpy models it runs,
+and each job's test checks what the guide's blocks printed and wrote. (tests/test_docs_examples.py
+leaves this page to this file, so its searches run once.)"""
 import contextlib
 import io
+import json
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
-from pregen_jax import cli
+from pregen_jax import cli, postgen
+from pregen_jax.datasets import tokenize
 from pregen_jax.external import attach_references
 from tests.conftest import ROOT
 from tests.test_docs_examples import run_block, runnable
 
-GUIDE = ROOT / "docs" / "guides" / "against-a-search.md"
+GUIDE = ROOT / "docs" / "guides" / "bring-your-own-model.md"
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,7 @@ def _printed(guide, command: str) -> tuple[str, str]:
 def test_a_model_of_any_framework_is_predicted_against_a_search(guide, capsys):
     folder, namespace, _ = guide
     out, _ = _printed(guide, "pregen-search predict")
-    assert "CIDEr (range [0, inf); 90% intervals" in out and "mine" in out and "s (the whole run)" in out
+    assert "CIDEr (range [0, inf); 90% jackknife+ intervals" in out and "mine" in out and "s (the whole run)" in out
     # Without the search's fingerprint (attach_references alone), the refusal says what differs and
     # how to fix it, as the guide shows.
     with contextlib.chdir(folder):
@@ -75,12 +77,50 @@ def test_select_races_models_that_exist_only_as_captions(guide):
 
 
 def test_a_captions_file_of_other_images_gets_a_warning(guide):
+    """Another dataset's captions and a file shifted by one image are flagged by the own-image rank
+    (datasets/caption_fit.py), as the guide shows; the guide's own models' files are not."""
     _, err = _printed(guide, "--captions other-dataset.txt shifted.txt")
-    assert "warning: other-dataset.txt: only 14% of the captions' words occur in the references' vocabulary " \
-           "(share of caption words in the references' vocabulary" in err
-    assert "warning: shifted.txt: its captions fit the references of the images 1 line further on better than " \
-           "their own (own-image word overlap" in err
-    assert "other-dataset.txt: its captions fit" not in err  # captions that fit no image are not "misordered"
+    warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert [line.split(":")[1].strip() for line in warned] == ["other-dataset.txt", "shifted.txt"]
+    for line in warned:
+        assert "its captions fit their own images hardly better than other images (own-image rank 0." in line
+        assert "this check cannot tell these apart" in line and "key it by image_id" not in line
+        assert line.removeprefix("warning: ") in GUIDE.read_text()  # the guide shows what it prints
+    assert "own-image rank" not in _printed(guide, "--captions good.jsonl poor.jsonl")[1]
+
+
+def test_predict_warns_on_captions_of_other_images(guide, capsys):
+    """predict --captions runs the same check as select (on the toy search's 25 test images)."""
+    with contextlib.chdir(guide[0]):
+        assert cli.main(["predict", "--search", "runs/toy", "--refprobs", "mine.npz", "checkpoint.npz",
+                         "--captions", "other-dataset.txt", "shifted.txt"]) == 0
+    err = capsys.readouterr().err
+    warned = [line.split(":")[1].strip() for line in err.splitlines() if line.startswith("warning: ")]
+    assert warned == ["other-dataset.txt", "shifted.txt"], err
+    assert all("own-image rank 0." in line for line in err.splitlines() if line.startswith("warning: "))
+
+
+def test_a_search_of_models_of_any_framework_reads_their_files_right(guide):
+    """The numpy models' search: the export needs only [data]; predict prints the new model's
+    predictions beside its measured scores; the search read the shuffled, id-keyed caption files
+    right (its CIDEr per model is CIDEr of each file's captions matched to the exported references
+    by image id), and more skill gives more CIDEr."""
+    folder = guide[0]
+    export = next(b for b in runnable(GUIDE) if b.language == "toml" and b.code.startswith("# export.toml"))
+    assert export.code.count("[") == 1
+    out, _ = _printed(guide, "--refprobs numpy-new.npz")
+    assert "numpy-new" in out and "CIDEr" in out and "measured" in out, out
+    refs = [json.loads(line) for line in open(folder / "numpy-refs.jsonl")]
+    gts = {}
+    for ref in refs:
+        gts.setdefault(ref["image_id"], []).append(ref["text"])
+    models = {row[1]: float(row[3]) for row in (line.split("\t") for line in open(folder / "runs/numpy/models.tsv"))
+              if row[0] == "numpy"}
+    for run in "1234":
+        res = {row["image_id"]: [" ".join(tokenize(row["caption"]))]
+               for row in map(json.loads, open(folder / f"numpy-{run}.jsonl"))}
+        assert models[run] == pytest.approx(postgen.CIDEr().compute_score(gts, res)[0], abs=1e-9)
+    assert [models[run] for run in "1234"] == sorted(models.values())
 
 
 def test_no_stray_warning_when_a_child_starts_after_jax():

@@ -150,3 +150,22 @@ def test_importing_metrics_neither_imports_numba_nor_writes_the_cache(tmp_path):
     env = {"PREGEN_JAX_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False" and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.slow  # builds the table and compiles the search in memory (about a minute on 2 cores)
+def test_evaluate_with_an_unwritable_cache_folder_scores_with_one_warning(tmp_path):
+    import json
+    (tmp_path / "file").write_text("")
+    refs = {"images": [{"id": 1}, {"id": 2}], "annotations": [
+        {"image_id": 1, "id": 1, "caption": "a man rides a horse"}, {"image_id": 2, "id": 2, "caption": "two dogs play"}]}
+    (tmp_path / "refs.json").write_text(json.dumps(refs))
+    (tmp_path / "res.json").write_text(json.dumps([{"image_id": 1, "caption": "a man is riding a horse"},
+                                                   {"image_id": 2, "caption": "dogs playing"}]))
+    env = {"PREGEN_JAX_CACHE": str(tmp_path / "file" / "cache"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "pregen_jax.cli", "evaluate", "--references", str(tmp_path / "refs.json"),
+                           "--captions", str(tmp_path / "res.json"), "--metrics", "Bleu_4,METEOR"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "METEOR" in done.stdout
+    warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and "not writable" in warned[0], done.stderr

@@ -6,6 +6,9 @@ import contextlib
 import dataclasses
 from collections.abc import Callable
 
+GLOSSARY = "docs/glossary.md"  # the words outputs use (strata, tier space, prior_rank, assist, ...)
+WORDS = f"words: {GLOSSARY}"  # the last line a command's output ends with
+
 
 @dataclasses.dataclass(frozen=True)
 class Command:

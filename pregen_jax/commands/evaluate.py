@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .base import Command, seed
+from .base import WORDS, Command, seed, warnings_as_lines
 
 
 def _at_least(minimum: int):
@@ -56,9 +56,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.metrics is not None and not metrics:
         raise ValueError(f"--metrics {args.metrics!r}: names no metric")
     options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir, stopwords=args.stopwords)
-    evaluation = score_files(args.references, args.captions, split=args.split, metrics=metrics,
-                             tokenizer=args.tokenizer, idf_from=args.idf_from,
-                             plan=Resampling(args.resamples, args.trials, args.seed), options=options)
+    with warnings_as_lines():  # e.g. a cache folder that cannot be written, a reference holding METEOR's '|||'
+        evaluation = score_files(args.references, args.captions, split=args.split, metrics=metrics,
+                                 tokenizer=args.tokenizer, idf_from=args.idf_from,
+                                 plan=Resampling(args.resamples, args.trials, args.seed), options=options)
     for name, why in evaluation.unavailable.items():
         print(f"warning: {name} not scored: {why}", file=sys.stderr)
     for note in evaluation.notes:
@@ -68,6 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         with io.staged_folder(out) as staging:
             written = write_evaluation(evaluation, staging)
         print(f"wrote {out}/{', '.join(written)}")
+    print(WORDS)
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, check_caption_files, renamed, warnings_as_lines
+from .base import WORDS, Command, check_caption_files, renamed, warnings_as_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +49,7 @@ def _run(args: argparse.Namespace) -> int:
             io.write_tsv(scores.order.assign(tokenizer=run.tokenizer), staging / "order.tsv")
             io.write_tsv(scores.pairs.assign(tokenizer=run.tokenizer), staging / "pairs.tsv")
         print(f"wrote {out}/scores.tsv, order.tsv, pairs.tsv")
+    print(WORDS)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .base import trainers, workers
+from .base import WORDS, trainers, workers
 
 
 def scale_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,4 +63,5 @@ def _search_in_cluster(config, args: argparse.Namespace, source: str) -> int:
             print(f"warning: {model.label} looks degenerate: {'; '.join(model.quality['problems'])}")
     for post, df in result.ranking.correlations.items():
         print(f"  {post:8s} best {df['pregen'].iloc[0]:32s} R^2={df['all_R^2'].iloc[0]:.3f}")
+    print(WORDS)
     return 0

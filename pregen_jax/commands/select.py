@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, check_caption_files, warnings_as_lines
+from .base import WORDS, Command, check_caption_files, warnings_as_lines
 from .select_summary import summary_lines
 
 
@@ -73,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         io.write_tsv(table, staging / "select.tsv")
     print("\n".join(summary_lines(table, selection, time.perf_counter() - start, where)))
     print(f"wrote {out}/select.tsv")
+    print(WORDS)
     return 0
 
 

@@ -1,123 +1,129 @@
-"""Does a captions file fit the images it claims to caption? Two cheap measures, each a warning.
+"""Do captions belong to the images they claim? One measure, one warning.
 
-A file of captions of another dataset passes every format check (the ids, one caption each) and
-scores near zero without a word; so does a one-a-line file whose lines are off by one (a header
-line, a lost line). Before any scoring, two measures compare the captions with the split's
-references:
+A file of captions of other images passes every format check (the ids, one caption each) and
+scores near zero without a word: a one-a-line file off by a line, another dataset's captions, a
+results file keyed by the wrong ids. Before any scoring, one measure compares the captions with
+the references, image by image:
 
-- vocabulary overlap: the share of the captions' words (tokens, counted with repeats) that occur
-  anywhere in the references. A model trained on this data writes mostly such words (the quick
-  demo's ten models: 100%); below ``MIN_VOCABULARY_SHARE`` the captions likely describe other
-  images.
-- own-image overlap: per image, the share of the caption's distinct words found in its own
-  image's references, each word weighted by its inverse document frequency over the images
-  (so that words every image's references hold, "a", "the", count little). The same share
-  with the captions moved ``SHIFTS`` lines up or down is compared, image by image; when a shift
-  fits clearly better than the order given (paired differences, ``MIN_SHIFT_Z`` standard errors
-  above zero), the lines are likely off by that many. (A file in an unrelated order cannot be
-  told from captions that ignore their image, which many weak models write: it is not flagged.)
+**own-image rank**: for each of up to ``SAMPLE`` images (drawn with a fixed seed), the caption is
+compared with the references of its own image and of ``DECOYS`` other images of the sample; the
+measure is the share of those decoys whose references the caption fits less well than its own
+image's (ties count half), averaged over the images. A caption that describes its image fits its
+own references better than most others' (real models: 0.83 and above, experiments/caption_check);
+captions that belong to other images, or say the same of every image, score 0.5, chance.
+
+Fit of a caption to an image: over the caption's distinct words, the number of the image's
+references that hold the word, times the word's inverse document frequency over the sample's
+images (``log(images / images whose references hold it)``), summed; so words every image's
+references hold ("a", "the") count little, a shared rare word counts much, and a word all five
+references hold counts more than one that a single reference holds (which keeps the measure
+telling images apart when each image's references together hold most of a small vocabulary).
+Words are lower-cased alphanumeric runs of the strings (or of the tokens joined by spaces),
+whatever the caller's tokenizer was.
+
+The measure is an effect size, not a significance test: its threshold ``MIN_OWN_IMAGE_RANK`` was
+set so that real captions stay above it (no false alarm in 20 draws each of the 12 models of
+Tanti et al. 2018 and of human captions of Flickr8k and of the shapes; target: at most 1%); what
+it catches of a wrong file, and what it misses, is in experiments/caption_check/README.md. The
+check cannot tell a shifted file from another dataset's captions or from a model that ignores its image (all score near
+chance), and its warning says so. It reads only the sampled images (about 10,500 lookups):
+0.18 s at 40,000 images on a loaded 2-core machine, whatever the number of images.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import random
+import re
+from collections import Counter
 from collections.abc import Sequence
 
-MIN_VOCABULARY_SHARE = 0.5
-SHIFTS = (-3, -2, -1, 1, 2, 3)
-MIN_SHIFT_Z = 4.0
-MIN_IMAGES = 20  # fewer: the shift comparison says too little to warn on
+SAMPLE = 500  # images compared (all of them when fewer)
+DECOYS = 20  # other images each caption is compared with
+SEED = 0
+MIN_IMAGES = 20  # fewer: too few to say (at 10 images 2.1% of real models' draws fell below the threshold)
+MIN_OWN_IMAGE_RANK = 0.7  # below: warn (experiments/caption_check: real captions >= 0.83, wrong files <= 0.55)
+CHANCE = 0.5
+
+Text = str | Sequence[str]  # a caption or a reference: a string, or its tokens
+_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclasses.dataclass(frozen=True)
 class CaptionFit:
-    """The measures of one captions file (see the module docstring).
+    """The measure of one captions file (see the module docstring).
 
-    vocabulary_share: share of the captions' tokens in the references' vocabulary.
-    own_overlap: mean weighted share of a caption's words in its own image's references.
-    best_shift: the shift that fits clearly better than the order given (0: none), with its
-      mean overlap ``shifted_overlap``.
+    own_image_rank: mean over the sampled images of the share of decoys whose references fit the
+      caption less well than its own image's (0.5 chance, 1 every caption fits its own image best).
+    images: images sampled; decoys: other images each was compared with.
     """
 
-    vocabulary_share: float
-    own_overlap: float
-    best_shift: int = 0
-    shifted_overlap: float = 0.0
+    own_image_rank: float
+    images: int
+    decoys: int
 
-    def warnings(self, source: str) -> list[str]:
-        """One line per measure out of bounds, naming the measure and its value."""
-        found = []
-        if self.vocabulary_share < MIN_VOCABULARY_SHARE:
-            found.append(f"{source}: only {100 * self.vocabulary_share:.0f}% of the captions' words occur in the "
-                         f"references' vocabulary (share of caption words in the references' vocabulary; a model "
-                         f"of this data writes most of its words from it): captions of other images or another "
-                         f"dataset?")
-        if self.best_shift:
-            lines = f"{abs(self.best_shift)} line{'s' if abs(self.best_shift) > 1 else ''}"
-            found.append(f"{source}: its captions fit the references of the images {lines} "
-                         f"{'further on' if self.best_shift > 0 else 'earlier'} better than their own (own-image word "
-                         f"overlap {100 * self.own_overlap:.0f}%, shifted {self.best_shift:+d}: "
-                         f"{100 * self.shifted_overlap:.0f}%): the captions look ordered for other images (a one-a-line "
-                         "file off by a line? key it by image_id)")
-        return found
+    @property
+    def suspicious(self) -> bool:
+        return self.own_image_rank < MIN_OWN_IMAGE_RANK
+
+    def warning(self, source: str) -> str | None:
+        """One line naming the measure, its value and what it suggests; None when it is in bounds."""
+        if not self.suspicious:
+            return None
+        return (f"{source}: its captions fit their own images hardly better than other images (own-image rank "
+                f"{self.own_image_rank:.2f}, flagged below {MIN_OWN_IMAGE_RANK:.2f}, chance {CHANCE:.2f}: the share of "
+                f"{self.decoys} other images whose references a caption fits less well than its own image's, mean "
+                f"over {self.images} images): a shifted or misordered file, captions of another dataset or of "
+                "other images, or a model that ignores its image; "
+                "this check cannot tell these apart")
 
 
-def caption_fit(captions: Sequence[Sequence[str]], references: Sequence[Sequence[Sequence[str]]]) -> CaptionFit:
-    """The measures of ``captions[n]`` (tokens of image n's caption) against ``references[n][r]``
-    (tokens of image n's references)."""
-    vocabulary = {word for refs in references for ref in refs for word in ref}
-    tokens = [word for caption in captions for word in caption]
-    share = sum(word in vocabulary for word in tokens) / max(len(tokens), 1)
-    ref_words = [{word for ref in refs for word in ref} for refs in references]
+def caption_fit(references: Sequence[Sequence[Text]], captions: Sequence[Text], *, sample: int = SAMPLE,
+                decoys: int = DECOYS, seed: int = SEED, min_images: int = MIN_IMAGES) -> CaptionFit | None:
+    """The own-image rank of ``captions[n]`` (image n's caption) against ``references[n][r]``
+    (image n's references), on up to ``sample`` images drawn with ``seed``; None with fewer than
+    ``min_images`` images (too few to say; at least 2)."""
+    if len(references) != len(captions):
+        raise ValueError(f"{len(captions)} captions for {len(references)} images")
     n = len(captions)
-    frequency: dict[str, int] = {}
-    for words in ref_words:
-        for word in words:
-            frequency[word] = frequency.get(word, 0) + 1
-    weight = {word: math.log(n / count) for word, count in frequency.items()}
-    own = _overlaps(captions, ref_words, weight, 0)
-    best, best_z = 0, MIN_SHIFT_Z
-    if n >= MIN_IMAGES:
-        for shift in SHIFTS:
-            z = _paired_z(_overlaps(captions, ref_words, weight, shift), own)
-            if z > best_z:
-                best, best_z = shift, z
-    shifted = _mean(_overlaps(captions, ref_words, weight, best)) if best else 0.0
-    return CaptionFit(share, _mean(own), best, shifted)
+    if n < max(min_images, 2):
+        return None
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(range(n), min(sample, n)))
+    held = [Counter(word for ref in references[i] for word in set(_words(ref))) for i in chosen]  # word -> refs
+    caption_words = [frozenset(_words(captions[i])) for i in chosen]
+    weight = _idf(held)
+    m, k = len(chosen), min(decoys, len(chosen) - 1)
+    ranks = []
+    for a in range(m):
+        others = rng.sample(range(m - 1), k)  # positions among the other images: skip a itself
+        own = _fit(caption_words[a], held[a], weight)
+        fits = [_fit(caption_words[a], held[b + (b >= a)], weight) for b in others]
+        ranks.append((sum(f < own for f in fits) + 0.5 * sum(f == own for f in fits)) / k)
+    return CaptionFit(sum(ranks) / m, m, k)
 
 
-def _overlaps(captions, ref_words: list[set[str]], weight: dict[str, float], shift: int) -> list[float]:
-    """Per image n: the weighted share of caption n's distinct words in the references of image n + shift
-    (wrapping around; a word no reference holds weighs as a word of one image)."""
-    n, rare = len(captions), math.log(max(len(captions), 1))
-    out = []
-    for i, caption in enumerate(captions):
-        words = set(caption)
-        total = sum(weight.get(word, rare) for word in words)
-        found = sum(weight.get(word, rare) for word in words & ref_words[(i + shift) % n])
-        out.append(found / total if total > 0 else 0.0)
-    return out
+def _words(text: Text) -> list[str]:
+    return _WORD.findall((text if isinstance(text, str) else " ".join(text)).lower())
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / max(len(values), 1)
+def _idf(held: list[Counter]) -> dict[str, float]:
+    """word -> log(images / images whose references hold it), over the sampled images."""
+    images = Counter(word for words in held for word in words)
+    return {word: math.log(len(held) / count) for word, count in images.items()}
 
 
-def _paired_z(a: list[float], b: list[float]) -> float:
-    """mean(a - b) over its standard error (0 when the differences do not vary)."""
-    d = [x - y for x, y in zip(a, b)]
-    if len(d) < 2:
-        return 0.0
-    mean = _mean(d)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
-    return mean / (sd / math.sqrt(len(d))) if sd > 0 else (math.inf if mean > 0 else 0.0)
+def _fit(caption: frozenset, held: Counter, weight: dict[str, float]) -> float:
+    """Sum over the caption's words of (references of the image holding it) x its weight (a word
+    no sampled reference holds is held by none, so it never counts)."""
+    return sum(weight[word] * held[word] for word in caption if word in held)
 
 
-def warn_if_misfit(captions: Sequence[Sequence[str]], references: Sequence[Sequence[Sequence[str]]],
-                   source: str) -> CaptionFit:
-    """``caption_fit``, with a ``UserWarning`` per measure out of bounds (``source`` names the file)."""
+def warn_if_misfit(references: Sequence[Sequence[Text]], captions: Sequence[Text], source: str) -> CaptionFit | None:
+    """``caption_fit``, with a ``UserWarning`` when the measure is out of bounds (``source`` names the file)."""
     import warnings
-    fit = caption_fit(captions, references)
-    for line in fit.warnings(source):
+    fit = caption_fit(references, captions)
+    line = fit.warning(source) if fit is not None else None
+    if line is not None:
         warnings.warn(line, stacklevel=2)
     return fit

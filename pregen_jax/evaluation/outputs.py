@@ -41,28 +41,42 @@ def write_evaluation(evaluation: Evaluation, staging: Path) -> list[str]:
 
 
 def render(evaluation: Evaluation) -> str:
-    """The corpus table for the terminal: one row per metric, one column block per system."""
+    """The corpus table for the terminal: one row per metric and system, in aligned columns (score
+    and 95% interval; with several systems, each after the first against the first: ``d``, its
+    interval, ``p_bs``, ``p_holm`` and ``p_ar``), then a line saying what the numbers are."""
     table = evaluation.table
     systems = list(dict.fromkeys(table["system"]))
-    lines = [f"tokenizer: {evaluation.settings['tokenizer']}; {evaluation.settings['images_scored']} images; "
-             f"{evaluation.settings['document_frequencies']}"]
+    settings = evaluation.settings
+    lines = [f"tokenizer: {settings['tokenizer']}; {settings['images_scored']} images; "
+             f"{settings['document_frequencies']}"]
     rows = []
     for metric, group in table.groupby("metric", sort=False):
-        row = {"metric": metric}
-        for _, r in group.iterrows():
-            cell = f"{r['score']:.4f}"
-            if pd.notna(r["low"]):
-                cell += f" [{r['low']:.4f}, {r['high']:.4f}]"
+        for k, (_, r) in enumerate(group.iterrows()):
+            row = {"metric": metric if k == 0 else "", "system": r["system"], "score": f"{r['score']:.4f}",
+                   "95% interval": f"[{r['low']:.4f}, {r['high']:.4f}]" if pd.notna(r.get("low")) else ""}
             if pd.notna(r.get("diff")):
-                cell += (f"  d={r['diff']:+.4f} [{r['diff_low']:+.4f}, {r['diff_high']:+.4f}] "
-                         f"p_bs={r['p_bootstrap']:.4f} p_holm={r['p_holm']:.4f} p_ar={r['p_randomization']:.4f}")
-            row[r["system"]] = cell
-        rows.append(row)
-    lines.append(pd.DataFrame(rows, columns=["metric", *systems]).to_string(index=False))
+                row.update({"d": f"{r['diff']:+.4f}", "d 95% interval": f"[{r['diff_low']:+.4f}, {r['diff_high']:+.4f}]",
+                            "p_bs": f"{r['p_bootstrap']:.4f}", "p_holm": f"{r['p_holm']:.4f}",
+                            "p_ar": f"{r['p_randomization']:.4f}"})
+            rows.append(row)
+    columns = ["metric", *(["system"] if len(systems) > 1 else []), "score", "95% interval",
+               *(["d", "d 95% interval", "p_bs", "p_holm", "p_ar"] if len(systems) > 1 else [])]
+    lines.extend(aligned_columns(rows, columns, left={"metric", "system"}))
     if len(systems) > 1:
-        plan = evaluation.settings["significance"]
+        plan = settings["significance"]
         lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} with the 95% interval of the "
                      f"paired bootstrap test p_bs ({plan['bootstrap_resamples']} resamples); p_holm: p_bs Holm-adjusted "
                      f"over the {len(systems) - 1} comparison(s) with {systems[0]} per metric; p_ar: approximate "
                      f"randomization ({plan['randomization_trials']} trials), unadjusted; seed {plan['seed']}")
     return "\n".join(lines)
+
+
+def aligned_columns(rows: list[dict], columns: list[str], left=frozenset()) -> list[str]:
+    """``rows`` (column -> text; missing: blank) as lines of columns two spaces apart, each as wide
+    as its widest cell or header; ``left`` columns flush left, the others flush right."""
+    widths = {c: max([len(c), *(len(row.get(c, "")) for row in rows)]) for c in columns}
+
+    def line(cells: dict) -> str:
+        return "  ".join(cells.get(c, "").ljust(widths[c]) if c in left else cells.get(c, "").rjust(widths[c])
+                         for c in columns).rstrip()
+    return [line({c: c for c in columns}), *(line(row) for row in rows)]

@@ -18,6 +18,7 @@ import pandas as pd
 from .. import postgen
 from ..captionfiles import ReferenceSet, read_references
 from ..postgen.jvm import jvms_started
+from .checks import input_notes
 from .inputs import ResultsFile, read_results, scored_images
 from .significance import Resampling, compare
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
@@ -84,7 +85,7 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
-    notes = _empty_caption_notes(systems)
+    notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
     jvms_before = jvms_started()
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
     with postgen.make_metrics(requested, options) as started:

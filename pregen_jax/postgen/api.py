@@ -5,7 +5,7 @@ tokenized as the package tokenizer does (``datasets.tokenize``: lower-case alpha
 joined by single spaces), which leaves already tokenized strings as they are, so on those the
 scores equal pycocoevalcap's.
 
-CIDEr-D, BLEU-1..4 and ROUGE-L run on the array backends (``backend="coco"`` runs
+CIDEr-D, BLEU-1..4 and ROUGE-L run on their native, array backends (``backend="coco"`` runs
 pycocoevalcap instead); ``score_systems`` scores many candidate sets against one set of
 references, encoding the references once. Other metrics (METEOR, WMD, SPICE, REO) run through
 the registry with their toolkits.
@@ -89,7 +89,7 @@ def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
     """
     unknown = [n for n in names if n not in ARRAY_METRICS]
     if unknown:
-        raise ValueError(f"score_systems: {unknown[0]!r} has no array backend; choose from {', '.join(ARRAY_METRICS)}")
+        raise ValueError(f"score_systems: {unknown[0]!r} has no array form; choose from {', '.join(ARRAY_METRICS)}")
     for system, res in systems.items():
         check_inputs(gts, res, f"system {system}" if system is not None else "captions")
     if tokenize:

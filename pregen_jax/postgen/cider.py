@@ -146,7 +146,7 @@ class CIDEr(PostgenMetric):
     def __init__(self, backend: str = "native", idf_from: dict | None = None):
         backend = backend_name(backend, "CIDEr")
         if backend == "coco" and idf_from is not None:
-            raise ValueError("CIDEr: idf_from needs the array backend (pycocoevalcap takes frequencies from gts)")
+            raise ValueError("CIDEr: idf_from needs the native backend (pycocoevalcap takes frequencies from gts)")
         self.backend, self.idf_from = backend, idf_from
 
     @classmethod

@@ -15,6 +15,7 @@ import dataclasses
 import warnings
 
 from ..captionfiles import ReferenceSet
+from ..datasets.caption_fit import warn_if_misfit
 from ..evaluation.inputs import read_results, scored_images
 from ..evaluation.tokenizers import check_tokenizer, tokenize_all
 from ..pipeline.config import model_label
@@ -53,6 +54,8 @@ def read_file_race(references: ReferenceSet, paths, tokenizer: str | None = None
         if empty:
             warnings.warn(f"{system.path}: {len(empty)} empty caption(s) (first: image {empty[0]!r}), scored as the "
                           "toolkits score them", stacklevel=2)
+        warn_if_misfit([references.captions[i] for i in images], [system.captions[i] for i in images],
+                       str(system.path))  # captions of other images? (the own-image check)
     every = list(references.captions)
     strings = [c for i in every for c in references.captions[i]] + [s.captions[i] for s in systems for i in images]
     tokens = iter(text.split() for text in tokenize_all(strings, tokenizer))

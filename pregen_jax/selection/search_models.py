@@ -98,7 +98,7 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
     for path in captions:
         split_data = data.dataset[split]
         found = read_generated_captions(path, split_data.image_ids, f"the {split} split")
-        warn_if_misfit(found, split_data.captions, str(path))
+        warn_if_misfit(split_data.captions, found, str(path))
         if run.tokenizer == "ptb":  # PTB reads the file's own text, as evaluate does
             found = read_caption_texts(path, split_data.image_ids, f"the {split} split")
         candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))

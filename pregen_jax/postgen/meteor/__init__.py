@@ -5,7 +5,7 @@ Java (``backend="native"``, the default: no Java; fast.py, matchers.py, normaliz
 paraphrase.py, python.py and scoring.py follow Meteor 1.5's Java sources by Michael Denkowski and
 Alon Lavie, so they are under its LGPL-2.1-only: docs/licensing.md) or the jar itself (``backend="coco"``).
 
-The Python backend became the default once its statistics equalled the jar's on every segment
+The native (Python) backend became the default once its statistics equalled the jar's on every segment
 of the test sets (where-image2's 13 caption sets, MUTT with 5, 10 and 20 references, each
 Flickr8k test caption against the other four, the demo's captions, hard strings).
 

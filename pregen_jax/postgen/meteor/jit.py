@@ -6,8 +6,9 @@ the first time one is called (``compile_all``), their machine code cached in
 ``cache_folder()/numba`` (never beside the installed source), or kept in memory only where the
 cache folder cannot be written.
 
-Measured (2 cores, the METEOR warm-up pair): compiling the search and the paraphrase walk takes
-about 25 s cold and under 2 s with numba's cache warm (benchmarks/README.md, "METEOR's first run").
+Measured (2 shared cores, load average 18, the METEOR warm-up): compiling the search, the
+paraphrase walk and the score takes 19.3 CPU seconds with numba's cache empty and 0.6 with it
+warm (benchmarks/README.md, ``bench_first_run.py``).
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def compiling_message(sources: list[Path]) -> str | None:
     if marker is not None and marker.exists():
         return None
     where = "numba's cache in the cache folder" if marker is not None else "memory (the cache folder is not writable)"
-    return f"METEOR: compiling its alignment search with numba (about 25 s; once per cache folder) into {where}"
+    return f"METEOR: compiling its alignment search with numba (about 20 s; once per cache folder) into {where}"
 
 
 def mark_compiled(sources: list[Path]) -> None:

@@ -1,0 +1,25 @@
+"""What ``evaluate`` says about its inputs before the scores: a results file that covers only part
+of REFS's images (COCOEvalCap scores that subset without a word), and captions that look like
+captions of other images (``datasets.caption_fit``'s own-image rank)."""
+from __future__ import annotations
+
+from ..captionfiles import ReferenceSet
+from ..datasets.caption_fit import caption_fit
+from .inputs import ResultsFile
+
+
+def input_notes(refs: ReferenceSet, systems: list[ResultsFile], images: list) -> list[str]:
+    """One line per finding: the share of REFS's images scored (when not all), then each results
+    file whose captions fit their own images hardly better than other images'."""
+    notes = []
+    if len(images) < len(refs.captions):
+        notes.append(f"{systems[0].path}: covers {len(images):,} of the {len(refs.captions):,} images of {refs.path}: "
+                     "scored on those only, as COCOEvalCap does (a score on part of the images is not the "
+                     "whole set's)")
+    references = [refs.captions[i] for i in images]
+    for system in systems:
+        fit = caption_fit(references, [system.captions[i] for i in images])
+        line = fit.warning(str(system.path)) if fit is not None else None
+        if line is not None:
+            notes.append(line)
+    return notes
