@@ -74,7 +74,7 @@ def interval_kind(race) -> str:
     simultaneous over the K models raced; the drops' paired sequences at alpha / (K - 1)."""
     models = raced(race)
     each = 100 * (1 - 2 * race.alpha_per_test)
-    drops = (f"; a model was dropped only where its paired differences to the leader were below zero at "
+    drops = (f"; a model was dropped only where its paired differences to the leader were shown below zero at "
              f"{100 * (1 - race.alpha_pair):.2f}% (alpha/(K-1) each)") if models > 1 and math.isfinite(race.alpha_pair) \
         else ""
     return (f"each interval is a confidence sequence, valid at every look of the race, at {each:.2f}% (alpha/K for "
