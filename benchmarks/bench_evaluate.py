@@ -1,24 +1,33 @@
-"""Benchmark ``evaluate`` against pycocoevalcap's ``COCOEvalCap`` at COCO scale, in one run.
+"""Benchmark ``pregen-search evaluate`` against pycocoevalcap's ``COCOEvalCap``, end to end, in one run.
 
-    python benchmarks/bench_evaluate.py [--images 1000]
+    python benchmarks/bench_evaluate.py                    # 5,000 and 40,504 images, cold and warm
+    python benchmarks/bench_evaluate.py --images 5000      # one size
+    python benchmarks/bench_evaluate.py --images 40504 --no-parts
 
-Inputs, built in a temporary folder: each Flickr8k test image five times (``--images`` test
-images, default all 1,000: 5,000 scored images), copy k scoring raw caption k against the other
-four raw captions, as a COCO annotation file and a COCO results file. Both sides start from the
-same two files and give BLEU-1..4, METEOR, ROUGE-L and CIDEr-D (SPICE needs the CoreNLP jars,
-absent here), corpus and per image; the scores are checked equal (largest difference printed).
+Inputs, built in a temporary folder from Flickr8k's captions, as a COCO annotation file and a COCO
+results file:
+  - 5,000 images (``--images`` at most 5,000): each Flickr8k test image five times, copy k scoring raw
+    caption k against the other four (4 references an image; every sentence appears five times);
+  - 40,504 images (COCO val2014's size; any ``--images`` above 5,000): 5 references an image and one
+    caption, 6 sentences an image taken in order from Flickr8k's 40,460 captions (cycling), each
+    with one random word of Flickr8k's vocabulary inserted at a random place (seed 0, drawn again
+    on a clash), so that no sentence repeats, as in COCO.
+Both sides read the same two files and give BLEU-1..4, METEOR, ROUGE-L and CIDEr-D (SPICE needs
+the CoreNLP jars, absent here), corpus and per image; every score is checked equal (largest
+difference printed).
 
-Timed once each (no warm-up: a user runs it once), wall and CPU (this process plus the Java
-processes it started and ended: PTB's jar, METEOR's JVM):
-  - COCOEvalCap: ``evaluate()`` as coco-caption's example runs it (whole), and its parts on the
-    same tokenized strings: the PTB tokenizer (run twice, references then captions, as it does)
-    and each scorer (Bleu(4) gives BLEU-1..4 at once; Meteor() includes its JVM's start);
-  - evaluate: ``score_files`` (whole: reading, PTB tokenization in one call (the package's default
-    PTB backend, printed), every metric's
-    per-image statistics, the corpus table with 1,000 bootstrap resamples), and its parts: the
-    tokenization and each metric's ``stats`` + ``aggregate`` on the tokenized strings (BLEU's
-    four share one count, timed as one), and METEOR's Python backend (the jar's statistics without a
-    JVM; the package's default, so also in the whole run) against COCOEvalCap's METEOR.
+The whole (what a user waits for): each side in a fresh Python process, from the two files to every
+score. COCOEvalCap: ``evaluate()`` as coco-caption's example runs it (imports, PTB jar, each scorer,
+METEOR's JVM). evaluate: ``python -m pregen_jax.cli evaluate ... --out DIR`` (imports, reading,
+PTB, every metric's per-image statistics, the corpus table with 1,000 BCa bootstrap resamples,
+writing). evaluate runs twice: **cold** with an empty cache folder (``PREGEN_JAX_CACHE``: METEOR's
+tables and compiled code are built on this first run after install), then **warm** (the same
+folder, filled). Wall, CPU (the process and the processes it waited for: PTB's jar, METEOR's
+JVM) and peak memory (largest resident set of the process and its children; for COCOEvalCap its
+Python process alone is printed beside it).
+
+The parts (warm, in this process, on the same tokenized strings): the PTB tokenizer, each scorer
+(BLEU-1..4 as one), and evaluate's significance (``compare``: bootstrap intervals) alone.
 The machine may be shared: the load average is printed with the numbers.
 """
 from __future__ import annotations
@@ -26,35 +35,108 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "data"
 METRICS = ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr"]
+SMALL, LARGE = 5000, 40504
 
 
-def build_files(folder: Path, images: int) -> tuple[Path, Path]:
-    """refs.json (COCO annotations) and res.json (COCO results) of ``images`` x 5 scored images."""
+def flickr_captions() -> dict[str, list[str]]:
     captions: dict[str, list[str]] = {}
     for line in (SHARED / "flickr8k" / "Flickr8k.token.txt").read_text(encoding="utf-8").splitlines():
         key, caption = line.split("\t")
         captions.setdefault(key.split("#")[0], []).append(caption)
-    test = (SHARED / "flickr8k" / "Flickr_8k.testImages.txt").read_text().split()[:images]
+    return captions
+
+
+def repeated_set(images: int) -> tuple[dict, list]:
+    """(annotations, results): ``images // 5`` Flickr8k test images five times, raw caption k against the other four."""
+    captions = flickr_captions()
+    test = (SHARED / "flickr8k" / "Flickr_8k.testImages.txt").read_text().split()[:images // 5]
     scored = [(5 * n + k, captions[name], k) for n, name in enumerate(test) for k in range(5)]
     annotations = {"images": [{"id": i, "file_name": f"{i}.jpg"} for i, _, _ in scored],
                    "annotations": [{"image_id": i, "id": 10 * i + j, "caption": c}
                                    for i, caps, k in scored for j, c in enumerate(caps) if j != k]}
-    results = [{"image_id": i, "caption": caps[k]} for i, caps, k in scored]
+    return annotations, [{"image_id": i, "caption": caps[k]} for i, caps, k in scored]
+
+
+def unique_set(images: int, seed: int = 0) -> tuple[dict, list]:
+    """(annotations, results): 5 references and 1 caption an image, no sentence repeated (see the module doc)."""
+    flat = [c for caps in flickr_captions().values() for c in caps]
+    vocabulary = sorted({w for c in flat for w in c.lower().split() if w.isalpha()})
+    rng, seen, sentences = random.Random(seed), set(), []
+    for n in range(6 * images):
+        words = flat[n % len(flat)].split()
+        while True:
+            at = rng.randrange(len(words) + 1)
+            sentence = " ".join(words[:at] + [rng.choice(vocabulary)] + words[at:])
+            if sentence.lower() not in seen:
+                break
+        seen.add(sentence.lower())
+        sentences.append(sentence)
+    annotations = {"images": [{"id": i, "file_name": f"{i}.jpg"} for i in range(images)],
+                   "annotations": [{"image_id": i, "id": 6 * i + j, "caption": sentences[6 * i + j]}
+                                   for i in range(images) for j in range(1, 6)]}
+    return annotations, [{"image_id": i, "caption": sentences[6 * i]} for i in range(images)]
+
+
+def build_files(folder: Path, images: int) -> tuple[Path, Path, str]:
+    """refs.json (COCO annotations), res.json (COCO results) and the set's description."""
+    if images <= SMALL:
+        (annotations, results), what = repeated_set(images), "Flickr8k test images x5, 4 raw references (repeated)"
+    else:
+        (annotations, results), what = unique_set(images), "5 references, a random word inserted: no sentence repeats"
     (folder / "refs.json").write_text(json.dumps(annotations))
     (folder / "res.json").write_text(json.dumps(results))
-    return folder / "refs.json", folder / "res.json"
+    return folder / "refs.json", folder / "res.json", what
+
+
+COCO_SCRIPT = """
+import contextlib, gc, io, json, resource, sys
+import pycocoevalcap.eval as coco_eval
+from pycocotools.coco import COCO
+refs, res, out = sys.argv[1:]
+class NotRun(Exception):
+    pass
+class NoSpice:  # SPICE is last in COCOEvalCap's list and needs CoreNLP's jars (absent): not run
+    def compute_score(self, gts, res):
+        raise NotRun
+    def method(self):
+        return "SPICE"
+coco_eval.Spice = NoSpice
+with contextlib.redirect_stdout(io.StringIO()):
+    coco = COCO(refs)
+    coco_res = coco.loadRes(res)
+    evaluator = coco_eval.COCOEvalCap(coco, coco_res)
+    evaluator.params["image_id"] = coco_res.getImgIds()
+    try:
+        evaluator.evaluate()
+    except NotRun:
+        pass
+    gc.collect()  # Meteor's JVM ends when its scorer is collected (its __del__)
+json.dump({"eval": evaluator.eval, "imgToEval": {str(k): v for k, v in evaluator.imgToEval.items()},
+           "python_peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}, open(out, "w"))
+"""
+
+
+def run_child(command: list[str], env: dict | None = None) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak resident MB) of one process and the children it waited for."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise RuntimeError(f"{command[:4]} failed ({status}): {process.stderr.read().decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def timed(fn):
@@ -67,44 +149,27 @@ def timed(fn):
     return out, time.perf_counter() - wall, time.process_time() - cpu + child_cpu
 
 
-class _SpiceNotRun(Exception):
-    pass
+def ours_command(refs: Path, res: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "pregen_jax.cli", "evaluate", "--references", str(refs), "--captions", str(res),
+            "--metrics", ",".join(METRICS), "--out", str(out)]
 
 
-def cocoevalcap_whole(refs: Path, res: Path) -> dict:
-    """COCOEvalCap.evaluate() on the two files; SPICE (last in its list, no jars here) is not run."""
-    import contextlib
-    import io as stdio
-
-    import pycocoevalcap.eval as coco_eval
-    from pycocotools.coco import COCO
-
-    class NoSpice:
-        def compute_score(self, gts, res):
-            raise _SpiceNotRun
-
-        def method(self):
-            return "SPICE"
-    real, coco_eval.Spice = coco_eval.Spice, NoSpice
-    try:
-        with contextlib.redirect_stdout(stdio.StringIO()):
-            coco = COCO(str(refs))
-            coco_res = coco.loadRes(str(res))
-            evaluator = coco_eval.COCOEvalCap(coco, coco_res)
-            evaluator.params["image_id"] = coco_res.getImgIds()
-            try:
-                evaluator.evaluate()
-            except _SpiceNotRun:
-                pass
-            import gc
-            gc.collect()  # Meteor's JVM ends when its scorer is collected (its __del__)
-    finally:
-        coco_eval.Spice = real
-    return {"eval": evaluator.eval, "imgToEval": evaluator.imgToEval}
+def largest_difference(coco: dict, out: Path) -> float:
+    """Largest |ours - COCOEvalCap| over every corpus and per-image score."""
+    import numpy as np
+    import pandas as pd
+    scores = json.loads((out / "scores.json").read_text())
+    per_image = pd.read_csv(out / "per_image.tsv", sep="\t").set_index("image_id")
+    worst = 0.0
+    for metric in METRICS:
+        theirs = np.array([coco["imgToEval"][str(i)][metric] for i in per_image.index])
+        worst = max(worst, abs(scores[metric] - coco["eval"][metric]),
+                    float(np.max(np.abs(per_image[metric].to_numpy() - theirs))))
+    return worst
 
 
-def cocoevalcap_parts(refs: Path, res: Path) -> tuple[dict, dict]:
-    """({part: (wall, cpu)}, tokenized gts and res) of COCOEvalCap's steps, one by one."""
+def cocoevalcap_parts(refs: Path, res: Path) -> tuple[dict, tuple]:
+    """({part: (wall, cpu)}, (gts, res) tokenized) of COCOEvalCap's steps, one by one."""
     import contextlib
     import io as stdio
 
@@ -137,75 +202,100 @@ def cocoevalcap_parts(refs: Path, res: Path) -> tuple[dict, dict]:
     return times, (gts, res_tok)
 
 
-def ours_parts(refs: Path, res: Path, options) -> dict:
-    """{part: (wall, cpu)} of evaluate's steps on the same files."""
+def ours_parts(refs: Path, res: Path) -> dict:
+    """{part: (wall, cpu)} of evaluate's steps on the same files (warm: the cache folder is filled)."""
     from pregen_jax import postgen
     from pregen_jax.captionfiles import read_references
     from pregen_jax.evaluation.inputs import read_results, scored_images
+    from pregen_jax.evaluation.significance import Resampling, compare
     from pregen_jax.evaluation.tokenizers import tokenize_all
     references = read_references(refs)
     results = read_results(res, references)
     images = scored_images(references, [results])
     strings = [c for i in images for c in references.captions[i]] + [results.captions[i] for i in images]
     from pregen_jax.postgen.ptb import lexer, scanner
-    lexer._memo.clear()  # the Python PTB lexer's word memo and rule cache, filled by the whole run: as in a fresh process
+    lexer._memo.clear()  # the Python PTB lexer's word memo and rule cache: as in a fresh process
     scanner._candidates.cache_clear()
     tokens, *tokenizing = timed(lambda: tokenize_all(strings, "ptb"))
     times = {"PTB tokenizer": tuple(tokenizing)}
     at = iter(tokens)
     gts = {i: [next(at) for _ in references.captions[i]] for i in images}
     res_tok = {i: [next(at)] for i in images}
+    scorers, stats = {}, {}
     for name, metrics in (("Bleu_1..4", ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"]), ("METEOR", ["METEOR"]),
                           ("ROUGE_L", ["ROUGE_L"]), ("CIDEr", ["CIDEr"])):
         def run(metrics=metrics):
             postgen.recent.CACHE.clear()  # each metric from the strings, nothing kept from the one before
-            with postgen.make_metrics(metrics, options) as started:
-                return [m.aggregate(m.stats(gts, res_tok)) for m in started.metrics]
+            with postgen.make_metrics(metrics, postgen.PostgenOptions()) as started:
+                for m in started.metrics:
+                    scorers[m.name], stats[m.name] = m, m.stats_of_tokenized(gts, res_tok)
+                    m.aggregate(stats[m.name])
         _, *times[name] = timed(run)
-
-    def python_meteor():
-        metric = postgen.METEOR("python")  # statistics equal to the jar's, no JVM (not yet the default backend)
-        try:
-            return metric.aggregate(metric.stats(gts, res_tok))
-        finally:
-            metric.close()
-    _, *times["METEOR python"] = timed(python_meteor)
+    _, *times["significance"] = timed(lambda: compare(scorers, {"res": stats}, Resampling()))
     return times
+
+
+def bench_size(images: int, parts: bool) -> dict:
+    """Every figure of one size; prints its table."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        refs, res, what = build_files(folder, images)
+        load = [os.getloadavg()]
+        coco_wall, coco_cpu, coco_peak = run_child([sys.executable, "-c", COCO_SCRIPT, str(refs), str(res),
+                                                    str(folder / "coco.json")])
+        coco = json.loads((folder / "coco.json").read_text())
+        cache = folder / "cache"
+        env = {**os.environ, "PREGEN_JAX_CACHE": str(cache)}
+        runs = {}
+        for kind in ("cold", "warm"):
+            out = folder / f"out_{kind}"
+            runs[kind] = (*run_child(ours_command(refs, res, out), env), largest_difference(coco, out))
+        load.append(os.getloadavg())
+        coco_parts = our_parts = None
+        if parts:
+            os.environ["PREGEN_JAX_CACHE"] = str(cache)  # the parts warm, from the cache the cold run filled
+            coco_parts, _ = cocoevalcap_parts(refs, res)
+            our_parts = ours_parts(refs, res)
+            load.append(os.getloadavg())
+    coco_python_mb = coco["python_peak_kb"] / 1024
+    worst = max(run[3] for run in runs.values())
+    print(f"\n{images:,} images ({what}); load average {', '.join(f'{a:.1f}' for a, _, _ in load)} "
+          "(1-min, at start / after the whole runs / after the parts)")
+    print(f"largest difference to COCOEvalCap (every corpus and per-image score, cold and warm runs): {worst:.2e}")
+    print(f"{'':22s} {'wall s':>8s} {'CPU s':>8s} {'peak MB':>8s} {'wall ratio':>10s} {'CPU ratio':>9s}")
+    print(f"{'COCOEvalCap (whole)':22s} {coco_wall:8.2f} {coco_cpu:8.2f} {coco_peak:8.0f}   "
+          f"(its Python process alone: {coco_python_mb:.0f} MB)")
+    for kind, (wall, cpu, peak, _) in runs.items():
+        print(f"{'evaluate ' + kind:22s} {wall:8.2f} {cpu:8.2f} {peak:8.0f} {coco_wall / wall:9.1f}x "
+              f"{coco_cpu / cpu:8.1f}x")
+    if parts:
+        print(f"{'part (warm)':22s} {'COCOEvalCap wall':>16s} {'CPU':>7s} {'evaluate wall':>14s} {'CPU':>7s} "
+              f"{'wall ratio':>10s}")
+        for part, (ow, oc) in our_parts.items():
+            if part in coco_parts:
+                (cw, cc) = coco_parts[part]
+                print(f"{part:22s} {cw:16.2f} {cc:7.2f} {ow:14.2f} {oc:7.2f} {cw / ow:9.1f}x")
+            else:
+                print(f"{part:22s} {'-':>16s} {'-':>7s} {ow:14.2f} {oc:7.2f}")
+    return {"images": images, "warm_speedup": coco_wall / runs["warm"][0], "cold_speedup": coco_wall / runs["cold"][0],
+            "warm_peak_mb": runs["warm"][2], "max_abs_diff": worst}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=1000, help="Flickr8k test images (x5 scored images)")
+    parser.add_argument("--images", type=int, nargs="+", default=[SMALL, LARGE],
+                        help=f"scored images, one run per size (default {SMALL} {LARGE}); at most {SMALL}: the "
+                             "repeated test-set form, above: the unique-sentence form")
+    parser.add_argument("--no-parts", action="store_true", help="time only the wholes (cold, warm, COCOEvalCap)")
     args = parser.parse_args()
-    from pregen_jax import postgen
-    from pregen_jax.evaluation import score_files
     from pregen_jax.postgen.meteor import DEFAULT_BACKEND
-    backend = DEFAULT_BACKEND
     from pregen_jax.postgen.ptb import DEFAULT_BACKEND as PTB_BACKEND
-    print(f"load average at start: {os.getloadavg()}; evaluate's backends: METEOR {backend}, PTB {PTB_BACKEND}")
-    with tempfile.TemporaryDirectory() as tmp:
-        refs, res = build_files(Path(tmp), args.images)
-        coco, coco_wall, coco_cpu = timed(lambda: cocoevalcap_whole(refs, res))
-        ours, our_wall, our_cpu = timed(lambda: score_files(refs, res, metrics=METRICS))
-        worst = 0.0
-        per_image = ours.per_image.set_index("image_id")
-        for metric in METRICS:
-            corpus = float(ours.table.set_index("metric").loc[metric, "score"])
-            worst = max(worst, abs(corpus - coco["eval"][metric]),
-                        float(np.max(np.abs(per_image[metric].to_numpy() -
-                                            [coco["imgToEval"][i][metric] for i in per_image.index]))))
-        coco_parts, _ = cocoevalcap_parts(refs, res)
-        our_parts = ours_parts(refs, res, postgen.PostgenOptions())
-    images = 5 * args.images
-    print(f"{images} images; largest difference to COCOEvalCap (corpus and per image, all metrics): {worst:.2e}")
-    print(f"{'part':15s} {'COCOEvalCap wall':>17s} {'cpu':>7s} {'evaluate wall':>14s} {'cpu':>7s} {'wall ratio':>10s}")
-    for part in our_parts:
-        (cw, cc), (ow, oc) = coco_parts[part.removesuffix(" python")], our_parts[part]
-        print(f"{part:15s} {cw:17.2f} {cc:7.2f} {ow:14.2f} {oc:7.2f} {cw / ow:9.1f}x")
-    print(f"{'in all':15s} {coco_wall:17.2f} {coco_cpu:7.2f} {our_wall:14.2f} {our_cpu:7.2f} {coco_wall / our_wall:9.1f}x")
-    print(f"load average at end: {os.getloadavg()}")
-    print(f"evaluate_speedup={coco_wall / our_wall:.2f} cpu_ratio={coco_cpu / our_cpu:.2f} images={images} "
-          f"max_abs_diff={worst:.2e} meteor_backend={backend} ptb_backend={PTB_BACKEND}")
+    print(f"cpus {os.cpu_count()}; evaluate's backends: METEOR {DEFAULT_BACKEND}, PTB {PTB_BACKEND}; "
+          "targets: warm wall 10x COCOEvalCap's, peak 1,500 MB at 40,504 images, difference 1e-9")
+    summary = [bench_size(images, not args.no_parts) for images in args.images]
+    print()
+    print(" ".join(f"images={s['images']} warm_speedup={s['warm_speedup']:.2f} cold_speedup={s['cold_speedup']:.2f} "
+                   f"warm_peak_mb={s['warm_peak_mb']:.0f} max_abs_diff={s['max_abs_diff']:.2e}" for s in summary))
 
 
 if __name__ == "__main__":

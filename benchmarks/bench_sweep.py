@@ -91,6 +91,32 @@ def time_models(num_models, images, repeats):
     return first, _median_time(lambda: tiers.sweep_models(models, strata), repeats)
 
 
+def memory_bandwidth() -> float:
+    """Bytes per second of a numpy copy of 512 MiB (read and write counted), best of 5."""
+    source = np.ones(64 * 2**20)
+    target = np.empty_like(source)
+    best = min(_copy_time(source, target) for _ in range(5))
+    return 2 * source.nbytes / best
+
+
+def _copy_time(source, target) -> float:
+    start = time.perf_counter()
+    np.copyto(target, source)
+    return time.perf_counter() - start
+
+
+def roofline_bytes(ref_probs, space) -> int:
+    """The least the 5,000-image sweep must touch: its inputs once, tiers 2-3's outputs written and
+    read once, and every tier-4 column (image scores and joined caption scores) read once per
+    partition (5). Its working set per partition (a few MB) fits in cache, so this is a floor."""
+    images, refs, positions = ref_probs.probs.shape
+    filters, captions, image_aggs = len(space.filters), len(space.caption_scores), len(space.image_aggregators)
+    inputs = images * refs * positions * (4 + 4 + 1)                      # probs f32, ranks i32, mask bool
+    caption_scores = captions * filters * images * refs * 4
+    columns = (image_aggs - 1) * captions * filters * images * 4 + caption_scores  # image scores + joined
+    return inputs + 2 * caption_scores + 2 * (columns - caption_scores) + 5 * columns
+
+
 def _verdict(ok: bool, missed: str) -> str:
     return "met" if ok else f"MISSED {missed}"
 
@@ -160,6 +186,11 @@ def main(argv=None) -> int:
 
     steady = results[5000, "segments"]
     ratio = results[5000, "oracle"] / steady
+    floor, bandwidth = roofline_bytes(random_ref_probs(5000), tiers.DEFAULT_SPACE), memory_bandwidth()
+    print(f"\nroofline at 5,000 images: at least {floor / 1e6:.1f} MB touched; this machine's memory copies "
+          f"{bandwidth / 1e9:.1f} GB/s (numpy, 512 MiB, read + write), so {floor / bandwidth * 1e3:.1f} ms from memory "
+          f"against {steady * 1e3:.1f} ms measured ({steady * bandwidth / floor:.0f}x the floor: bound by compute, "
+          "chiefly the sorts)")
     print(f"\npeak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
           f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (2 = both cores busy elsewhere)")
     print(f"target steady < {TARGET_STEADY_S} s at 5,000 images: "

@@ -97,7 +97,8 @@ def _coco_annotations(path: Path, data) -> ReferenceSet:
             raise ValueError(f"{path}: images[{k}] needs an 'id'")
         order.append(image["id"])
     listed = [i for i in dict.fromkeys(order) if i in captions]
-    ordered = {i: captions[i] for i in listed + [i for i in captions if i not in set(listed)]}
+    seen = set(listed)  # once: a set per annotation made this quadratic (22 s at 40,504 images)
+    ordered = {i: captions[i] for i in listed + [i for i in captions if i not in seen]}
     return ReferenceSet(str(path), "coco", ordered)
 
 

@@ -27,12 +27,14 @@ import functools
 import hashlib
 import warnings
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from ..settings import settings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRIC_BACKENDS = ("native", "coco")
 """Every metric's backends: ``"native"``, this package's implementation (the default), or ``"coco"``,
@@ -175,6 +177,7 @@ def check_inputs(gts: dict, res: dict, source: str = "captions") -> None:
 
 def score_strata(metrics, gts: dict, res: dict, strata: list[list]) -> pd.DataFrame:
     """One row per stratum (a list of image ids), one column per metric (a list or a ``MetricSet``)."""
+    import pandas as pd  # here only: scoring itself needs no pandas
     check_inputs(gts, res)
     metrics = getattr(metrics, "metrics", metrics)
     return pd.DataFrame({m.name: np.asarray(m.score_blocks(gts, res, strata)[0], float) for m in metrics})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 
 from . import oracle
@@ -108,11 +109,27 @@ def agg_mean(values, mask):
 def kth_masked(values, mask, k):
     """The k-th (0-based) masked entry of ``values`` sorted ascending along the last axis.
 
-    values: f[..., N] sorted ascending; mask: bool[..., N]; k: i[...] -> f[...].
+    values: f[..., N] sorted ascending; mask: bool[..., N]; k: i[...] -> f[...] (-inf where
+    there is no k-th masked entry).
+
+    When every row's mask is a prefix (the segment sweep's rows, tier 3's sorted captions) the
+    k-th masked entry is entry k: one gather. Otherwise each entry's rank among the masked ones
+    is a cumsum along N (slow on XLA:CPU). One ``lax.cond`` picks; both give the same values.
     """
-    position = jnp.cumsum(mask, axis=-1) - 1
-    hit = mask & (position == k[..., None])
-    return jnp.max(jnp.where(hit, values, -jnp.inf), axis=-1)
+    n = mask.sum(-1)
+
+    def direct():
+        at = jnp.clip(k, 0, mask.shape[-1] - 1)[..., None]
+        picked = jnp.take_along_axis(values, at, axis=-1)[..., 0]
+        return jnp.where((k >= 0) & (k < n), picked, -jnp.inf).astype(values.dtype)
+
+    def ranked():
+        position = jnp.cumsum(mask, axis=-1) - 1
+        hit = mask & (position == k[..., None])
+        return jnp.max(jnp.where(hit, values, -jnp.inf), axis=-1)
+
+    prefix = jnp.all(mask == (jnp.arange(mask.shape[-1]) < n[..., None]))
+    return jax.lax.cond(prefix, direct, ranked)
 
 
 @register_aggregator("median", reference=_aggregator_reference("median"))

@@ -20,7 +20,6 @@ from ..base import PostgenMetric, backend_name, file_hash
 from ..registry import register_metric
 from . import scoring
 from .jar import JarMeteor, jar_path, summed_stats, warn_separators
-from .python import PythonMeteor
 
 BACKENDS = ("coco", "native")  # every metric's (base.METRIC_BACKENDS); "python" is the old name of "native"
 DEFAULT_BACKEND = "native"
@@ -51,8 +50,10 @@ class METEOR(PostgenMetric):
     def __init__(self, backend: str = DEFAULT_BACKEND):
         self.backend = backend = backend_name(backend, "METEOR")
         self._jar = JarMeteor() if backend == "coco" else None
-        self._python = PythonMeteor() if backend == "native" else None
-        if self._python is not None:  # resources load now, where the JVM would start
+        self._python = None
+        if backend == "native":  # resources load now, where the JVM would start
+            from .python import PythonMeteor  # numba and the compiled alignment: imported when first used
+            self._python = PythonMeteor()
             self._python.load()
 
     @classmethod
@@ -87,6 +88,7 @@ def prepare() -> str:
     """Build what METEOR's first use builds (the paraphrase table, the compiled search) into the
     cache folder (``pregen-search doctor --prepare``); one line saying where."""
     from ...io import cache_folder
+    from .python import PythonMeteor
     PythonMeteor().load()
     folder = cache_folder()
     if folder is None:

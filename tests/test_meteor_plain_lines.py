@@ -1,0 +1,24 @@
+"""METEOR's normalizer: the fast path for plain lines (ASCII letters, digits, spaces: what PTB tokens
+without punctuation are) gives what the full rules give."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pregen_jax.postgen.meteor.normalize import PLAIN, java_lower, java_tokens, normalize, normalize_text
+
+PLAINISH = st.text(alphabet="abzAZ09 .DOTMULTI-'", max_size=30)
+
+
+def full_rules(line: str) -> tuple[str, ...]:
+    return tuple(java_tokens(java_lower(normalize_text(line))))
+
+
+@settings(max_examples=400, deadline=None)
+@given(PLAINISH)
+def test_plain_lines_normalize_as_the_full_rules(line):
+    assert normalize.__wrapped__(line) == full_rules(line)
+
+
+def test_the_fast_path_is_taken_for_ptb_tokens_and_not_for_punctuation():
+    for line in ("a man riding a horse", "two dogs  play 3 times", "", "DOTMULTI x"):
+        assert normalize.__wrapped__(line) == full_rules(line)
+    assert PLAIN.fullmatch("a man riding a horse") and not PLAIN.fullmatch("u.s. dogs")
