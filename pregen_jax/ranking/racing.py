@@ -32,7 +32,8 @@ This replaced (issue 41) a t bound with Bonferroni over rounds and candidates, w
 validity has a price: with a range of [0, 10] for CIDEr-D, a few dozen images rarely separate
 candidates, and the intervals are wide until the race has scored a good share of the split.
 
-Assisted races (prediction-powered estimates from one teacher-forced pass, ``ranking.ppi``)
+Assisted races (prediction-powered estimates from one teacher-forced pass; their estimator and features now live in
+experiments/model_selection/ppi.py and cheap_features.py)
 were dropped with it: their predictor is cross-fitted on the images drawn so far, so their
 estimates are not sums of predictable increments, and no confidence sequence for them is
 implemented; the study found them to change a race's variance by 0.93-1.05 anyway.
