@@ -1,13 +1,22 @@
-"""Prediction-powered estimates (ranking.ppi): ppi-python on the infinite-population mean, a numpy
+"""Prediction-powered estimates (experiments/model_selection/ppi.py, issue 29's assisted races): ppi-python on the infinite-population mean, a numpy
 oracle for the finite-population difference estimator, and coverage on synthetic splits."""
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import ppi_py  # the reference (test extra ppi-python): a plain import, so a missing install fails, not skips
 import pytest
 from scipy import stats
 
-from pregen_jax.ranking import ppi
+STUDY = Path(__file__).resolve().parents[1] / "experiments" / "model_selection"
+sys.path.insert(0, str(STUDY))  # the estimator and its features live in the study since issue 41
+try:
+    import cheap_features as features
+    import ppi
+finally:
+    sys.path.remove(str(STUDY))
+
 
 
 def _labelled(n=80, big_n=500, seed=0, noise=0.5):
@@ -191,7 +200,6 @@ def test_an_extreme_feature_on_an_unscored_image_cannot_carry_the_estimate():
 
 def test_per_image_features_equal_a_sweep_of_each_image_alone():
     from pregen_jax import tiers
-    from pregen_jax.ranking import features
     from pregen_jax.refprobs import RefProbs
     rng = np.random.default_rng(14)
     images, refs, positions = 6, 3, 7

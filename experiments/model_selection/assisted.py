@@ -6,7 +6,7 @@ and the seconds of full CIDEr, of the pass and of the per-image sweep) and repla
 
 - methods, at budgets of 2%, 5%, 10% and 25% of checkpoints x images: CIDEr on a random share,
   plain racing, racing assisted by per-image perplexity, by the pre-gen tier space, by both
-  (``ranking.racing`` with ``features``: prediction-powered estimates, ``ranking.ppi``), screening
+  (``ranking.racing`` with ``features``: prediction-powered estimates, ``ppi.py`` here), screening
   by validation perplexity (the share kept chosen leave-one-grid-out) and screening with the
   assists; ``RACES`` reseeded races each;
 - targets: P(regret > 1%) as before, and P(the pick is outside the full split's set of possibly
@@ -30,14 +30,14 @@ import sys
 import time
 from pathlib import Path
 
+import cheap_features
 import numpy as np
 import pandas as pd
+import ppi
 from scipy import stats
 from t_race import race_table  # the race of issue 29: the t bound, assisted or not
 
 from pregen_jax import io, tiers
-from pregen_jax.ranking import features as cheap_features
-from pregen_jax.ranking import ppi
 from pregen_jax.ranking.racing import RaceSettings, screen_size
 
 BUDGETS = (0.02, 0.05, 0.10, 0.25)
@@ -63,7 +63,7 @@ def load_grids(folder: Path) -> dict[str, dict]:
 
 
 def features_of(arrays: dict, assist: str) -> np.ndarray | None:
-    """f[M, I, C] for one assist (``ranking.features.assist_features``)."""
+    """f[M, I, C] for one assist (``cheap_features.assist_features``)."""
     return cheap_features.assist_features(assist, arrays["log_ppl"], arrays["space"], SPACE_NAMES)
 
 

@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+import cheap_features as features  # beside this file
 import numpy as np
 
 from pregen_jax import io, postgen, tiers
@@ -34,7 +35,6 @@ from pregen_jax.pipeline.config import GenerationConfig, PostgenConfig, SearchCo
 from pregen_jax.pipeline.flow import FlowSettings, score_model
 from pregen_jax.pipeline.postgen_metrics import LazyMetrics
 from pregen_jax.pipeline.sources import Data, SearchModel
-from pregen_jax.ranking import features
 
 WINNER_2018 = "mean_max_normcount_prefix0"
 TIMES = ("refprobs", "sweep_one", "sweep_all", "generate", "cider", "meteor", "generate_subset", "cider_subset",

@@ -8,7 +8,7 @@ t interval on the images scored so far, at the race's corrected level), which ``
 checks against the whole split. Statistics: c is dropped when the one-sided upper bound
 ``mean(d) + t_{1-a'}(n - 1) sd(d) / sqrt(n)`` of its paired differences to the leader is below
 zero, ``a' = alpha / (rounds x (N - 1))``; each interval is ``mean +- t_{1-a'}(n - 1) sd / sqrt(n)``.
-Assisted races (``features``) use ``ranking.ppi``'s estimates, as in issue 29 (``assisted.py``).
+Assisted races (``features``) use ``ppi``'s estimates (``ppi.py`` here), as in issue 29 (``assisted.py``).
 """
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ import math
 
 import numpy as np
 import pandas as pd
+import ppi  # issue 29's prediction-powered estimates, beside this file
 from scipy import stats
 
-from pregen_jax.ranking import ppi, racing
+from pregen_jax.ranking import racing
 from pregen_jax.ranking.racing import RaceResult, RaceSettings
 
 

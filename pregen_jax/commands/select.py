@@ -38,10 +38,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="1 - alpha for the whole race, its drops and its intervals each valid at every look "
                              "(confidence sequences; default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="the random order of the images (default 0)")
-    parser.add_argument("--assist", default="none", choices=["none", "perplexity", "pregen", "both"],
-                        help="none (the default) only: the other values, races on prediction-powered estimates "
-                             "from a teacher-forced pass, are refused, having no confidence sequence valid at every "
-                             "look")
+    parser.add_argument("--assist", default="none", metavar="none",
+                        help="none (the default), accepted for old scripts: assisted races (prediction-powered "
+                             "estimates from a teacher-forced pass) were dropped, having no confidence sequence "
+                             "valid at every look, and any other value is refused")
     parser.add_argument("--screen", action="store_true",
                         help="with --search: never decode the models the prior (validation perplexity) ranks below "
                              "the --screen-keep share")

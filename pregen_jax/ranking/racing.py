@@ -32,7 +32,8 @@ This replaced (issue 41) a t bound with Bonferroni over rounds and candidates, w
 validity has a price: with a range of [0, 10] for CIDEr-D, a few dozen images rarely separate
 candidates, and the intervals are wide until the race has scored a good share of the split.
 
-Assisted races (prediction-powered estimates from one teacher-forced pass, ``ranking.ppi``)
+Assisted races (prediction-powered estimates from one teacher-forced pass; their estimator and features now live in
+experiments/model_selection/ppi.py and cheap_features.py)
 were dropped with it: their predictor is cross-fitted on the images drawn so far, so their
 estimates are not sums of predictable increments, and no confidence sequence for them is
 implemented; the study found them to change a race's variance by 0.93-1.05 anyway.
@@ -60,7 +61,6 @@ from pydantic import Field
 
 from ..settings import Seed, settings
 from . import confseq
-from .features import Assist
 
 MIN_ROUND = 16  # images in the first round, at least
 CIDER_D_RANGE = (0.0, 10.0)  # per-image CIDEr-D (pycocoevalcap: ten times a mean of clipped cosines)
@@ -83,7 +83,8 @@ class RaceSettings:
     confidence: 1 - alpha for the whole race (drops and intervals each hold at it, at every
       look), in [0.5, 1).
     seed: the random order in which the split's images are drawn.
-    assist: "none" only (assisted races were dropped: ``ASSIST_DROPPED``).
+    assist: "none" only, kept so that old settings still validate (any other value is refused with
+      ``ASSIST_DROPPED``: assisted races were dropped).
     screen: race only this share of the candidates, those the prior ranks best (None: all).
     split: the split whose images a race of a search's models scores ("val" selects; "test"
       checks a pick against the search's whole-split scores).
@@ -92,7 +93,7 @@ class RaceSettings:
     budget: Share = 0.1
     confidence: Annotated[float, Field(ge=0.5, lt=1)] = 0.95
     seed: Seed = 0
-    assist: Assist = "none"
+    assist: str = "none"
     screen: Share | None = None
     split: Literal["val", "test"] = "val"
 

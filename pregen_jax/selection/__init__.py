@@ -1,15 +1,15 @@
 """Choosing the best of N models by racing them on real post-gen scores.
 
-``race`` (any model as a ``Candidate``: a name, a ``generate(images) -> captions`` callable, an
-optional prior and teacher-forced pass; ``select`` races them) and ``search_models`` (a finished
+``race`` (any model as a ``Candidate``: a name, a ``generate(images) -> captions`` callable, and an
+optional prior; ``select`` races them) and ``search_models`` (a finished
 search's models as candidates, and ``run_select``, what ``pregen-search select --search`` runs) and
 ``caption_files`` (caption files raced alone against a references file, ``select --references``).
 """
 from ..ranking.racing import RaceSettings
 from .caption_files import FileRace, read_file_race, select_files
-from .race import Candidate, PassFeatures, Selection, check_metric, lookup, mean_metrics, race_candidates, select
+from .race import Candidate, Selection, check_metric, lookup, mean_metrics, race_candidates, select
 from .search_models import logged_perplexity, model_candidate, run_select, search_candidates
 
-__all__ = ["Candidate", "FileRace", "PassFeatures", "RaceSettings", "Selection", "check_metric", "logged_perplexity",
+__all__ = ["Candidate", "FileRace", "RaceSettings", "Selection", "check_metric", "logged_perplexity",
            "lookup", "mean_metrics", "model_candidate", "race_candidates", "read_file_race", "run_select",
            "search_candidates", "select", "select_files"]

@@ -12,9 +12,10 @@ the race's means estimate whole-split CIDEr without bias. Only metrics whose cor
 the mean of per-image scores can race: a paired difference of means is then a difference of
 corpus scores.
 
-Assists (``RaceSettings.assist``, a candidate's ``pass_features``) were dropped in issue 41: the
-settings refuse anything but "none" (``ranking.racing.ASSIST_DROPPED``: prediction-powered
-estimates have no confidence sequence valid at every look), so ``assist_matrix`` gives None.
+Assisted races were dropped in issue 41 (``ranking.racing.ASSIST_DROPPED``: prediction-powered
+estimates have no confidence sequence valid at every look): ``RaceSettings.assist`` is "none" or
+refused, and a candidate brings no teacher-forced pass (issue 29's assisted race lives on in
+``experiments/model_selection/t_race.py``).
 ``RaceSettings.screen`` races only the candidates the prior ranks in its best ``screen`` share;
 the rest are never decoded.
 """
@@ -29,30 +30,7 @@ import numpy as np
 
 from .. import postgen
 from ..datasets import tokenize
-from ..ranking import features as cheap
 from ..ranking.racing import RaceResult, RaceSettings, prior_order, race, screen_size
-
-
-@dataclasses.dataclass(frozen=True)
-class PassFeatures:
-    """A candidate's teacher-forced pass over the split, per image.
-
-    log_perplexity: f[I]; space: f[I, C'] the tier space on single images, named by ``names``
-    (``ranking.features``); seconds: what the pass and its sweep cost.
-    """
-
-    log_perplexity: np.ndarray
-    space: np.ndarray
-    names: tuple[str, ...]
-    seconds: float = 0.0
-
-    @classmethod
-    def from_ref_probs(cls, ref_probs, seconds: float = 0.0) -> PassFeatures:
-        """From any model's ``RefProbs`` on the split (word units for the tier space)."""
-        start = time.perf_counter()
-        space, names = cheap.image_tier_space(ref_probs)
-        return cls(cheap.image_log_perplexity(ref_probs), space, tuple(names),
-                   seconds + time.perf_counter() - start)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,14 +40,11 @@ class Candidate:
     generate: image indices (i64[n], positions in the split) -> n captions (strings or token
       lists), in that order.
     prior: a teacher-forced criterion, lower is better (NaN: unknown).
-    pass_features: () -> ``PassFeatures`` on the split, called only for an assisted race (None:
-      the candidate has no pass; it then races with zero features).
     """
 
     name: str
     generate: Callable[[np.ndarray], Sequence]
     prior: float = math.nan
-    pass_features: Callable[[], PassFeatures] | None = None
 
 
 @dataclasses.dataclass
@@ -115,36 +90,11 @@ def _as_text(caption) -> str:
     return " ".join(caption) if not isinstance(caption, str) else " ".join(tokenize(caption))
 
 
-def assist_matrix(candidates: Sequence[Candidate], assist: str, racing: Sequence[int], num_images: int,
-                  seconds: dict) -> np.ndarray | None:
-    """f[M, I, C] features of ``assist`` for the candidates (zeros for those not raced or with no
-    pass); None for "none". Adds the passes' seconds to ``seconds["pass"]``."""
-    if assist == "none":
-        return None
-    found = {}
-    for c in racing:
-        if candidates[c].pass_features is None:
-            continue
-        one = candidates[c].pass_features()
-        seconds["pass"] = seconds.get("pass", 0.0) + one.seconds
-        if len(one.log_perplexity) != num_images:
-            raise ValueError(f"candidate {candidates[c].name}: features for {len(one.log_perplexity)} images, "
-                             f"the split has {num_images}")
-        found[c] = cheap.assist_features(assist, one.log_perplexity, one.space, one.names)
-    if not found:
-        raise ValueError(f"assist {assist}: no candidate brings a teacher-forced pass")
-    width = next(iter(found.values())).shape[1]
-    out = np.zeros((len(candidates), num_images, width))
-    for c, values in found.items():
-        out[c] = values
-    return out
-
-
 def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str = "CIDEr",
            settings: RaceSettings = RaceSettings(), options: dict | None = None) -> Selection:
     """Race ``candidates`` on a split whose image i has references ``references[i]`` (strings or
     token lists), on ``metric`` (``check_metric``), as ``settings`` say (its budget, confidence,
-    seed, assist and screen; validated when made). ``options``: ``postgen.PostgenOptions`` fields
+    seed and screen; validated when made). ``options``: ``postgen.PostgenOptions`` fields
     for toolkit metrics.
 
     >>> refs = [["a red ball"], ["a blue cube"]] * 20
@@ -170,7 +120,6 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     they are (else strings are re-tokenized by the package tokenizer); ``complete``: after the race,
     score every raced candidate on the images the race left out (``--budget 1`` pays for that), so
     that ``Selection.whole_split_scores`` has each one's whole-split score."""
-    assist = settings.assist
     if not candidates:
         raise ValueError("no candidates to select from")
     names = [c.name for c in candidates]
@@ -199,9 +148,7 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     prior = np.array([c.prior for c in candidates], np.float64)
     keep = None if settings.screen is None else screen_size(len(candidates), settings.screen)
     racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
-    seconds["pass"] = 0.0
-    features = assist_matrix(candidates, assist, racing, len(references), seconds)
-    result = race(score_images, len(candidates), len(references), settings, prior, names, features, keep,
+    result = race(score_images, len(candidates), len(references), settings, prior, names, None, keep,
                   score_range=postgen.REGISTRY[metric].score_range)
     if complete:
         for c in racing:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import numpy as np
 
 from ..pipeline.config import model_label
 from ..ranking.racing import RaceSettings
-from .race import Candidate, PassFeatures, check_metric, lookup, race_candidates
+from .race import Candidate, check_metric, lookup, race_candidates
 
 
 def logged_perplexity(path) -> float:
@@ -49,17 +48,7 @@ def model_candidate(name: str, path, data, generation, split: str) -> Candidate:
                                  generation.max_len, generation.min_len, batch_size=_bucket(len(images)),
                                  progress=False)
 
-    def pass_features() -> PassFeatures:
-        from ..captioning import reference_probs
-        from ..captioning.input_pipeline import reference_word_starts
-        start = time.perf_counter()
-        captions = data.dataset[split].captions
-        ref_probs = reference_probs(trained.model, trained.params, features, captions, data.vocab, progress=False,
-                                    source=name, warn_unknown=False)
-        if ref_probs.units != "word":
-            ref_probs = ref_probs.to_words(reference_word_starts(captions, data.vocab))
-        return PassFeatures.from_ref_probs(ref_probs, time.perf_counter() - start)
-    return Candidate(name, generate, logged_perplexity(path), pass_features)
+    return Candidate(name, generate, logged_perplexity(path))
 
 
 def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tuple[list[Candidate], list[dict],
@@ -153,7 +142,7 @@ def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), caption
     table["whole_split_score"] = selection.whole_split_scores()  # NaN where the race scored a subset
     table["metric"] = metric
     table["assist"] = settings.assist
-    for key, value in selection.race.assist.items():  # the race's own: R^2, variance ratio, how many screened
+    for key, value in selection.race.assist.items():  # the race's own: how many were screened out
         table[f"race_{key}"] = value
     table["split"] = split
     table["tokenizer"] = run.tokenizer

@@ -1,5 +1,5 @@
 """Per-image cheap features from one teacher-forced pass (``RefProbs``), for predicting per-image
-post-gen scores (``ranking.ppi``) and screening candidates before generation.
+post-gen scores (``ppi``, beside it) and screening candidates before generation.
 
 Two kinds, both from the same pass and for every image of the split:
 
@@ -18,8 +18,8 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from .. import tiers
-from ..refprobs import RefProbs
+from pregen_jax import tiers
+from pregen_jax.refprobs import RefProbs
 
 Assist = Literal["none", "perplexity", "pregen", "both"]
 """What an assisted race predicts per-image scores from: nothing (a plain race), the per-image
