@@ -182,3 +182,14 @@ def test_a_reference_holding_the_separator_stays_one_reference_on_both_backends(
             assert metric.per_image(got)[0] > 0.99  # the whole reference matched, not half of it
         finally:
             metric.close()
+
+
+def test_the_beam_ranks_by_the_scorers_alignment_weights_not_the_scores(jar, python):
+    """Image 17084 of benchmarks/bench_evaluate.py's 40,504-image set (PTB tokens): a 5-word paraphrase
+    ranks by int(5 x 0.5) = 2 in the jar's beam (``MeteorScorer`` aligns with weights 1, 0.5, 0.5,
+    0.5), not int(5 x 0.6) = 3; with the score's weights the search kept a one-chunk alignment the
+    jar does not choose (0.164191 against the jar's 0.149166). No-Java twin: test_meteor_regressions.py."""
+    from tests.test_meteor_regressions import CANDIDATE_17084, REFERENCES_17084
+    segments = [(REFERENCES_17084, CANDIDATE_17084, "image 17084")]
+    segments += [([r], CANDIDATE_17084, f"image 17084, reference {k}") for k, r in enumerate(REFERENCES_17084)]
+    assert_segments_equal(jar, python, segments)

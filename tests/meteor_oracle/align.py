@@ -13,7 +13,9 @@ licence, LGPL-2.1-only (docs/licensing.md). Behaviour kept from the jar, some of
 - matches that are the only candidate at their position and whose words no other match covers
   are fixed before the search;
 - partial alignments are ranked by an integer score to which ``length x module weight`` of each
-  match is added and truncated toward zero (a one-word stem match adds 0), then by fewer chunks,
+  match is added and truncated toward zero (a one-word stem match adds 0); the weights are
+  ``MeteorScorer``'s alignment weights (1, 0.5, 0.5, 0.5: ``scoring.ALIGN_WEIGHTS``), not the
+  ``en`` weights of the score, then by fewer chunks,
   then by a shorter distance; Python's stable sort on that key ranks as Java's stable sort does;
 - a new match's distance ``|reference start - test start|`` is added to the path it extends, not
   to the new path, so later siblings (and the skip) inherit it;
@@ -23,10 +25,10 @@ from __future__ import annotations
 
 from pregen_jax.postgen.meteor.matchers import Match, Sentence, candidates
 from pregen_jax.postgen.meteor.paraphrase import ParaphraseTable
-from pregen_jax.postgen.meteor.scoring import MODULE_WEIGHTS
+from pregen_jax.postgen.meteor.scoring import ALIGN_WEIGHTS
 
 BEAM = 40
-STAGES = len(MODULE_WEIGHTS)
+STAGES = len(ALIGN_WEIGHTS)
 
 
 class _Path:
@@ -57,7 +59,7 @@ def _span(start: int, length: int) -> int:
 
 def _take(path: _Path, m: Match) -> None:
     """Add match ``m`` to ``path``'s counts."""
-    weight = MODULE_WEIGHTS[m[4]]
+    weight = ALIGN_WEIGHTS[m[4]]
     path.m1 = int(path.m1 + m[3] * weight)
     path.m2 = int(path.m2 + m[1] * weight)
     path.all1 += m[3]

@@ -21,7 +21,7 @@ from .matchers import Sentence
 from .paraphrase import ParaphraseTable
 
 BEAM = 40
-WEIGHTS = np.array(scoring.MODULE_WEIGHTS)
+WEIGHTS = np.array(scoring.ALIGN_WEIGHTS)  # the beam's ranking weights, not the score's
 # a path's columns: weighted test and reference matches, chunks, next reference position, end of the
 # last match in the test, distance, its last node in the match tree; then the test and reference
 # words used, as bit masks (USED1: as many int64 words as the longer sentence needs, then USED2's)

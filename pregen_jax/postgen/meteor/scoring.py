@@ -22,7 +22,11 @@ import numpy as np
 from .jit import compiled
 
 STAGES = ("exact", "stem", "synonym", "paraphrase")
-MODULE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)       # the jar's ``en`` weights, one per stage
+MODULE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)       # the jar's ``en`` weights, one per stage (the score)
+# the weights the jar's aligner ranks partial alignments by: ``MeteorScorer`` replaces the ``en``
+# weights with these (``aligner.updateModuleWeights``, "best weights for evaluation"); they
+# differ in the search only where a match of 4 or more words truncates differently
+ALIGN_WEIGHTS = (1.0, 0.5, 0.5, 0.5)
 ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75  # the jar's ``en`` parameters (task rank)
 K = 4 + 4 * len(STAGES) + 3
 TEST_LEN, REF_LEN, TEST_FUNC, REF_FUNC = 0, 1, 2, 3
