@@ -30,6 +30,8 @@ from .paraphrase import table
 from .resources import synonyms
 
 MEMO_LIMIT = 1_000_000  # pairs whose statistics are kept; past it the memo starts afresh
+SENTENCE_LIMIT = 20_000  # analysed sentences kept (about 11 KB each with their arrays); past it, afresh
+BATCH = 10_000  # new pairs aligned per compiled call (their sentences' arrays are held together)
 
 
 def segment_parts(line: str) -> tuple[list[str], str]:
@@ -89,7 +91,6 @@ class PythonMeteor:
                 segments.append((normalize(test), [normalize(r) for r in refs]))
             if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
                 self._pairs.clear()
-                self._sentences.clear()
             self._align(list(dict.fromkeys((t, r) for t, refs in segments for r in refs if (t, r) not in self._pairs)))
             rows = []
             for test, refs in segments:
@@ -102,6 +103,15 @@ class PythonMeteor:
         return np.array(rows, np.float64).reshape(len(gts), scoring.K)
 
     def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
+        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call; the
+        sentence memo starts afresh past ``SENTENCE_LIMIT`` (memory stays bounded whatever the set's
+        size; results do not depend on it)."""
+        for start in range(0, len(pairs), BATCH):
+            if len(self._sentences) > SENTENCE_LIMIT:
+                self._sentences.clear()
+            self._align_batch(pairs[start:start + BATCH])
+
+    def _align_batch(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
         """Statistics and score of each new pair into the memo, all pairs in one compiled batch."""
         index: dict[tuple[str, ...], int] = {}
         packed: list[tuple] = []
