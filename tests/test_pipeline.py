@@ -23,7 +23,7 @@ def test_run_with_precomputed_models(tmp_path):
     expected = ["dataset", "architecture", "run", "epoch", "num_strata", "stratum", "CIDEr", "WMD", "ROUGE_L",
                 *tiers.DEFAULT_SPACE.names, "vocabulary", "units", "tokenizer"]
     assert list(table.columns) == expected
-    assert table["tokenizer"].eq("alnum-lower").all()
+    assert table["tokenizer"].eq("ptb").all()  # new searches score with COCO's tokenizer (issue 40 item 3)
     assert table["vocabulary"].eq("unknown").all() and table["units"].eq("word").all()  # precomputed: words
     for name in ("correlations_CIDEr.tsv", "correlations_WMD.tsv", "report.md", "summary.md", "config.toml",
                  "plot_best_CIDEr.png", "excluded.tsv"):
@@ -31,7 +31,7 @@ def test_run_with_precomputed_models(tmp_path):
     correlations = pd.read_csv(out / "correlations_CIDEr.tsv", sep="\t")
     assert list(correlations.columns[:4]) == ["pregen", "all_R^2", "all_R", "all_p"]
     report = (out / "report.md").read_text()
-    assert "Tokenizer (all scores): alnum-lower" in report and "## Time per stage" in report
+    assert "Tokenizer (all scores): ptb" in report and "## Time per stage" in report
     assert SearchConfig.load(out / "config.toml").precomputed[2].architecture == "par"
     # Per-stratum post-gen scores are those of the block alone.
     whole = table[(table["architecture"] == "init") & (table["num_strata"] == 1)]["CIDEr"].iloc[0]
