@@ -47,7 +47,7 @@ def main() -> None:
     python, search = sys.executable, str(Path(sys.executable).with_name("pregen-search"))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        refs, res = build_files(tmp, args.images)
+        refs, res, _ = build_files(tmp, args.images)
         evaluate = [search, "evaluate", "--references", str(refs), "--captions", str(res), "--metrics", METRICS]
         coco = [python, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_evaluate; "
                 f"bench_evaluate.cocoevalcap_whole(bench_evaluate.Path({str(refs)!r}), bench_evaluate.Path({str(res)!r}))"]
