@@ -1,10 +1,10 @@
 """The first-ever ``evaluate`` (no cache at all) and the first after ``doctor --prepare``, against
 COCOEvalCap on the same files, each in its own process under ``/usr/bin/time -v``.
 
-    python benchmarks/bench_first_run.py [--images 1000]
+    python benchmarks/bench_first_run.py [--images 5000]
 
 Inputs: ``bench_evaluate.build_files`` (each Flickr8k test image five times: 5,000 scored images
-by default). Rows, run one after the other: COCOEvalCap (``bench_evaluate.cocoevalcap_whole``,
+by default). Rows, run one after the other: COCOEvalCap (``bench_evaluate.COCO_SCRIPT`` in a child,
 its METEOR jar and PTB jar included); ``pregen-search evaluate`` with ``PREGEN_JAX_CACHE`` an
 empty folder (the paraphrase table built, numba compiling into that empty cache); ``pregen-search
 doctor --prepare`` into another empty folder, then ``evaluate`` with it. Wall seconds and peak
@@ -41,16 +41,15 @@ def timed(command: list[str], env: dict) -> tuple[float, float, int, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=1000, help="Flickr8k test images (x5 scored images)")
+    parser.add_argument("--images", type=int, default=5000, help="scored images (bench_evaluate.build_files)")
     args = parser.parse_args()
-    from bench_evaluate import build_files
+    from bench_evaluate import COCO_SCRIPT, build_files
     python, search = sys.executable, str(Path(sys.executable).with_name("pregen-search"))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         refs, res, _ = build_files(tmp, args.images)
         evaluate = [search, "evaluate", "--references", str(refs), "--captions", str(res), "--metrics", METRICS]
-        coco = [python, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_evaluate; "
-                f"bench_evaluate.cocoevalcap_whole(bench_evaluate.Path({str(refs)!r}), bench_evaluate.Path({str(res)!r}))"]
+        coco = [python, "-c", COCO_SCRIPT, str(refs), str(res), str(tmp / "coco.json")]  # bench_evaluate's child
         rows = []
         for label, command, cache in (("COCOEvalCap", coco, "unused"), ("evaluate, no cache at all", evaluate, "cold"),
                                       ("doctor --prepare", [search, "doctor", "--prepare"], "prepared"),
@@ -60,7 +59,7 @@ def main() -> None:
             wall, cpu, rss, err = timed(command, env)
             said = [line for line in err.splitlines() if line.startswith(("METEOR:", "warning:"))]
             rows.append((label, wall, cpu, rss, load, said))
-    print(f"{5 * args.images} images; {os.cpu_count()} CPUs")
+    print(f"{args.images} images; {os.cpu_count()} CPUs")
     print(f"{'run':34s} {'wall s':>7s} {'CPU s':>7s} {'peak MB':>8s} {'load':>5s}")
     for label, wall, cpu, rss, load, said in rows:
         print(f"{label:34s} {wall:7.1f} {cpu:7.1f} {rss:8d} {load:5.1f}")
