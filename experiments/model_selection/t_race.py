@@ -52,13 +52,10 @@ def race(score_images, num_candidates: int, num_images: int, settings: RaceSetti
     run: list[int] = []
     history, interval = [], np.full((num_candidates, 2), np.nan)
     for k, size in enumerate(sizes, start=1):
-        new = size - done
-        if new * len(alive) > budget_left + 1e-9:
-            affordable = int((budget_left + 1e-9) // len(alive))
-            if affordable < 2:
-                break
-            new = 1 << (affordable.bit_length() - 1)
-            size = done + new
+        new = racing.round_images(size, done, len(alive), budget_left)  # the package's schedule, shared
+        if new is None:
+            break
+        size = done + new
         for c in alive:
             scores[c, done:size] = np.asarray(score_images(c, images[done:size]), np.float64)
             rounds_in[c] += 1

@@ -160,6 +160,18 @@ def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int
     return sizes
 
 
+def round_images(size: int, done: int, alive: int, budget_left: float) -> int | None:
+    """New images a model of the next round scores: the schedule's ``size - done``, or in the last round the
+    largest bucket (a power of two) the budget still pays for ``alive`` models; None when that is under 2."""
+    new = size - done
+    if new * alive > budget_left + 1e-9:
+        affordable = int((budget_left + 1e-9) // alive)
+        if affordable < 2:
+            return None
+        new = 1 << (affordable.bit_length() - 1)
+    return new
+
+
 def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: int, num_images: int,
          settings: RaceSettings = RaceSettings(), prior: Sequence[float] | None = None,
          names: Sequence[str] | None = None, features: np.ndarray | None = None,
@@ -219,14 +231,10 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
     done = 0
     run: list[int] = []
     for k, size in enumerate(sizes, start=1):
-        new = size - done
-        if new * len(alive) > budget_left + 1e-9:
-            # the last round: the largest bucket (a power of two) the budget still pays for
-            affordable = int((budget_left + 1e-9) // len(alive))
-            if affordable < 2:
-                break
-            new = 1 << (affordable.bit_length() - 1)
-            size = done + new
+        new = round_images(size, done, len(alive), budget_left)
+        if new is None:
+            break
+        size = done + new
         for c in alive:
             scores[c, done:size] = _checked(score_images(c, images[done:size]), new, names[c], (low_score, high_score))
             rounds_in[c] += 1
