@@ -31,15 +31,12 @@ def test_a_long_paraphrase_ranks_by_the_aligners_weights_image_17084():
     assert scoring.aggregate(np.array(got[:1])) == pytest.approx(0.14916598, abs=1e-8)
 
 
-def test_small_batches_and_a_small_sentence_memo_give_the_same_statistics(monkeypatch):
-    """Pairs aligned a few at a time, the sentence memo emptied between batches: the same rows, and
-    the memo holds at most its limit plus one batch's sentences."""
+def test_small_batches_give_the_same_statistics(monkeypatch):
+    """Pairs aligned a few at a time (each batch's sentences packed on their own): the same rows."""
     from pregen_jax.postgen.meteor import python
     gts = {k: REFERENCES_17084[k:] + REFERENCES_17084[:k] for k in range(5)}
     res = {k: [CANDIDATE_17084 if k % 2 else REFERENCES_17084[k]] for k in range(5)}
     whole = PythonMeteor().stats(gts, res)
     monkeypatch.setattr(python, "BATCH", 2)
-    monkeypatch.setattr(python, "SENTENCE_LIMIT", 3)
     meteor = PythonMeteor()
     assert np.array_equal(meteor.stats(gts, res), whole)
-    assert len(meteor._sentences) <= 3 + 2 * 2

@@ -323,7 +323,13 @@ def concatenate_sentences(sentences: list[tuple]) -> tuple:
 
 def pair_stats_batch(tests: np.ndarray, refs: np.ndarray, sentences: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
     """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs (indices into ``sentences``)."""
-    offsets, data = concatenate_sentences(sentences)
+    return packed_pair_stats(tests, refs, *concatenate_sentences(sentences))
+
+
+def packed_pair_stats(tests: np.ndarray, refs: np.ndarray, offsets: np.ndarray,
+                      data: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs (indices into sentences laid out
+    as ``concatenate_sentences`` or ``packed.Packer.pack`` give them: ``offsets``, ``data``)."""
     return _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS)
 
 

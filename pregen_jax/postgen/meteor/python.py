@@ -4,9 +4,10 @@
 # SPDX-License-Identifier: LGPL-2.1-only
 """METEOR 1.5 in Python (``METEOR(backend="native")``): the jar's SCORE statistics without Java.
 
-Work is done once: each distinct line is normalized once, each distinct sentence analysed once
-(``matchers.Analyzer``), each distinct (test, reference) pair aligned once; an image keeps the
-statistics of its best reference (the first of equal scores), as the jar does.
+Work is done once: each distinct line is normalized once, each distinct word analysed once
+(``matchers.Analyzer``; sentences packed together by ``packed.Packer``), each distinct (test,
+reference) pair aligned once; an image keeps the statistics of its best reference (the first of
+equal scores), as the jar does.
 
 The SCORE protocol and the choice of the best reference follow Meteor 1.5's Java ``Meteor`` and
 ``MeteorScorer`` (Michael Denkowski and Alon Lavie, Carnegie Mellon University), so this file is
@@ -21,17 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
-from . import fast, paraphrase, scoring
+from . import fast, packed, paraphrase, scoring
 from .jar import score_line
 from .jit import compiling_message, mark_compiled
 from .matchers import Analyzer, Sentence
 from .normalize import java_tokens, java_trim, normalize
+from .packed import Packer
 from .paraphrase import table
 from .resources import synonyms
 
 MEMO_LIMIT = 1_000_000  # pairs whose statistics are kept; past it the memo starts afresh
-SENTENCE_LIMIT = 20_000  # analysed sentences kept (about 11 KB each with their arrays); past it, afresh
-BATCH = 10_000  # new pairs aligned per compiled call (their sentences' arrays are held together)
+BATCH = 20_000  # new pairs aligned per compiled call (their sentences' arrays are held together)
 
 
 def segment_parts(line: str) -> tuple[list[str], str]:
@@ -48,8 +49,9 @@ class PythonMeteor:
 
     def __init__(self):
         self._analyzer: Analyzer | None = None
-        self._sentences: dict[tuple[str, ...], tuple[Sentence, tuple]] = {}  # with its packed arrays
-        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[float, ...], float]] = {}
+        self._packer: Packer | None = None
+        # (test, reference) -> (its statistics f64[23], a view into its batch's rows; its score)
+        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[np.ndarray, float]] = {}
         self.aligned = 0  # distinct pairs aligned so far
 
     def load(self) -> None:
@@ -57,11 +59,13 @@ class PythonMeteor:
         first time on a machine)."""
         if self._analyzer is None:
             self._analyzer = Analyzer(synonyms(), table())
-            sources = [Path(fast.__file__), Path(paraphrase.__file__)]
+            self._packer = Packer(self._analyzer)
+            sources = [Path(fast.__file__), Path(paraphrase.__file__), Path(packed.__file__)]
             message = compiling_message(sources)
             if message:
                 print(message, file=sys.stderr, flush=True)
             self._analyzer.sentence(("a", "man"))  # compiles (or loads) the table's walk
+            self._packer.pack([("a", "man")])
             fast.warm_up()
             mark_compiled(sources)
 
@@ -69,12 +73,10 @@ class PythonMeteor:
         return self._analysed(tokens)[0]
 
     def _analysed(self, tokens: tuple[str, ...]) -> tuple[Sentence, tuple]:
-        """The sentence's features and its arrays for the compiled search (``fast.pack``)."""
-        found = self._sentences.get(tokens)
-        if found is None:
-            sentence = self._analyzer.sentence(tokens)
-            found = self._sentences[tokens] = (sentence, fast.pack(sentence, self._analyzer.table))
-        return found
+        """The sentence's features and its arrays for the compiled search (``fast.pack``): one
+        sentence's form, for ``alignment`` and the tests (``stats`` packs many at once)."""
+        sentence = self._analyzer.sentence(tokens)
+        return sentence, fast.pack(sentence, self._analyzer.table)
 
     def segment(self, references: list[str], candidate: str) -> tuple[float, ...]:
         """The SCORE statistics of one image (what the jar replies to pycocoevalcap's line)."""
@@ -103,30 +105,24 @@ class PythonMeteor:
         return np.array(rows, np.float64).reshape(len(gts), scoring.K)
 
     def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call; the
-        sentence memo starts afresh past ``SENTENCE_LIMIT`` (memory stays bounded whatever the set's
-        size; results do not depend on it)."""
+        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call (only
+        one batch's sentence arrays are held at a time, whatever the set's size)."""
         for start in range(0, len(pairs), BATCH):
-            if len(self._sentences) > SENTENCE_LIMIT:
-                self._sentences.clear()
             self._align_batch(pairs[start:start + BATCH])
 
     def _align_batch(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
         """Statistics and score of each new pair into the memo, all pairs in one compiled batch."""
+        if not pairs:
+            return
         index: dict[tuple[str, ...], int] = {}
-        packed: list[tuple] = []
-        batch: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
-        for test, ref in pairs:
-            for tokens in (test, ref):
-                if tokens not in index:
-                    index[tokens] = len(packed)
-                    packed.append(self._analysed(tokens)[1])
-            batch.append((test, ref))
-        if batch:
-            rows, scores = fast.pair_stats_batch(np.array([index[t] for t, _ in batch]),
-                                                 np.array([index[r] for _, r in batch]), packed)
-            for pair, row, score in zip(batch, rows.tolist(), scores.tolist()):
-                self._pairs[pair] = (tuple(row), score)
+        for pair in pairs:
+            for tokens in pair:
+                index.setdefault(tokens, len(index))
+        offsets, data = self._packer.pack(list(index))
+        tests = np.fromiter((index[t] for t, _ in pairs), np.int64, len(pairs))
+        refs = np.fromiter((index[r] for _, r in pairs), np.int64, len(pairs))
+        rows, scores = fast.packed_pair_stats(tests, refs, offsets, data)
+        self._pairs.update(zip(pairs, zip(rows, scores.tolist())))
         self.aligned += len(pairs)
 
 

@@ -1,0 +1,137 @@
+# SPDX-FileCopyrightText: 2004, 2010 Carnegie Mellon University
+#   (Meteor 1.5: Michael Denkowski and Alon Lavie)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: LGPL-2.1-only
+"""Many sentences packed at once into the compiled search's arrays.
+
+``Packer.pack(sentences)`` gives what ``fast.concatenate_sentences([fast.pack(analyzer.sentence(s),
+table) for s in sentences])`` gives, without a Python object per sentence: each distinct word's
+features (``Analyzer.word_features``: Java hash, stem hash, synsets, paraphrase-table id, function
+flag) are worked out once and kept as arrays; the sentences' words become one array of word ids,
+and one compiled pass gathers the features, walks the paraphrase table from every start
+(``paraphrase._span_rows``) and lays out each sentence's slices. At COCO's size (243,000 distinct
+sentences) the per-sentence objects had cost about five times the alignment itself.
+
+The paraphrase walk it calls follows Meteor 1.5's Java ``ParaphraseTransducer`` (Michael Denkowski
+and Alon Lavie, Carnegie Mellon University), so this file is under their licence, LGPL-2.1-only
+(docs/licensing.md).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import paraphrase
+from .jit import compiled
+from .matchers import Analyzer
+
+ARRAYS = 10  # hashes, stem hashes, synset offsets, synsets, paraphrase ids, function flags, then the
+# paraphrase entries: offsets per start, reference phrase lengths, word offsets, words (fast.pack's order)
+
+
+class Packer:
+    """Sentences (tuples of normalized words) to the search's arrays; word features kept by word."""
+
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
+        self.ids: dict[str, int] = {}  # word -> its row in the feature arrays, in order of first sight
+        self._features: list[tuple] = []  # (hash, stem hash, sorted synsets, table id, function) per word
+        self._arrays: tuple[np.ndarray, ...] | None = None
+
+    def _word_arrays(self) -> tuple[np.ndarray, ...]:
+        """(hash, stem hash, synset offsets, synsets, table id, function) per word, as arrays."""
+        if self._arrays is None:
+            hashes, stems, synsets, table_ids, function = zip(*self._features) if self._features else ((),) * 5
+            offsets = np.zeros(len(synsets) + 1, np.int64)
+            np.cumsum([len(s) for s in synsets], out=offsets[1:])
+            self._arrays = (np.array(hashes, np.int64), np.array(stems, np.int64), offsets,
+                            np.fromiter(itertools.chain.from_iterable(synsets), np.int64, int(offsets[-1])),
+                            np.array(table_ids, np.int64), np.array(function, np.bool_))
+        return self._arrays
+
+    def pack(self, sentences: list[tuple[str, ...]]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """(offsets i64[sentences + 1, 10], the 10 arrays): sentence ``s``'s array ``k`` is
+        ``data[k][offsets[s, k]:offsets[s + 1, k]]``, as ``fast.concatenate_sentences`` lays them out."""
+        words = itertools.chain.from_iterable(sentences)
+        new = set(itertools.chain.from_iterable(sentences)).difference(self.ids)
+        for word in sorted(new):  # sorted: the ids do not depend on set order
+            self.ids[word] = len(self._features)
+            hashed, stem_hash, synsets, table_id, function = self.analyzer.word_features(word)
+            self._features.append((hashed, stem_hash, tuple(sorted(synsets)), table_id, function))
+            self._arrays = None
+        flat = np.fromiter(map(self.ids.__getitem__, words), np.int64)
+        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
+        table = self.analyzer.table
+        return _pack(flat, lengths, *self._word_arrays(), table.max_phrase, table.keys, table.prefix_keys,
+                     table.phrase_offsets, table.phrase_ids, table.entry_offsets, table.para_offsets, table.para_ids)
+
+
+@compiled
+def _pack(flat, lengths, w_hash, w_stem, w_syn_offsets, w_syn, w_table, w_function, max_phrase, keys, prefix_keys,
+          phrase_offsets, phrase_ids, entry_offsets, para_offsets, para_ids):
+    """``Packer.pack``'s arrays from the sentences' word ids ``flat`` (i64[words]) and ``lengths``
+    (i64[sentences]). Pass one walks the table and sizes every slice; pass two fills them."""
+    count = len(lengths)
+    table_ids = w_table[flat]
+    spans = []  # per sentence: i64[rows, 4] (start, phrase length, first entry, end entry)
+    sizes = np.zeros((count, ARRAYS), np.int64)
+    start = 0
+    for s in range(count):
+        n = lengths[s]
+        rows = paraphrase._span_rows(table_ids[start:start + n], max_phrase, keys, prefix_keys, phrase_offsets,
+                                     phrase_ids, entry_offsets)
+        spans.append(rows)
+        entries, entry_words = 0, 0
+        for r in range(len(rows)):
+            entries += rows[r, 3] - rows[r, 2]
+            entry_words += para_offsets[rows[r, 3]] - para_offsets[rows[r, 2]]
+        synsets = 0
+        for q in range(start, start + n):
+            synsets += w_syn_offsets[flat[q] + 1] - w_syn_offsets[flat[q]]
+        sizes[s, 0] = sizes[s, 1] = sizes[s, 4] = sizes[s, 5] = n
+        sizes[s, 2] = sizes[s, 6] = n + 1
+        sizes[s, 3] = synsets
+        sizes[s, 7] = entries
+        sizes[s, 8] = entries + 1
+        sizes[s, 9] = entry_words
+        start += n
+    offsets = np.zeros((count + 1, ARRAYS), np.int64)
+    for s in range(count):
+        for k in range(ARRAYS):
+            offsets[s + 1, k] = offsets[s, k] + sizes[s, k]
+    syn_offsets = np.zeros(offsets[count, 2], np.int64)
+    synsets = np.empty(offsets[count, 3], np.int64)
+    per_start = np.zeros(offsets[count, 6], np.int64)
+    phrase_lengths = np.empty(offsets[count, 7], np.int64)
+    word_offsets = np.zeros(offsets[count, 8], np.int64)
+    entry_words = np.empty(offsets[count, 9], np.int64)
+    start = 0
+    for s in range(count):
+        n = lengths[s]
+        base2, at3 = offsets[s, 2], offsets[s, 3]
+        for q in range(n):  # each word's synsets, sorted, one after another; offsets local to the sentence
+            word = flat[start + q]
+            for x in range(w_syn_offsets[word], w_syn_offsets[word + 1]):
+                synsets[at3] = w_syn[x]
+                at3 += 1
+            syn_offsets[base2 + q + 1] = at3 - offsets[s, 3]
+        rows = spans[s]
+        base6, e, w = offsets[s, 6], offsets[s, 7], offsets[s, 9]
+        for r in range(len(rows)):
+            per_start[base6 + rows[r, 0] + 1] += rows[r, 3] - rows[r, 2]
+        for q in range(n):
+            per_start[base6 + q + 1] += per_start[base6 + q]
+        base8 = offsets[s, 8]
+        for r in range(len(rows)):
+            for entry in range(rows[r, 2], rows[r, 3]):
+                phrase_lengths[e] = rows[r, 1]
+                for x in range(para_offsets[entry], para_offsets[entry + 1]):
+                    entry_words[w] = para_ids[x]
+                    w += 1
+                e += 1
+                word_offsets[base8 + e - offsets[s, 7]] = w - offsets[s, 9]
+        start += n
+    data = (w_hash[flat], w_stem[flat], syn_offsets, synsets, table_ids, w_function[flat], per_start,
+            phrase_lengths, word_offsets, entry_words)
+    return offsets, data
