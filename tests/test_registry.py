@@ -45,6 +45,22 @@ def test_check_catches_functions_that_break_the_contract(fn, tier, message):
         tiers.check(fn, tier=tier)
 
 
+def _first_masked(values, mask):
+    """The smallest masked value, read as the first masked entry: right only on sorted rows."""
+    return jnp.take_along_axis(values, jnp.argmax(mask, -1)[..., None], -1)[..., 0]
+
+
+def test_check_compares_the_unsorted_form_on_shuffled_rows():
+    tiers.register_aggregator("firstmasked", tiers=(4,), unsorted=True)(_first_masked)
+    try:
+        with pytest.raises(ValueError, match="unsorted= form on shuffled rows"):
+            tiers.check("firstmasked")
+    finally:
+        tiers.REGISTRIES[4].remove("firstmasked")
+    with pytest.raises(ValueError, match="unsorted= is for aggregators"):
+        tiers.register_filter("keepall", unsorted=True)
+
+
 def test_check_compares_with_the_reference(user_functions):
     tiers.check("trimmed_mean")
     tiers.check("top2prefix")

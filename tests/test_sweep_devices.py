@@ -36,6 +36,10 @@ def test_sweep_models_equals_sweep_per_model():
     out = tiers.sweep_models([m for m, _ in models], [s for _, s in models], SPACE)
     for (ref_probs, strata), scores in zip(models, out):
         np.testing.assert_allclose(scores, tiers.sweep(ref_probs, strata, SPACE), rtol=1e-5)
+    # Two models of 20 images: segments of equal sizes, so the image rows need no mask (a constant one)
+    same_size = tiers.sweep_models([m for m, _ in models[:2]], [s for _, s in models[:2]], SPACE)
+    for (ref_probs, strata), scores in zip(models, same_size):
+        np.testing.assert_allclose(scores, tiers.sweep(ref_probs, strata, SPACE), rtol=1e-5)
     shared = tiers.sweep_models([models[0][0], models[1][0]], models[0][1], SPACE, method="mask")
     np.testing.assert_allclose(shared[1], tiers.sweep(models[1][0], models[0][1], SPACE), rtol=1e-5)
 

@@ -189,13 +189,16 @@ def _oracle_trimmed_mean(values):
     return sum(inner) / len(inner)
 
 
-@pytest.fixture(scope="module")
-def segment_space():
-    """A space with every built-in aggregator in tier 4 and a user-registered one in tiers 3 and 4."""
+@pytest.fixture(scope="module", params=["sorted", "any_order"])
+def segment_space(request):
+    """Every built-in aggregator in tier 4 and a user-registered one in tier 3, and in tier 4
+    too ("sorted": the sweep sorts each segment) or not ("any_order": every tier-4 aggregator
+    takes unsorted rows, the median by radix selection)."""
     tiers.register_aggregator("trimmed_mean")(_trimmed_mean)
+    builtin = ("sum", "mean", "median", "geomean", "max", "min")
     yield tiers.Space.from_names(filters=("none", "prefix0"), caption_scores=("prob", "pplx", "count"),
                                  image_aggregators=("median", "geomean", "trimmed_mean", "join"),
-                                 dataset_aggregators=("sum", "mean", "median", "geomean", "max", "min", "trimmed_mean"))
+                                 dataset_aggregators=builtin + (("trimmed_mean",) if request.param == "sorted" else ()))
     tiers.REGISTRIES[3].remove("trimmed_mean"), tiers.REGISTRIES[4].remove("trimmed_mean")
 
 
@@ -344,3 +347,30 @@ def test_sort_masked_matches_numpy(n):
         np.testing.assert_array_equal(got[:keep.sum()], want)
         np.testing.assert_array_equal(got[keep.sum():], want[-1])  # padding repeats the largest value
         np.testing.assert_array_equal(first, np.arange(n) < keep.sum())
+
+
+@pytest.mark.parametrize("use_x64", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 9, 1000, 70000])  # 70,000: counts too large to pack two per int32
+def test_median_any_order_equals_the_sorted_median(use_x64, n):
+    import jax
+
+    from pregen_jax.tiers._builtins import agg_median
+    from pregen_jax.tiers._selection import median_any_order
+    from pregen_jax.tiers._sorting import sort_masked
+    rng = np.random.default_rng(n)
+    rows = 4 if n > 1000 else 40
+    pool = np.array([0.0, -0.0, 1e-38, 1e-45, 0.5, 1.0, 2.0, np.inf, -np.inf, -3.0, np.nan])
+    values = np.where(rng.random((rows, n)) < 0.5, rng.choice(pool, (rows, n)) * rng.uniform(0.5, 1.5, (rows, n)),
+                      rng.normal(size=(rows, n)))  # special values, ties and plain ones
+    mask = rng.random((rows, n)) < 0.7
+    mask[:, 0] = True
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", use_x64)
+    try:
+        values = values.astype(np.float64 if use_x64 else np.float32)
+        want = np.asarray(jax.jit(lambda v, m: agg_median(*sort_masked(v, m)))(values, mask))
+        got = np.asarray(jax.jit(median_any_order)(values, mask))
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+    assert got.dtype == values.dtype
+    np.testing.assert_array_equal(got, want)  # an entry of the row (or the mean of two), as the sort gives

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 
 from . import oracle
 from ._registry import register_aggregator, register_caption_score, register_filter
+from ._selection import median_any_order
 
 
 def _prefix(ranks):
@@ -96,13 +97,13 @@ def _count(mask, dtype):
     return jnp.maximum(mask.sum(-1), 1).astype(dtype)
 
 
-@register_aggregator("sum", reference=_aggregator_reference("sum"))
+@register_aggregator("sum", reference=_aggregator_reference("sum"), unsorted=True)
 def agg_sum(values, mask):
     """Sum of the masked values."""
     return jnp.sum(jnp.where(mask, values, 0.0), axis=-1)
 
 
-@register_aggregator("mean", reference=_aggregator_reference("mean"))
+@register_aggregator("mean", reference=_aggregator_reference("mean"), unsorted=True)
 def agg_mean(values, mask):
     """Arithmetic mean of the masked values."""
     return agg_sum(values, mask) / _count(mask, values.dtype)
@@ -134,7 +135,7 @@ def kth_masked(values, mask, k):
     return jax.lax.cond(prefix, direct, ranked)
 
 
-@register_aggregator("median", reference=_aggregator_reference("median"))
+@register_aggregator("median", reference=_aggregator_reference("median"), unsorted=median_any_order)
 def agg_median(values, mask):
     """Median of the masked values (mean of the two middle ones for an even count)."""
     n = mask.sum(-1)
@@ -143,7 +144,7 @@ def agg_median(values, mask):
     return jnp.where(low == high, low, (low + high) / 2)  # inf stays inf, never inf-inf
 
 
-@register_aggregator("geomean", reference=_aggregator_reference("geomean"))
+@register_aggregator("geomean", reference=_aggregator_reference("geomean"), unsorted=True)
 def agg_geomean(values, mask):
     """Geometric mean exp(mean(log x)); 0 when any value is 0 (and +inf stays +inf)."""
     any_zero = jnp.any(mask & (values == 0), axis=-1)
@@ -151,13 +152,13 @@ def agg_geomean(values, mask):
     return jnp.where(any_zero, 0.0, jnp.exp(log_sum / _count(mask, values.dtype)))
 
 
-@register_aggregator("max", reference=_aggregator_reference("max"))
+@register_aggregator("max", reference=_aggregator_reference("max"), unsorted=True)
 def agg_max(values, mask):
     """Largest masked value."""
     return jnp.max(jnp.where(mask, values, -jnp.inf), axis=-1)
 
 
-@register_aggregator("min", reference=_aggregator_reference("min"))
+@register_aggregator("min", reference=_aggregator_reference("min"), unsorted=True)
 def agg_min(values, mask):
     """Smallest masked value."""
     return jnp.min(jnp.where(mask, values, jnp.inf), axis=-1)

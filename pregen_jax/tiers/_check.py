@@ -188,6 +188,17 @@ def _check_aggregator(tier_fn: TierFn, rng) -> None:
             _expect(tier_fn, _close(result[index], want),
                     f"differs from its reference on values {kept.tolist()}", result[index], want)
     _common(tier_fn, args, result)
+    if tier_fn.unsorted is not None:
+        _check_unsorted(tier_fn, values, mask, result, rng)
+
+
+def _check_unsorted(tier_fn: TierFn, values, mask, result, rng) -> None:
+    """Its ``unsorted`` form on every row shuffled (values and mask alike) gives ``fn``'s result."""
+    order = np.argsort(rng.random(values.shape), axis=-1)
+    shuffled = (jnp.asarray(np.take_along_axis(values, order, -1)), jnp.asarray(np.take_along_axis(mask, order, -1)))
+    got = np.asarray(jax.jit(tier_fn.unsorted)(*shuffled))
+    _expect(tier_fn, _close(got, result), "its unsorted= form on shuffled rows differs from it on sorted rows",
+            got, result)
 
 
 def registered() -> list[TierFn]:

@@ -12,7 +12,9 @@ below use ``...`` for leading batch axes that the sweep adds (filters, strata, m
                        ``values`` and ``mask`` always arrive with the same shape, and
                        ``values`` sorted ascending along the last axis, NaN last: the sweep
                        sorts each column once, for all strata, so an order statistic such
-                       as the median costs O(N) per stratum instead of a sort)
+                       as the median costs O(N) per stratum instead of a sort; an aggregator
+                       registered with ``unsorted=`` also has a form for values in any
+                       order, and when every tier-4 aggregator has one the sweep sorts nothing)
 
 Tier 3 aggregates a reference's caption scores into an image score, tier 4 the image scores
 of a stratum into a dataset score; one aggregator may serve both tiers. The tier-3 entry
@@ -49,6 +51,10 @@ class TierFn:
     doc: str = ""
     reference: Callable | None = None  # plain Python over one list of values (see ``check``)
     module_digest: str = ""  # hash of the defining module's file when registered (constants change scores too)
+    # Aggregators only: the same reduction for values in any order along the last axis (None:
+    # it needs them sorted). When every tier-4 aggregator of a space has one, the segment sweep
+    # hands them unsorted rows and sorts nothing.
+    unsorted: Callable | None = None
 
     def renamed(self, name: str) -> TierFn:
         """The same function under another name (how COMPAT_2018 calls its filter ``filter0``)."""
@@ -99,7 +105,7 @@ def _probe(tier: int, name: str, fn: Callable) -> None:
 
 
 def register(tier: int | tuple[int, ...], name: str | None = None, *, reference: Callable | None = None,
-             overwrite: bool = False):
+             overwrite: bool = False, unsorted: Callable | bool | None = None):
     """Decorator: register ``fn`` as a tier function (tier 1-4, or a tuple such as (3, 4)).
 
     The function is traced once on small inputs to check its signature and output shape,
@@ -113,6 +119,11 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
     ``(probs: list[float], keep: list[bool]) -> float`` (the reference's real positions);
     aggregator ``(values: list[float]) -> float`` (the masked values, sorted ascending).
 
+    ``unsorted`` (aggregators only, optional): ``True`` when ``fn`` itself needs no sorted
+    input (a sum, a maximum), or a function of the same signature that gives ``fn``'s result
+    for values in any order (a median by selection). When every tier-4 aggregator of a space
+    has one, the segment sweep sorts nothing; ``check`` compares it with ``fn`` on shuffled rows.
+
     >>> @register(1, "top2prefix")
     ... def top2prefix(probs, ranks, mask):
     ...     return jnp.cumprod(ranks < 2, axis=-1).astype(bool) & mask
@@ -125,6 +136,9 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
         if t not in REGISTRIES:
             raise ValueError(f"tier must be 1, 2, 3 or 4, got {t!r}")
 
+    if unsorted is not None and unsorted is not False and not set(tiers) <= {3, 4}:
+        raise ValueError("unsorted= is for aggregators (tiers 3 and 4)")
+
     def decorate(fn: Callable) -> Callable:
         fn_name = name or fn.__name__
         _check_name(fn_name)
@@ -132,12 +146,15 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
             raise ValueError(f"{JOIN!r} is reserved for the structural tier-3 entry")
         for t in tiers:
             REGISTRIES[t].check_free(fn_name, overwrite)
+        any_order = fn if unsorted is True else (unsorted or None)
         for t in tiers:
             _probe(t, fn_name, fn)
+            if any_order is not None and any_order is not fn:
+                _probe(t, fn_name + " (unsorted)", any_order)
         module = module_digest(fn)
         for t in tiers:
-            REGISTRIES[t].add(fn_name, TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference, module),
-                              overwrite=True)  # (every name checked free above)
+            REGISTRIES[t].add(fn_name, TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference, module,
+                                              any_order), overwrite=True)  # (every name checked free above)
         return fn
 
     return decorate

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -29,7 +30,8 @@ from ._sorting import order_keys, pad_key, pad_with_last, sort_keys, values_from
 # that one sort op of short rows sorts them all with little padding.
 PIECES, MIN_PIECE = 32, 16
 
-__all__ = ["PartitionShape", "Partitions", "SegmentLayout", "order_keys", "plan_segments", "segment_rows"]
+__all__ = ["PartitionShape", "Partitions", "SegmentLayout", "order_keys", "plan_segments", "segment_rows",
+           "segment_rows_any_order"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,6 +313,47 @@ def segment_rows(values, layout_shapes, runs: Runs | None, index, entry_valid=No
     merged_valid = valid.reshape(-1)[slot]
     # A segment of several pieces is their sorted runs side by side: sorting that merges them.
     return [_span_rows(merged, merged_valid, spans, shape, dtype) for spans, shape in zip(runs.spans, layout_shapes)]
+
+
+def take_last(values, index):
+    """``jnp.take(values, index, axis=-1)`` as one gather of whole rows' entries, so that the
+    result is laid out row by row (XLA:CPU otherwise lays the gathered axis outermost and every
+    reader strides across it). values: f[..., N]; index: i32[M] -> f[..., M]."""
+    rows = values.reshape(-1, values.shape[-1])
+    at = (jnp.arange(rows.shape[0], dtype=jnp.int32)[:, None] * rows.shape[1] + index[None, :]).reshape(-1)
+    return rows.reshape(-1)[at].reshape(*values.shape[:-1], index.shape[-1])
+
+
+def segment_rows_any_order(values, layout_shapes, runs: Runs | None, index, entry_valid=None):
+    """``segment_rows`` without the sort, for aggregators that take values in any order:
+    each segment's members (padding repeats a member; the mask leaves it out)."""
+    if runs is None:
+        rows = []
+        for members in index:
+            valid = members >= 0
+            if entry_valid is not None:
+                valid = valid & entry_valid[jnp.maximum(members, 0)]
+            part = jnp.take(values, jnp.maximum(members, 0), axis=-1)
+            rows.append((part, jnp.broadcast_to(valid, part.shape)))
+        return rows
+    # [..., N] in the order, materialized once (else XLA repeats the gather in every reduction)
+    merged = jax.lax.optimization_barrier(take_last(values, index))
+    valid = jnp.ones(index.shape, bool) if entry_valid is None else jax.lax.optimization_barrier(entry_valid[index])
+    rows = []
+    for spans, shape in zip(runs.spans, layout_shapes):
+        at = np.full((shape.segments, shape.length), spans[0][0], np.int64)  # padding: a member, masked out
+        for k, (a, b) in enumerate(spans):
+            at[k, :b - a] = np.arange(a, b)
+        starts = [a for a, _ in spans]
+        if (at == np.arange(starts[0], starts[0] + at.size).reshape(at.shape)).all():  # the spec's blocks
+            stop = starts[0] + at.size
+            part = merged[..., starts[0]:stop].reshape(*merged.shape[:-1], *at.shape)
+            part_valid = valid[starts[0]:stop].reshape(at.shape)
+        else:
+            part, part_valid = jnp.take(merged, at, axis=-1), valid[at]
+            part_valid = part_valid & (np.arange(shape.length) < np.array([b - a for a, b in spans])[:, None])
+        rows.append((part, jnp.broadcast_to(part_valid, part.shape)))
+    return rows
 
 
 def caption_index(layout: SegmentLayout, index, ref_mask):

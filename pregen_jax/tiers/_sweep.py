@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..refprobs import RefProbs
-from ._segments import Partitions, SegmentLayout, caption_index, plan_segments, segment_rows
+from ._segments import Partitions, SegmentLayout, caption_index, plan_segments, segment_rows, segment_rows_any_order
 from ._sorting import sort_masked, stable_argsort
 from ._space import DEFAULT_SPACE, Space
 
@@ -129,18 +129,22 @@ def sweep_segment_arrays(space: Space, layout: SegmentLayout, probs, ranks, mask
       f[S, C], S = sum of K_p, strata in (partition, segment) order.
     """
     caption, ref_mask, image_scores = caption_and_image_scores(space, probs, ranks, mask)
+    # When every tier-4 aggregator takes values in any order (the spec's do), nothing is sorted.
+    any_order = all(agg.unsorted is not None for agg in space.dataset_aggregators)
+    rows_of = segment_rows_any_order if any_order else segment_rows
     image_rows = caption_rows = None
     if image_scores is not None:
-        image_rows = segment_rows(image_scores, layout.images, layout.runs, index)
+        image_rows = rows_of(image_scores, layout.images, layout.runs, index)
     if _has_join(space):
         num_refs = ref_mask.shape[-1]
-        caption_rows = segment_rows(caption.reshape(*caption.shape[:2], -1), layout.captions,
-                                    None if layout.runs is None else layout.runs.scaled(num_refs),
-                                    caption_index(layout, index, ref_mask), ref_mask.reshape(-1))
+        caption_rows = rows_of(caption.reshape(*caption.shape[:2], -1), layout.captions,
+                               None if layout.runs is None else layout.runs.scaled(num_refs),
+                               caption_index(layout, index, ref_mask), ref_mask.reshape(-1))
     results = []
     for dataset_agg in space.dataset_aggregators:
-        results.append((None if image_rows is None else _reduce_segments(dataset_agg.fn, image_rows),
-                        None if caption_rows is None else _reduce_segments(dataset_agg.fn, caption_rows)))
+        fn = dataset_agg.unsorted if any_order else dataset_agg.fn
+        results.append((None if image_rows is None else _reduce_segments(fn, image_rows),
+                        None if caption_rows is None else _reduce_segments(fn, caption_rows)))
     return _columns(space, results, sum(shape.segments for shape in layout.images))
 
 
