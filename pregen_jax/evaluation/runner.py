@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -157,11 +158,13 @@ def _with_idf(metric, all_gts: dict | None):
 
 def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -> tuple[dict, dict, dict]:
     """(system -> metric -> f64[images, k] or None, system -> metric -> f64[images] per-image scores,
-    system -> metric -> corpus score of the metrics without statistics)."""
+    system -> metric -> corpus score of the metrics without statistics). Metrics that release the
+    GIL (``PostgenMetric.releases_gil``: METEOR) run in a thread beside the others."""
     stats: dict = {s: {} for s in names}
     per_image: dict = {s: {} for s in names}
     corpus: dict = {s: {} for s in names}
-    for name, metric in scorers.items():
+
+    def run(name: str, metric) -> None:
         for system, res in zip(names, system_res):
             if metric.has_stats:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap does
                 rows = metric.stats_of_tokenized(gts, res)
@@ -171,6 +174,15 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -
                 corpus[system][name], scores = metric.compute_score(gts, res)
                 per_image[system][name] = np.asarray(scores, np.float64)
             stats[system][name] = rows
+
+    beside = [(name, metric) for name, metric in scorers.items() if metric.releases_gil]
+    with ThreadPoolExecutor(max_workers=max(1, len(beside))) as pool:
+        started = [pool.submit(run, name, metric) for name, metric in beside]
+        for name, metric in scorers.items():
+            if not metric.releases_gil:
+                run(name, metric)
+        for future in started:
+            future.result()  # its error, if any, raised here
     return stats, per_image, corpus
 
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from ...processes import cores_here
 from . import fast, packed, paraphrase, scoring
 from .jar import score_line
 from .jit import compiling_message, mark_compiled
@@ -105,15 +107,20 @@ class PythonMeteor:
         return np.array(rows, np.float64).reshape(len(gts), scoring.K)
 
     def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call (only
-        one batch's sentence arrays are held at a time, whatever the set's size)."""
-        for start in range(0, len(pairs), BATCH):
-            self._align_batch(pairs[start:start + BATCH])
-
-    def _align_batch(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-        """Statistics and score of each new pair into the memo, all pairs in one compiled batch."""
-        if not pairs:
+        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call, the
+        batches on every core (the compiled code releases the GIL; a few batches' sentence arrays
+        are held at a time, whatever the set's size)."""
+        batches = [pairs[start:start + BATCH] for start in range(0, len(pairs), BATCH)]
+        if len(batches) < 2:
+            for batch in batches:
+                self._store(batch, *self._aligned(batch))
             return
+        with ThreadPoolExecutor(max_workers=min(len(batches), cores_here())) as pool:
+            for batch, (rows, scores) in zip(batches, pool.map(self._aligned, batches)):
+                self._store(batch, rows, scores)
+
+    def _aligned(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> tuple[np.ndarray, np.ndarray]:
+        """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs, in one compiled batch."""
         index: dict[tuple[str, ...], int] = {}
         for pair in pairs:
             for tokens in pair:
@@ -121,7 +128,9 @@ class PythonMeteor:
         offsets, data = self._packer.pack(list(index))
         tests = np.fromiter((index[t] for t, _ in pairs), np.int64, len(pairs))
         refs = np.fromiter((index[r] for _, r in pairs), np.int64, len(pairs))
-        rows, scores = fast.packed_pair_stats(tests, refs, offsets, data)
+        return fast.packed_pair_stats(tests, refs, offsets, data)
+
+    def _store(self, pairs: list, rows: np.ndarray, scores: np.ndarray) -> None:
         self._pairs.update(zip(pairs, zip(rows, scores.tolist())))
         self.aligned += len(pairs)
 
