@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from .text import Encoded, Grams, _shifted, encode
+from .text import Encoded, Grams, Grouped, _shifted, encode, grouped
 
 MAX_ORDER = 4
 _LIMIT = 2 ** 62
@@ -24,9 +24,9 @@ class Joined:
     """The n-grams of one order split into references and candidates, and joined on (gram, image).
 
     Attributes:
-      r_gram, r_ref, r_tf: i64[Er] reference entries (sorted by gram, then reference);
+      r_ref, r_tf: i32[Er] reference entries (sorted by gram, then reference): the reference, the count;
+      group: i32[Er] each reference entry's index among the distinct reference grams;
       c_gram, c_cand, c_tf: i64[Ec] candidate entries (sorted by gram, then candidate).
-      group: i64[Er] each reference entry's index among the distinct reference grams;
       df: i64[G] the number of images whose references hold each distinct gram.
       run_start, run_end: i64[U] the entries of each distinct (gram, image), a contiguous run.
       c_df: i64[Ec] the df of each candidate entry's gram (0: in no reference);
@@ -34,13 +34,12 @@ class Joined:
       c_group: i64[Ec] the distinct reference gram of each candidate entry (-1: in no reference).
     """
 
-    r_gram: np.ndarray
     r_ref: np.ndarray
     r_tf: np.ndarray
+    group: np.ndarray
     c_gram: np.ndarray
     c_cand: np.ndarray
     c_tf: np.ndarray
-    group: np.ndarray
     df: np.ndarray
     run_start: np.ndarray
     run_end: np.ndarray
@@ -133,10 +132,6 @@ class Corpus:
             self._memo[key] = compute()
         return self._memo[key]
 
-    def grams(self, n: int) -> Grams:
-        """The n-grams (order ``n``) of every string, counted per string (worked out once per order)."""
-        return self.once(("grams", n), lambda: self._count_grams(n))
-
     def reference_side(self, key, compute):
         """``compute()``, a function of the references and their grouping into images alone: kept with
         the kept references under ``key`` (with this grouping), so later corpora on them reuse it."""
@@ -146,16 +141,15 @@ class Corpus:
 
     def joined(self, n: int) -> Joined:
         """The n-grams of order ``n`` joined between candidates and references (worked out once per order)."""
-        return self.once(("joined", n), lambda: _join(self, self.grams(n), n))
+        return self.once(("joined", n), lambda: _join(self, n, *self._count_grams(n)))
 
-    def _count_grams(self, n: int) -> Grams:
-        if self._kept is not None:  # the references' counts are kept; each part sorted by (gram, string)
+    def _count_grams(self, n: int) -> tuple[Grouped, Grams]:
+        """(the references' n-grams of order ``n``, the candidates' (strings numbered from 0)), each
+        sorted by (gram, string) and counted; the references' kept where they are."""
+        if self._kept is not None:
             from .references import count_grams
             references, cands = self._kept
-            ref_grams, cand_grams = references.grams(n), count_grams(cands, n, references.base)
-            return Grams(np.concatenate([ref_grams.gram, cand_grams.gram]),
-                         np.concatenate([ref_grams.string, cand_grams.string + self.R]),
-                         np.concatenate([ref_grams.count, cand_grams.count]))
+            return references.grams(n), count_grams(cands, n, references.base)
         encoded = self.encoded
         keys = _gram_keys(encoded, n)
         valid = encoded.position + n <= encoded.lengths[encoded.string]
@@ -164,15 +158,16 @@ class Corpus:
         if gram.size and int(gram.max()) >= _LIMIT // max(strings, 1):
             gram = np.unique(gram, return_inverse=True)[1].astype(np.int64)  # dense ids: key * strings fits
         combined, count = np.unique(gram * strings + string, return_counts=True)
-        return Grams(combined // strings, combined % strings, count)
+        gram, string = combined // strings, combined % strings
+        is_ref = string < self.R  # sorted by (gram, string): each part stays sorted
+        return (grouped(gram[is_ref], string[is_ref], count[is_ref]),
+                Grams(gram[~is_ref], string[~is_ref] - self.R, count[~is_ref]))
 
 
-def _join(corpus: Corpus, grams: Grams, n: int) -> Joined:
-    R = corpus.R  # noqa: N806
-    is_ref = grams.string < R
-    c_gram, c_cand, c_tf = grams.gram[~is_ref], grams.string[~is_ref] - R, grams.count[~is_ref]
-    side = corpus.reference_side(n, lambda: _ref_side(corpus, grams, is_ref))  # kept with kept references
-    r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key = side
+def _join(corpus: Corpus, n: int, refs: Grouped, cands: Grams) -> Joined:
+    c_gram, c_cand, c_tf = cands.gram, cands.string, cands.count
+    distinct = refs.distinct
+    df, run_bounds, run_key = corpus.reference_side(n, lambda: _ref_side(corpus, refs))  # kept with kept references
     c_df = np.zeros(len(c_gram), np.int64)
     c_run = np.full(len(c_gram), -1, np.int64)
     c_group = np.full(len(c_gram), -1, np.int64)
@@ -184,23 +179,23 @@ def _join(corpus: Corpus, grams: Grams, n: int) -> Joined:
         wanted = at * corpus.images + corpus.cand_image[c_cand]
         run = np.searchsorted(run_key, wanted).clip(max=len(run_key) - 1)
         c_run = np.where(known & (run_key[run] == wanted), run, -1)
-    return Joined(r_gram, r_ref, r_tf, c_gram, c_cand, c_tf, group, df, run_start, run_end, c_df, c_run, c_group)
+    return Joined(refs.string, refs.count, refs.group, c_gram, c_cand, c_tf, df, run_bounds[:-1], run_bounds[1:],
+                  c_df, c_run, c_group)
 
 
-def _ref_side(corpus: Corpus, grams: Grams, is_ref: np.ndarray) -> tuple:
-    """The references' half of ``_join``: entries, gram groups, document frequencies, (gram, image) runs."""
-    r_gram, r_ref, r_tf = grams.gram[is_ref], grams.string[is_ref], grams.count[is_ref]
-    change = np.r_[True, r_gram[1:] != r_gram[:-1]] if r_gram.size else np.zeros(0, bool)
-    image = corpus.ref_image[r_ref]
-    new_run = change.copy()
+def _ref_side(corpus: Corpus, refs: Grouped) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The references' half of ``_join``: (i64[G] document frequencies, i64[U + 1] where each distinct
+    (gram, image) run starts and the end, i64[U] each run's key ``group * images + image``)."""
+    image = corpus.ref_image[refs.string]
+    new_run = np.empty(len(image), bool)
+    new_run[:1] = True
+    np.not_equal(refs.group[1:], refs.group[:-1], out=new_run[1:])
     new_run[1:] |= image[1:] != image[:-1]
-    group = np.cumsum(change) - 1
-    df = np.bincount(group, minlength=0, weights=new_run).astype(np.int64) if group.size else np.zeros(0, np.int64)
-    distinct = r_gram[change]
     run_start = np.flatnonzero(new_run)
-    run_end = np.r_[run_start[1:], len(r_gram)].astype(np.int64)
-    run_key = group[run_start] * corpus.images + image[run_start]
-    return r_gram, r_ref, r_tf, group, df, distinct, run_start, run_end, run_key
+    run_group = refs.group[run_start]
+    df = np.bincount(run_group, minlength=len(refs.distinct)).astype(np.int64)
+    run_key = run_group.astype(np.int64) * corpus.images + image[run_start]
+    return df, np.append(run_start, len(image)), run_key
 
 
 def _gram_keys(encoded: Encoded, n: int) -> np.ndarray:

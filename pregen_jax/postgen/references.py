@@ -15,7 +15,7 @@ from itertools import count, repeat
 import numpy as np
 
 from .recent import CACHE
-from .text import Encoded, Grams, _arrays, _shifted, is_canonical
+from .text import Encoded, Grams, Grouped, _arrays, _shifted, grouped, is_canonical
 
 
 @dataclasses.dataclass
@@ -34,10 +34,11 @@ class References:
             self._sides[key] = compute()
         return self._sides[key]
 
-    def grams(self, n: int):
-        """The references' n-grams of order ``n``, sorted by (gram, reference), counted."""
+    def grams(self, n: int) -> Grouped:
+        """The references' n-grams of order ``n``, sorted by (gram, reference), counted, grams numbered."""
         if n not in self._grams:
-            self._grams[n] = count_grams(self.encoded, n, self.base)
+            counted = count_grams(self.encoded, n, self.base)
+            self._grams[n] = grouped(counted.gram, counted.string, counted.count)
         return self._grams[n]
 
     def encode_candidates(self, cands: list[str]) -> Encoded | None:
@@ -87,14 +88,26 @@ def count_grams(encoded: Encoded, n: int, base: int):
     gram, string = keys[valid], encoded.string[valid]
     strings = max(len(encoded.lengths), 1)
     if base ** n < 2 ** 62 // strings:  # one int64 key per (gram, string): a plain sort
-        combined, counts = np.unique(gram * strings + string, return_counts=True)
-        return Grams(combined // strings, combined % strings, counts)
+        return counted(gram * strings + string, strings)
     order = np.lexsort((string, gram))
     gram, string = gram[order], string[order]
     first = np.flatnonzero(np.r_[True, (gram[1:] != gram[:-1]) | (string[1:] != string[:-1])]) if gram.size \
         else np.zeros(0, np.int64)
     counts = np.diff(np.r_[first, len(gram)])
     return Grams(gram[first], string[first], counts)
+
+
+def counted(keys: np.ndarray, strings: int) -> Grams:
+    """``Grams`` of ``keys`` (i64[E] ``gram * strings + string``, overwritten: sorted in place): each
+    distinct key once, with how often it occurs (``np.unique(keys, return_counts=True)``, no copies)."""
+    keys.sort()
+    first = np.empty(len(keys), bool)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    at = np.flatnonzero(first)
+    counts = np.diff(at, append=len(keys))
+    combined = keys[at]
+    return Grams(combined // strings, combined % strings, counts)
 
 
 def concatenate(refs: Encoded, cands: Encoded) -> Encoded:
