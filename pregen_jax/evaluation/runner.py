@@ -176,8 +176,8 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -
                 per_image[system][name] = np.asarray(scores, np.float64)
             stats[system][name] = rows
 
-    # the array metrics first: they share each system's encoded corpus (kept in postgen's cache), released
-    # before the others run (at 40,504 images it held 1.2 GB through METEOR's run)
+    # the array metrics share each system's encoded corpus (kept in postgen's cache): released once they
+    # are done, before the other Python metrics run (METEOR, in its thread, runs beside them all)
     beside = [name for name in scorers if scorers[name].releases_gil]
     shared = [name for name in scorers if name in postgen.ARRAY_METRICS and name not in beside]
     others = [name for name in scorers if name not in shared and name not in beside]

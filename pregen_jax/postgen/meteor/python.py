@@ -52,8 +52,9 @@ class PythonMeteor:
     def __init__(self):
         self._analyzer: Analyzer | None = None
         self._packer: Packer | None = None
-        # (test, reference) -> (its statistics f64[23], a view into its batch's rows; its score)
-        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[np.ndarray, float]] = {}
+        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}  # (test, reference) -> its row
+        self._rows = np.zeros((0, scoring.K))  # f64[memo capacity, 23]: each pair's statistics
+        self._scores = np.zeros(0)  # f64[memo capacity]: each pair's score
         self.aligned = 0  # distinct pairs aligned so far
 
     def load(self) -> None:
@@ -96,15 +97,10 @@ class PythonMeteor:
             if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
                 self._pairs.clear()
             self._align(list(dict.fromkeys((t, r) for t, refs in segments for r in refs if (t, r) not in self._pairs)))
-            rows = []
-            for test, refs in segments:
-                best, best_score = None, -1.0
-                for ref in refs:
-                    stats, score = self._pairs[test, ref]
-                    if score > best_score:
-                        best, best_score = stats, score
-                rows.append(best)
-        return np.array(rows, np.float64).reshape(len(gts), scoring.K)
+            pairs = self._pairs
+            flat = np.fromiter((pairs[test, ref] for test, refs in segments for ref in refs), np.int64)
+        counts = np.fromiter((len(refs) for _, refs in segments), np.int64, len(segments))
+        return self._rows[flat[_first_best(self._scores[flat], counts)]].reshape(len(gts), scoring.K)
 
     def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
         """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call, the
@@ -131,8 +127,27 @@ class PythonMeteor:
         return fast.packed_pair_stats(tests, refs, offsets, data)
 
     def _store(self, pairs: list, rows: np.ndarray, scores: np.ndarray) -> None:
-        self._pairs.update(zip(pairs, zip(rows, scores.tolist())))
+        """The pairs' rows and scores into the memo's arrays (grown by doubling)."""
+        start = len(self._pairs)
+        if start + len(pairs) > len(self._scores):
+            capacity = max(2 * len(self._scores), start + len(pairs), 1024)
+            self._rows = np.concatenate([self._rows[:start], np.zeros((capacity - start, scoring.K))])
+            self._scores = np.concatenate([self._scores[:start], np.zeros(capacity - start)])
+        self._rows[start:start + len(pairs)] = rows
+        self._scores[start:start + len(pairs)] = scores
+        self._pairs.update(zip(pairs, range(start, start + len(pairs))))
         self.aligned += len(pairs)
+
+
+def _first_best(scores: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """i64[segments]: for each segment's run of ``counts`` scores in ``scores`` (f64[sum(counts)]), the
+    position of its highest score, the first of equal ones (the jar's ``>``, from -1)."""
+    if counts.size and counts.min() < 1:
+        raise ValueError("METEOR: an image without references")
+    position = np.arange(len(scores))
+    segment = np.repeat(np.arange(len(counts)), counts)
+    order = np.lexsort((position, -scores, segment))
+    return order[np.cumsum(counts) - counts]
 
 
 @contextlib.contextmanager
