@@ -90,10 +90,7 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
     jvms_before = jvms_started()
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
-    with postgen.make_metrics(requested, options) as started:
-        unavailable = dict(started.unavailable)
-        scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
-        stats, per_image, corpus = _score(scorers, gts, system_res, names)
+    scorers, unavailable, stats, per_image, corpus = _score_all(requested, options, all_gts, gts, system_res, names)
     jvms = jvms_started() - jvms_before
     with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
     table = compare(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
@@ -157,15 +154,43 @@ def _with_idf(metric, all_gts: dict | None):
     return metric
 
 
-def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -> tuple[dict, dict, dict]:
-    """(system -> metric -> f64[images, k] or None, system -> metric -> f64[images] per-image scores,
-    system -> metric -> corpus score of the metrics without statistics). Metrics that release the
-    GIL (``PostgenMetric.releases_gil``: METEOR) run in a thread beside the others."""
-    stats: dict = {s: {} for s in names}
-    per_image: dict = {s: {} for s in names}
-    corpus: dict = {s: {} for s in names}
+def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: list[dict], names: list[str]):
+    """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings), in ``requested``'s order.
 
-    def run(name: str, metric) -> None:
+    Metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR) are started, scored and
+    closed in a thread of their own, beside the rest. Of the rest, the array metrics first: they
+    share each system's encoded corpus (kept in postgen's cache), released before the others are
+    started (at 40,504 images it held 1.2 GB through the others' run)."""
+    beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
+    shared = [name for name in requested if name in postgen.ARRAY_METRICS and name not in beside]
+    parts = [shared, [name for name in requested if name not in shared and name not in beside]]
+    ran, unavailable = {}, {}
+    into = tuple({s: {} for s in names} for _ in range(3))  # stats, per_image, corpus
+
+    def run(part: list[str]) -> None:
+        with postgen.make_metrics(part, options) as started:
+            unavailable.update(started.unavailable)
+            scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
+            _score(scorers, gts, system_res, names, into)
+            ran.update(scorers)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        in_thread = pool.submit(run, beside) if beside else None
+        for part in parts:
+            if part:
+                run(part)
+                release_kept()
+        if in_thread is not None:
+            in_thread.result()  # its error, if any, raised here
+    return ({name: ran[name] for name in requested if name in ran},
+            {name: unavailable[name] for name in requested if name in unavailable}, *into)
+
+
+def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str], into: tuple[dict, dict, dict]) -> None:
+    """Fill ``into``: (system -> metric -> f64[images, k] or None, system -> metric -> f64[images] per-image
+    scores, system -> metric -> corpus score of the metrics without statistics)."""
+    stats, per_image, corpus = into
+    for name, metric in scorers.items():
         for system, res in zip(names, system_res):
             if metric.has_stats:  # inputs checked as read; a reference PTB leaves empty is scored as COCOEvalCap does
                 rows = metric.stats_of_tokenized(gts, res)
@@ -175,22 +200,6 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str]) -
                 corpus[system][name], scores = metric.compute_score(gts, res)
                 per_image[system][name] = np.asarray(scores, np.float64)
             stats[system][name] = rows
-
-    # the array metrics share each system's encoded corpus (kept in postgen's cache): released once they
-    # are done, before the other Python metrics run (METEOR, in its thread, runs beside them all)
-    beside = [name for name in scorers if scorers[name].releases_gil]
-    shared = [name for name in scorers if name in postgen.ARRAY_METRICS and name not in beside]
-    others = [name for name in scorers if name not in shared and name not in beside]
-    with ThreadPoolExecutor(max_workers=max(1, len(beside))) as pool:
-        started = [pool.submit(run, name, scorers[name]) for name in beside]
-        for name in shared:
-            run(name, scorers[name])
-        release_kept()
-        for name in others:
-            run(name, scorers[name])
-        for future in started:
-            future.result()  # its error, if any, raised here
-    return stats, per_image, corpus
 
 
 def _add_scores_only(table: pd.DataFrame, scorers: dict, corpus: dict, names) -> pd.DataFrame:

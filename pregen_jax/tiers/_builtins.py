@@ -70,7 +70,9 @@ def caption_prob(probs, keep, mask):
 def caption_pplx(probs, keep, mask):
     """Perplexity 2 ** (-mean(log2 p)) of the kept positions; +inf when nothing is kept or a kept p is 0."""
     count = keep.sum(-1)
-    log2_sum = jnp.sum(jnp.where(keep, jnp.log2(jnp.where(keep, probs, 1.0)), 0.0), axis=-1)
+    # log2 of the unbroadcast probabilities, then select: a log under the select (of each
+    # filter's broadcast copy) is not vectorized on XLA:CPU and cost 3-5x more.
+    log2_sum = jnp.sum(jnp.where(keep, jnp.log2(probs), 0.0), axis=-1)
     pplx = jnp.exp2(-log2_sum / jnp.maximum(count, 1))
     return jnp.where(count > 0, pplx, jnp.inf)
 
