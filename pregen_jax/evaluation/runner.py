@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -203,25 +204,33 @@ def _with_idf(metric, all_gts: dict | None):
 def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: list[dict], names: list[str]):
     """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings), in ``requested``'s order.
 
-    The array metrics first: they share each system's encoded corpus (kept in postgen's cache), released
-    before the others are even started (at 40,504 images it held 1.2 GB through METEOR's run, and METEOR's
-    tables 300 MB through theirs)."""
-    shared = [name for name in requested if name in postgen.ARRAY_METRICS]
+    Metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR) are started, scored and
+    closed in a thread of their own, beside the rest. Of the rest, the array metrics first: they
+    share each system's encoded corpus (kept in postgen's cache), released before the others are
+    started (at 40,504 images it held 1.2 GB through the others' run)."""
+    beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
+    shared = [name for name in requested if name in postgen.ARRAY_METRICS and name not in beside]
+    parts = [shared, [name for name in requested if name not in shared and name not in beside]]
     ran, unavailable = {}, {}
-    stats: dict = {s: {} for s in names}
-    per_image: dict = {s: {} for s in names}
-    corpus: dict = {s: {} for s in names}
-    for part in (shared, [name for name in requested if name not in shared]):
-        if not part:
-            continue
+    into = tuple({s: {} for s in names} for _ in range(3))  # stats, per_image, corpus
+
+    def run(part: list[str]) -> None:
         with postgen.make_metrics(part, options) as started:
             unavailable.update(started.unavailable)
             scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
-            _score(scorers, gts, system_res, names, (stats, per_image, corpus))
+            _score(scorers, gts, system_res, names, into)
             ran.update(scorers)
-        release_kept()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        in_thread = pool.submit(run, beside) if beside else None
+        for part in parts:
+            if part:
+                run(part)
+                release_kept()
+        if in_thread is not None:
+            in_thread.result()  # its error, if any, raised here
     return ({name: ran[name] for name in requested if name in ran},
-            {name: unavailable[name] for name in requested if name in unavailable}, stats, per_image, corpus)
+            {name: unavailable[name] for name in requested if name in unavailable}, *into)
 
 
 def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str], into: tuple[dict, dict, dict]) -> None:
