@@ -46,8 +46,11 @@ def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
             raise ValueError(f"{path}: image {image_id!r}: 'split' = {json.dumps(image['split'])[:60]}: must be a "
                              "string (train, val, test or restval)")
         split = "train" if image["split"] == "restval" and merge_restval else image["split"]
-        target = splits.setdefault(split, CaptionSplit([], [], raw=[]))
+        target = splits.setdefault(split, CaptionSplit([], [], raw=[], aliases={}))
         target.image_ids.append(image_id)
+        cocoid = image.get("cocoid")
+        if isinstance(cocoid, int) and not isinstance(cocoid, bool) and str(cocoid) != image_id:
+            target.aliases[str(cocoid)] = image_id  # results files of COCO's tools key images by cocoid
         target.captions.append(refs)
         target.raw.append(raws)
         file_order.append(image_id)
