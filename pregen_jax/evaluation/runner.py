@@ -23,7 +23,7 @@ from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
 from .checks import input_notes
 from .inputs import ResultsFile, read_results, scored_images
-from .significance import Resampling, compare_rows
+from .significance import Resampling, compare_rows, drawn_ahead
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
 if TYPE_CHECKING:
@@ -136,10 +136,11 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
     jvms_before = jvms_started()
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
-    scorers, unavailable, stats, per_image, corpus = _score_all(requested, options, all_gts, gts, system_res, names)
+    scorers, unavailable, stats, per_image, corpus, counts = _score_all(
+        requested, options, all_gts, gts, system_res, names, meanwhile=lambda: drawn_ahead(len(images), plan))
     jvms = jvms_started() - jvms_before
     with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
-    compared = compare_rows(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
+    compared = compare_rows(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan, counts)
     scores_only = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names
                    if m in corpus[s]]
     if len(with_stats) < len(scorers):
@@ -201,8 +202,11 @@ def _with_idf(metric, all_gts: dict | None):
     return metric
 
 
-def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: list[dict], names: list[str]):
-    """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings), in ``requested``'s order.
+def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: list[dict], names: list[str],
+               meanwhile=lambda: None):
+    """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings, then what
+    ``meanwhile()`` gave), in ``requested``'s order; ``meanwhile`` runs after this thread's metrics,
+    while the other thread may still score (the bootstrap's draws).
 
     Metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR) are started, scored and
     closed in a thread of their own, beside the rest. Of the rest, the array metrics first: they
@@ -227,10 +231,11 @@ def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: li
             if part:
                 run(part)
                 release_kept()
+        ahead = meanwhile()
         if in_thread is not None:
             in_thread.result()  # its error, if any, raised here
     return ({name: ran[name] for name in requested if name in ran},
-            {name: unavailable[name] for name in requested if name in unavailable}, *into)
+            {name: unavailable[name] for name in requested if name in unavailable}, *into, ahead)
 
 
 def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str], into: tuple[dict, dict, dict]) -> None:
