@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from pathlib import Path
 
 from .. import io
@@ -75,14 +76,16 @@ def _coco_annotations(path: Path, data) -> ReferenceSet:
                          "'images' with 'sentences', an export-references file ends in .jsonl)")
     if not isinstance(data["annotations"], list) or not data["annotations"]:
         raise ValueError(f"{path}: 'annotations' must be a non-empty list")
-    captions: dict = {}
-    for k, ann in enumerate(data["annotations"]):
-        if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
-            raise ValueError(f"{path}: annotations[{k}] needs 'image_id' and 'caption'")
-        check_image_id(path, f"annotations[{k}]", ann["image_id"])
-        if not isinstance(ann["caption"], str):
-            raise ValueError(f"{path}: annotations[{k}] (image {ann['image_id']!r}): caption is not a string")
-        captions.setdefault(ann["image_id"], []).append(ann["caption"])
+    captions = _grouped_annotations(data["annotations"])
+    if captions is None:  # something is wrong: say what, entry by entry
+        captions = {}
+        for k, ann in enumerate(data["annotations"]):
+            if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
+                raise ValueError(f"{path}: annotations[{k}] needs 'image_id' and 'caption'")
+            check_image_id(path, f"annotations[{k}]", ann["image_id"])
+            if not isinstance(ann["caption"], str):
+                raise ValueError(f"{path}: annotations[{k}] (image {ann['image_id']!r}): caption is not a string")
+            captions.setdefault(ann["image_id"], []).append(ann["caption"])
     order = []
     for k, image in enumerate(data.get("images") or []):
         if not isinstance(image, dict) or "id" not in image:
@@ -92,6 +95,25 @@ def _coco_annotations(path: Path, data) -> ReferenceSet:
     seen = set(listed)  # once: a set per annotation made this quadratic (22 s at 40,504 images)
     ordered = {i: captions[i] for i in listed + [i for i in captions if i not in seen]}
     return ReferenceSet(str(path), "coco", ordered)
+
+
+def _grouped_annotations(annotations: list) -> dict | None:
+    """image id -> its captions in file order, checked in bulk (type sets, C loops: 0.3 s at 202,520
+    annotations entry by entry); None where an entry is not a dict with an integer or string
+    ``image_id`` and a string ``caption`` (the caller then finds which)."""
+    if set(map(type, annotations)) != {dict}:
+        return None
+    try:
+        ids = list(map(operator.itemgetter("image_id"), annotations))
+        texts = list(map(operator.itemgetter("caption"), annotations))
+    except KeyError:
+        return None
+    if not set(map(type, ids)) <= {int, str} or set(map(type, texts)) != {str}:
+        return None
+    captions: dict = {}
+    for image_id, caption in zip(ids, texts):
+        captions.setdefault(image_id, []).append(caption)
+    return captions
 
 
 def _karpathy(corpus: KarpathyFile, split: str) -> ReferenceSet:

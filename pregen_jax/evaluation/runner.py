@@ -9,12 +9,13 @@ all come from one pass (``significance``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .. import postgen
 from ..captionfiles import ReferenceSet, read_references
@@ -22,8 +23,11 @@ from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
 from .checks import input_notes
 from .inputs import ResultsFile, read_results, scored_images
-from .significance import Resampling, compare
+from .significance import Resampling, compare_rows
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COCO_METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")  # COCOEvalCap's
 IDF_RULES = ("scored", "all")
@@ -34,21 +38,63 @@ class Evaluation:
     """What ``score_files`` found.
 
     Attributes:
-      table: one row per (system, metric): score, its 95% interval, and against the first system
-        the difference, its interval and the two p-values (``significance.compare``).
-      per_image: f64 scores, one row per (system, image) in scoring order: ``system``, ``image_id``,
-        one column per metric (``evalImgs``).
+      compared: ``significance.compare_rows`` of the metrics with statistics: one dict per (system,
+        metric), metric by metric; scores_only: {system, metric, score} of the metrics without them.
+      scores: system -> metric -> f64[images] per-image scores; images: the image ids in scoring order.
+      systems: the results files' names (the first is the baseline); metrics: the metrics scored, in order.
+      tokenizer: the tokenizer's short name.
       settings: what the scores depend on (tokenizer, each metric's backend, versions, whether a
         JVM ran and which Java, document-frequency rule, ...).
       unavailable: metric -> why it could not run here (one line).
       notes: warnings to show the user (empty captions, intervals not available, ...).
+
+    As tables (pandas loads on first use; ``pregen-search evaluate`` writes without it):
+      table: one row per (system, metric): score, its 95% interval, and against the first system
+        the difference, its interval and the two p-values (``significance.compare``), and the tokenizer.
+      per_image: f64 scores, one row per (system, image) in scoring order: ``image_id``, one column
+        per metric (``evalImgs``), ``system`` where there are several.
     """
 
-    table: pd.DataFrame
-    per_image: pd.DataFrame
+    compared: list
+    scores_only: list
+    scores: dict
+    images: list
+    systems: list
+    metrics: list
+    tokenizer: str
     settings: dict
     unavailable: dict
     notes: list
+
+    def rows(self) -> list[dict]:
+        """``table``'s rows as dicts (a cell that does not apply is absent), in its order: metric by metric."""
+        metric_order = {m: k for k, m in enumerate(self.metrics)}
+        system_order = {s: k for k, s in enumerate(self.systems)}
+        rows = sorted(self.compared + self.scores_only, key=lambda r: (metric_order[r["metric"]], system_order[r["system"]]))
+        return [{**row, "tokenizer": self.tokenizer} for row in rows]
+
+    @functools.cached_property
+    def table(self) -> pd.DataFrame:
+        import pandas as pd
+
+        from .significance import COLUMNS
+        table = pd.DataFrame(self.compared, columns=COLUMNS) if self.compared else pd.DataFrame(columns=COLUMNS)
+        if self.scores_only:
+            table = pd.concat([table, pd.DataFrame(self.scores_only)], ignore_index=True)
+            metric_order = {m: k for k, m in enumerate(self.metrics)}
+            system_order = {s: k for k, s in enumerate(self.systems)}
+            key = table["metric"].map(metric_order) * len(self.systems) + table["system"].map(system_order)
+            table = table.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+        return table.assign(tokenizer=self.tokenizer)
+
+    @functools.cached_property
+    def per_image(self) -> pd.DataFrame:
+        import pandas as pd
+        frames = []
+        for system in self.systems:
+            frame = pd.DataFrame({"image_id": self.images, **{m: self.scores[system][m] for m in self.metrics}})
+            frames.append(frame.assign(system=system) if len(self.systems) > 1 else frame)
+        return pd.concat(frames, ignore_index=True)
 
 
 def evaluate(references, captions, **options) -> pd.DataFrame:
@@ -93,14 +139,15 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     scorers, unavailable, stats, per_image, corpus = _score_all(requested, options, all_gts, gts, system_res, names)
     jvms = jvms_started() - jvms_before
     with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
-    table = compare(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
-    table = _add_scores_only(table, scorers, corpus, names)
+    compared = compare_rows(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
+    scores_only = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names
+                   if m in corpus[s]]
     if len(with_stats) < len(scorers):
         notes.append(f"no intervals or p-values for {', '.join(m for m in scorers if m not in with_stats)} "
                      "(they declare no per-image statistics: PostgenMetric.has_stats)")
     settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
-    frame = _per_image_frame(per_image, names, images, list(scorers))
-    return Evaluation(table.assign(tokenizer=tokenizer), frame, settings, unavailable, notes)
+    return Evaluation(compared, scores_only, per_image, images, names, list(scorers), tokenizer, settings, unavailable,
+                      notes)
 
 
 def _check_metrics(requested: list[str]) -> None:
@@ -200,26 +247,6 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str], i
                 corpus[system][name], scores = metric.compute_score(gts, res)
                 per_image[system][name] = np.asarray(scores, np.float64)
             stats[system][name] = rows
-
-
-def _add_scores_only(table: pd.DataFrame, scorers: dict, corpus: dict, names) -> pd.DataFrame:
-    """The table with rows for metrics scored without statistics (score only), in metric order."""
-    extra = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names if m in corpus[s]]
-    if not extra:
-        return table
-    table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
-    metric_order = {m: k for k, m in enumerate(scorers)}
-    system_order = {s: k for k, s in enumerate(names)}
-    key = table["metric"].map(metric_order) * len(names) + table["system"].map(system_order)
-    return table.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
-
-
-def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: list[str]) -> pd.DataFrame:
-    frames = []
-    for system in names:
-        frame = pd.DataFrame({"image_id": images, **{m: per_image[system][m] for m in metrics}})
-        frames.append(frame.assign(system=system) if len(names) > 1 else frame)
-    return pd.concat(frames, ignore_index=True)
 
 
 def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, scorers, unavailable, images,

@@ -46,9 +46,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LEVEL = 0.95
 MIN_RESAMPLES, MIN_TRIALS = 1000, 999
@@ -223,9 +226,16 @@ def compare(metrics: dict, stats: dict, plan: Resampling = Resampling()) -> pd.D
     (every system over the same images, in the same order). Metrics without statistics
     (``None``) get their score only.
     """
+    import pandas as pd
+    rows = compare_rows(metrics, stats, plan)
+    return pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
+
+
+def compare_rows(metrics: dict, stats: dict, plan: Resampling = Resampling()) -> list[dict]:
+    """``compare``'s rows as dicts (COLUMNS's keys; those that do not apply absent), metric by metric."""
     systems = list(stats)
     if not metrics:
-        return pd.DataFrame(columns=COLUMNS)
+        return []
     images = len(next(iter(stats[systems[0]].values())))
     bootstrap_seed, randomization_seed = plan.streams()
     at, rows_of = {}, {}
@@ -257,4 +267,4 @@ def compare(metrics: dict, stats: dict, plan: Resampling = Resampling()) -> pd.D
             rows.append(row)
         for row, adjusted in zip(compared, holm(np.array([row[HOLM_TEST] for row in compared]))):
             row["p_holm"] = float(adjusted)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return rows
