@@ -137,12 +137,18 @@ def _karpathy(corpus: KarpathyFile, split: str) -> ReferenceSet:
 
 
 def _references_jsonl(path: Path) -> ReferenceSet:
-    """The JSONL ``export-references`` writes; its strings are the tokens its rows record."""
+    """The JSONL ``export-references`` writes: its rows' ``raw`` texts (raw references: a ``ptb``
+    search's export), else the tokens its rows record (already tokenized, by the tokenizer they name)."""
     rows = read_exported_references(path)
     tokenizers = {row.tokenizer for row in rows}
     if len(tokenizers) > 1:
         raise ValueError(f"{path}: rows made by different tokenizers ({', '.join(sorted(tokenizers))})")
+    with_raw = [row.raw is not None for row in rows]
+    if any(with_raw) and not all(with_raw):
+        line = with_raw.index(not with_raw[0]) + 1
+        raise ValueError(f"{path}: row {line} {'has' if with_raw[line - 1] else 'lacks'} 'raw' and row 1 does not "
+                         "(an export writes it on every row or on none)")
     captions: dict = {}
     for row in rows:
-        captions.setdefault(row.image_id, []).append(row.text)
-    return ReferenceSet(str(path), "references-jsonl", captions, tokenizer=rows[0].tokenizer)
+        captions.setdefault(row.image_id, []).append(row.text if row.raw is None else row.raw)
+    return ReferenceSet(str(path), "references-jsonl", captions, tokenizer=None if with_raw[0] else rows[0].tokenizer)
