@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import io
 from .exported import read_exported_references
+from .karpathy import KarpathyFile, is_karpathy, read_karpathy
 
 FORMATS = ("coco", "karpathy", "references-jsonl")
 
@@ -49,23 +50,14 @@ class ReferenceSet:
         return f"the {self.split} split of {self.path}" if self.split else self.path
 
 
-def read_json(path, what: str):
-    """The JSON value of ``path`` (one line naming the file and the line where it is not JSON)."""
-    try:
-        return json.loads(io.read_text(path, what))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
-
-
 def read_references(path, split: str = "test") -> ReferenceSet:
     """REFS in whichever of the three formats it is (``split``: a Karpathy JSON's split)."""
     path = Path(path)
     if path.suffix == ".jsonl":
         return _references_jsonl(path)
-    data = read_json(path, "references file")
-    if isinstance(data, dict) and isinstance(data.get("images"), list) and data["images"] and \
-            isinstance(data["images"][0], dict) and "sentences" in data["images"][0]:
-        return _karpathy(path, data, split)
+    data = io.read_json(path, "references file")
+    if is_karpathy(data):
+        return _karpathy(read_karpathy(path, data), split)
     return _coco_annotations(path, data)
 
 
@@ -124,45 +116,39 @@ def _grouped_annotations(annotations: list) -> dict | None:
     return captions
 
 
-def _karpathy(path: Path, data: dict, split: str) -> ReferenceSet:
-    """A Karpathy-split JSON: images keyed by ``cocoid`` where present (``filename`` an alias), else
-    ``filename``; raw captions."""
+def _karpathy(corpus: KarpathyFile, split: str) -> ReferenceSet:
+    """One split of a Karpathy-split JSON: images keyed by ``cocoid`` where present (their ``image_id``
+    an alias), else by ``image_id`` (``filename``)."""
     captions: dict = {}
     aliases: dict = {}
-    splits: set = set()
-    for k, image in enumerate(data["images"]):
-        if not isinstance(image, dict) or not isinstance(image.get("sentences"), list):
-            raise ValueError(f"{path}: images[{k}] needs a 'sentences' list")
-        splits.add(str(image.get("split")))
-        if image.get("split") != split:
+    for image in corpus.images:
+        if image.split != split:
             continue
-        key = image["cocoid"] if "cocoid" in image else image.get("filename")
-        if key is None:
-            raise ValueError(f"{path}: images[{k}] has neither 'cocoid' nor 'filename'")
-        check_image_id(path, f"images[{k}]", key)
+        key = image.image_id if image.cocoid is None else image.cocoid
         if key in captions:
-            raise ValueError(f"{path}: image {key!r} appears twice (images[{k}])")
-        raws = []
-        for s, sentence in enumerate(image["sentences"]):
-            raw = sentence.get("raw") if isinstance(sentence, dict) else None
-            if not isinstance(raw, str):
-                raise ValueError(f"{path}: image {key!r}, sentences[{s}]: no raw caption (a string under 'raw')")
-            raws.append(raw)
-        captions[key] = raws
-        if isinstance(image.get("filename"), str) and image["filename"] != key:
-            aliases[image["filename"]] = key
+            raise ValueError(f"{corpus.path}: image {key!r} appears twice (image entry {image.position})")
+        captions[key] = image.texts
+        if key != image.image_id:
+            aliases[image.image_id] = key
     if not captions:
-        raise ValueError(f"{path}: no image in split {split!r} (--split; it has {', '.join(sorted(splits))})")
-    return ReferenceSet(str(path), "karpathy", captions, aliases=aliases, split=split)
+        splits = sorted({image.split for image in corpus.images})
+        raise ValueError(f"{corpus.path}: no image in split {split!r} (--split; it has {', '.join(splits)})")
+    return ReferenceSet(corpus.path, "karpathy", captions, aliases=aliases, split=split)
 
 
 def _references_jsonl(path: Path) -> ReferenceSet:
-    """The JSONL ``export-references`` writes; its strings are the tokens its rows record."""
+    """The JSONL ``export-references`` writes: its rows' ``raw`` texts (raw references: a ``ptb``
+    search's export), else the tokens its rows record (already tokenized, by the tokenizer they name)."""
     rows = read_exported_references(path)
     tokenizers = {row.tokenizer for row in rows}
     if len(tokenizers) > 1:
         raise ValueError(f"{path}: rows made by different tokenizers ({', '.join(sorted(tokenizers))})")
+    with_raw = [row.raw is not None for row in rows]
+    if any(with_raw) and not all(with_raw):
+        line = with_raw.index(not with_raw[0]) + 1
+        raise ValueError(f"{path}: row {line} {'has' if with_raw[line - 1] else 'lacks'} 'raw' and row 1 does not "
+                         "(an export writes it on every row or on none)")
     captions: dict = {}
     for row in rows:
-        captions.setdefault(row.image_id, []).append(row.text)
-    return ReferenceSet(str(path), "references-jsonl", captions, tokenizer=rows[0].tokenizer)
+        captions.setdefault(row.image_id, []).append(row.text if row.raw is None else row.raw)
+    return ReferenceSet(str(path), "references-jsonl", captions, tokenizer=None if with_raw[0] else rows[0].tokenizer)
