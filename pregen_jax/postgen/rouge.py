@@ -31,15 +31,17 @@ import numpy as np
 from .base import PostgenMetric, backend_name
 from .corpus import Corpus
 from .registry import backend_setting, register_metric
+from .text import Encoded
 
 BETA = 1.2
 _BITS = 63
 _DENSE = 1 << 23  # entries of the dense (candidate, word) mask table (64 MiB)
 
 
-def lcs_lengths(corpus: Corpus) -> np.ndarray:
-    """i64[P]: the longest common subsequence of each (candidate, reference) pair (``corpus.pair_*``)."""
-    encoded, R = corpus.encoded_rouge, corpus.R  # noqa: N806
+def lcs_lengths(corpus: Corpus, encoded: Encoded | None = None) -> np.ndarray:
+    """i64[P]: the longest common subsequence of each (candidate, reference) pair (``corpus.pair_*``);
+    ``encoded``: ``corpus.encoded_rouge()`` where the caller has it."""
+    encoded, R = encoded if encoded is not None else corpus.encoded_rouge(), corpus.R  # noqa: N806
     lengths, starts, ids = encoded.lengths, encoded.starts, encoded.ids
     pair_cand, pair_ref = corpus.pair_cand, corpus.pair_ref
     cand_len = lengths[R:]
@@ -105,8 +107,9 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
 def rouge_l(corpus: Corpus, beta: float = BETA) -> np.ndarray:
     """f64[C]: ROUGE-L F of each candidate against the references of its image."""
     C, R = len(corpus.cands), corpus.R  # noqa: N806
-    lengths = corpus.encoded_rouge.lengths
-    lcs = lcs_lengths(corpus).astype(np.float64)
+    encoded = corpus.encoded_rouge()
+    lengths = encoded.lengths
+    lcs = lcs_lengths(corpus, encoded).astype(np.float64)
     precision = lcs / lengths[R:][corpus.pair_cand]
     recall = lcs / lengths[corpus.pair_ref]
     if C == 0:
