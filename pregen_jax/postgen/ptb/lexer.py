@@ -140,8 +140,9 @@ def _split_form_lines(text: str, starts: list[int]) -> set[int]:
 
 
 def _lines(lines: list[str], clean: bool) -> list[str]:
-    units = [_utf16(line) for line in lines]
-    text = "\n".join(units)
+    text = "\n".join(lines)
+    units = lines if text.isascii() else [_utf16(line) for line in lines]  # one check for ASCII captions
+    text = text if units is lines else "\n".join(units)
     shade = shadow(text)
     starts = [0, *itertools.accumulate(len(line) + 1 for line in units)]
     split = _split_form_lines(text, starts)
