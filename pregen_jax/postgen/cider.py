@@ -31,6 +31,8 @@ subsets meant to estimate the whole set pass ``idf_from``.
 """
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from .base import PostgenMetric, backend_name, check_inputs
@@ -203,7 +205,7 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
 
 def inputs_key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
     """The content of (gts, res, idf_from), all of it: everything ``check_inputs`` reads and every string."""
-    return (tuple(gts), tuple(map(tuple, gts.values())), len(res), tuple(tuple(res.get(i, ())) for i in gts),
+    return (tuple(gts), tuple(map(tuple, gts.values())), len(res), tuple(map(tuple, map(res.get, gts, repeat(())))),
             None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
 
 
