@@ -75,10 +75,13 @@ def lcs_lengths(corpus: Corpus, encoded: Encoded | None = None) -> np.ndarray:
     token = held_token[np.arange(len(pair)) - np.repeat(offset - held_start[pair_ref], per_pair)]
     column = encoded.position[token]
     wanted = pair_cand[pair] * size + ref_local[token]
+    del token, held_token, held_ref, ref_local  # what is no longer read goes before the big tables (40,504 images:
+    #                                             these and the lookups below held 130 MB under the match rows)
     if len(corpus.cands) * size <= _DENSE:   # a dense (candidate, word) table of masks
         table = np.zeros(len(corpus.cands) * size, np.uint64)
         np.bitwise_or.at(table, key, bits)
         found = table[wanted]
+        del table
     else:                                     # too many words: sorted keys and a search
         order = np.argsort(key, kind="stable")
         key, bits = key[order], bits[order]
@@ -86,8 +89,11 @@ def lcs_lengths(corpus: Corpus, encoded: Encoded | None = None) -> np.ndarray:
         mask_keys, masks = key[first], np.bitwise_or.reduceat(bits, first)
         at = np.searchsorted(mask_keys, wanted).clip(max=len(mask_keys) - 1)
         found = np.where(mask_keys[at] == wanted, masks[at], np.uint64(0))
+        del order, first, mask_keys, masks, at
+    del key, bits, wanted
     matches = np.zeros((width, len(ref_len)), np.uint64)
     matches[column, pair] = found
+    del column, pair, found
     v = np.full(len(pair_cand), np.iinfo(np.uint64).max, np.uint64)
     u, t = np.empty_like(v), np.empty_like(v)
     for row in matches:  # V' = (V + U) | (V - U), U = V & M
