@@ -159,6 +159,16 @@ def read_text(path, what: str = "file") -> str:
                          "save it as UTF-8") from None
 
 
+def read_json(path, what: str = "file"):
+    """The JSON value of ``path`` (``read_text``'s checks; one line naming the file and the line
+    where it is not JSON)."""
+    import json
+    try:
+        return json.loads(read_text(path, what))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+
+
 def split_lines(text: str) -> list[str]:
     """Lines of ``text`` split on ``\\n`` and ``\\r\\n`` only.
 

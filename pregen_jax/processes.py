@@ -29,6 +29,12 @@ PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.5
 
 
+def cores_here(processes_here: int = 1) -> int:
+    """The CPU cores this process may use, shared with ``processes_here - 1`` others on its machine (at least 1)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, processes_here))
+
+
 @functools.lru_cache(maxsize=1)
 def _libc():
     if not sys.platform.startswith("linux"):

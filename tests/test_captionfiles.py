@@ -47,6 +47,25 @@ def test_karpathy_images_match_by_cocoid_or_filename_and_name_the_split(tmp_path
         read_references(tmp_path / "k.json", "train")
 
 
+def test_one_karpathy_reader_serves_the_search_and_evaluate(tmp_path):
+    """The search's corpus reader and evaluate's references read the same file through
+    ``read_karpathy``: same images, same texts (a sentence with only ``tokens`` is its tokens joined)."""
+    from pregen_jax.datasets import read_karpathy_json
+    karpathy = {"dataset": "coco", "images": [
+        {"filename": "a.jpg", "cocoid": 7, "split": "test", "sentences": [{"raw": "A dog."}, {"tokens": ["a", "cat"]}]},
+        {"filename": "b.jpg", "split": "test", "sentences": [{"raw": "Two birds!"}]}]}
+    (tmp_path / "k.json").write_text(json.dumps(karpathy))
+    refs = read_references(tmp_path / "k.json", "test")
+    test = read_karpathy_json(tmp_path / "k.json")["test"]
+    assert refs.captions == {7: ["A dog.", "a cat"], "b.jpg": ["Two birds!"]} and refs.aliases == {"a.jpg": 7}
+    assert test.raw == list(refs.captions.values()) and test.aliases == {"7": "a.jpg"}
+    karpathy["images"][1]["cocoid"] = "8"
+    (tmp_path / "k.json").write_text(json.dumps(karpathy))
+    for read in (lambda p: read_references(p, "test"), read_karpathy_json):
+        with pytest.raises(ValueError, match=r"k\.json: image 'b.jpg': 'cocoid' = \"8\": must be an integer"):
+            read(tmp_path / "k.json")
+
+
 def test_a_subset_is_allowed_only_where_asked():
     rows = CaptionRows("c.jsonl", "jsonl", [("line 1", "a", "x")])
     assert match_captions(rows, ["a", "b"], "the val split", complete=False) == {"a": "x"}

@@ -110,3 +110,28 @@ def test_feature_readers(tmp_path):
     (tmp_path / "junk.npy").write_bytes(b"junk")
     with pytest.raises(ValueError, match="junk.npy: cannot read features"):
         read_features(tmp_path / "junk.npy")
+
+
+def test_a_karpathy_corpus_matches_captions_keyed_by_cocoid_or_filename(tmp_path):
+    """COCO's tools key results by ``cocoid``; the search keys a Karpathy corpus by file name: both match."""
+    from pregen_jax.datasets.generated import read_caption_texts, read_generated_captions
+    doc = {"dataset": "coco", "images": [
+        {"filename": "COCO_val2014_000000000042.jpg", "cocoid": 42, "split": "test", "sentences": [{"raw": "a dog"}]},
+        {"filename": "COCO_val2014_000000000073.jpg", "cocoid": 73, "split": "test", "sentences": [{"raw": "a cat"}]}]}
+    path = tmp_path / "dataset_coco.json"
+    path.write_text(json.dumps(doc))
+    test = read_karpathy_json(path)["test"]
+    assert test.aliases == {"42": "COCO_val2014_000000000042.jpg", "73": "COCO_val2014_000000000073.jpg"}
+    by_cocoid = tmp_path / "results.json"
+    by_cocoid.write_text(json.dumps([{"image_id": 73, "caption": "A black cat."},
+                                     {"image_id": 42, "caption": "A dog runs."}]))
+    assert read_generated_captions(by_cocoid, test.image_ids, aliases=test.aliases) == [["a", "dog", "runs"],
+                                                                                       ["a", "black", "cat"]]
+    assert read_caption_texts(by_cocoid, test.image_ids, aliases=test.aliases) == ["A dog runs.", "A black cat."]
+    by_name = tmp_path / "results.jsonl"
+    by_name.write_text("".join(json.dumps({"image_id": i, "caption": c}) + "\n" for i, c in
+                               (("COCO_val2014_000000000042.jpg", "a dog"), ("COCO_val2014_000000000073.jpg", "a cat"))))
+    assert read_generated_captions(by_name, test.image_ids, aliases=test.aliases) == [["a", "dog"], ["a", "cat"]]
+    with pytest.raises(ValueError, match="image 99 is not in"):
+        by_cocoid.write_text(json.dumps([{"image_id": 99, "caption": "a bird"}]))
+        read_generated_captions(by_cocoid, test.image_ids, aliases=test.aliases)

@@ -36,7 +36,9 @@ def test_export_follows_the_order_a_search_checks(tmp_path, capsys):
     expected = [(image_id, i, r, tokens) for i, (image_id, refs) in enumerate(zip(test.image_ids, test.captions))
                 for r, tokens in enumerate(refs)]
     assert [(row["image_id"], row["image"], row["ref"], row["tokens"]) for row in rows] == expected
-    assert all(list(row) == ["image_id", "image", "ref", "text", "tokens", "tokenizer"] for row in rows)  # no pieces
+    # no pieces (a word vocabulary); raw: the config scores post-gen metrics with ptb, on the corpus's text
+    assert all(list(row) == ["image_id", "image", "ref", "text", "tokens", "tokenizer", "raw"] for row in rows)
+    assert [row["raw"] for row in rows] == [text for refs in test.raw_text() for text in refs]
     assert {row["tokenizer"] for row in rows} == {"alnum-lower"}  # what made the tokens, recorded
     assert all(row["text"].split() == row["tokens"] == tokenize(row["text"]) for row in rows)
     # A RefProbs built row by row from the file is one the search accepts for this corpus.
@@ -178,3 +180,23 @@ def test_export_needs_only_the_data_section(tmp_path, capsys):
     assert cli.main(["run", "--config", str(config), "--out", str(run_out)]) == 2
     assert "[data] features is required to train or run caption models" in capsys.readouterr().err
     assert not run_out.exists()
+
+
+def test_an_export_scores_with_the_tokenizer_its_search_scores_with(tmp_path):
+    """A ptb search's export carries each reference's raw text, which evaluate reads with ptb (as the
+    search scored); an alnum-lower search's export does not, and evaluate reads its tokens as they are."""
+    from pregen_jax.captionfiles import read_references
+    config_path = write_precomputed(tmp_path, models=1)
+    ptb = export_references(SearchConfig.load(config_path), tmp_path / "ptb.jsonl")
+    config = SearchConfig.load(config_path)
+    config = dataclasses.replace(config, postgen=dataclasses.replace(config.postgen, tokenizer="alnum-lower"))
+    alnum = export_references(config, tmp_path / "alnum.jsonl")
+    assert all(row.raw is not None for row in ptb) and all(row.raw is None for row in alnum)
+    raw_refs, token_refs = read_references(tmp_path / "ptb.jsonl"), read_references(tmp_path / "alnum.jsonl")
+    assert raw_refs.tokenizer is None and token_refs.tokenizer == "alnum-lower"
+    assert [t for texts in raw_refs.captions.values() for t in texts] == [row.raw for row in ptb]
+    assert [t for texts in token_refs.captions.values() for t in texts] == [row.text for row in alnum]
+    lines = (tmp_path / "ptb.jsonl").read_text().splitlines()
+    (tmp_path / "mixed.jsonl").write_text("\n".join([lines[0], (tmp_path / "alnum.jsonl").read_text().splitlines()[1]]))
+    with pytest.raises(ValueError, match=r"mixed\.jsonl: row 2 lacks 'raw' and row 1 does not"):
+        read_references(tmp_path / "mixed.jsonl")

@@ -1,6 +1,7 @@
 """Training ahead in threads: units come back in order, a failure or an early stop ends every other
 training at its next step and leaves no thread behind, and a search trains the same models with
 one trainer as with two."""
+import os
 import threading
 import time
 
@@ -163,7 +164,7 @@ def test_postgen_waits_for_the_trainers_where_they_fill_the_cores(monkeypatch, h
 
 def test_trainers_fill_the_cores_only_when_there_are_as_many_as_cores(monkeypatch):
     import jax
-    monkeypatch.setattr(trainers.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
     assert trainers.cores_here() == 2 and trainers.cores_here(processes_here=2) == 1
     assert trainers.trainers_fill_cores(2) and trainers.trainers_fill_cores(4)

@@ -12,7 +12,8 @@ tokenizer.
 """
 from .captions import CaptionRows, match_captions, parse_captions, read_caption_file
 from .exported import Reference, read_exported_references
+from .karpathy import KarpathyFile, KarpathyImage, read_karpathy
 from .references import FORMATS, ReferenceSet, read_references
 
-__all__ = ["FORMATS", "CaptionRows", "Reference", "ReferenceSet", "match_captions", "parse_captions",
-           "read_caption_file", "read_exported_references", "read_references"]
+__all__ = ["FORMATS", "CaptionRows", "KarpathyFile", "KarpathyImage", "Reference", "ReferenceSet", "match_captions",
+           "parse_captions", "read_caption_file", "read_exported_references", "read_karpathy", "read_references"]

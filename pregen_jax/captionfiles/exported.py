@@ -28,7 +28,10 @@ class Reference:
         positions for this reference (the end token last).
       pieces: the model vocabulary's pieces of ``tokens`` (subword vocabularies only).
       tokenizer: what made ``tokens`` from the corpus's captions (``evaluate`` applies the same to
-        the captions it scores against this file).
+        the captions it scores against this file, where the rows have no ``raw``).
+      raw: the reference as the corpus writes it, where the search scores its post-gen metrics with
+        ``ptb`` on that text (``evaluate`` then reads ``raw`` and applies ``ptb``, as the search
+        did); None: ``text`` is what the post-gen metrics read.
     """
 
     image_id: str
@@ -38,11 +41,13 @@ class Reference:
     tokens: list[str]
     pieces: list[str] | None = None
     tokenizer: str = EXPORT_TOKENIZER
+    raw: str | None = None
 
     def to_json(self) -> dict:
         row = dataclasses.asdict(self)
-        if self.pieces is None:
-            del row["pieces"]
+        for key in ("pieces", "raw"):
+            if row[key] is None:
+                del row[key]
         return row
 
 
@@ -84,4 +89,6 @@ def _row(path, line_no: int, line: str) -> Reference:
             raise ValueError(f"{where} (image {row['image_id']!r}): {key} is not a list of strings")
     if not isinstance(row.get("tokenizer", EXPORT_TOKENIZER), str):
         raise ValueError(f"{where}: tokenizer is not a string")
+    if not isinstance(row.get("raw", ""), str):
+        raise ValueError(f"{where} (image {row['image_id']!r}): raw is not a string")
     return Reference(**row)

@@ -31,8 +31,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated (default: COCOEvalCap's Bleu_1..4, METEOR, ROUGE_L, CIDEr, SPICE; "
                              "WMD on request)")
     parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
-                        help="ptb: COCO's PTBTokenizer (default; for export-references JSONL, the tokenizer it records, "
-                             "alnum-lower); alnum-lower: lower-case alphanumeric runs; none: as given")
+                        help="ptb: COCO's PTBTokenizer (default; for export-references JSONL without raw text, the "
+                             "tokenizer it records, alnum-lower); alnum-lower: lower-case alphanumeric runs; none: as given")
     parser.add_argument("--idf-from", default="scored", choices=("scored", "all"),
                         help="CIDEr-D's document frequencies: the images scored (COCOEvalCap, default) or all "
                              "images of REFS")

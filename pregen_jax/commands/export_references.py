@@ -15,7 +15,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                                          "vocabulary and [pregen] units are read)")
     parser.add_argument("--out", required=True, help="the JSONL file to write: one reference a line with image_id, "
                                                      "image, ref, text, tokens (and pieces, for a subword "
-                                                     "vocabulary); beside it, OUT's stem + .match.json: the "
+                                                     "vocabulary; raw, the corpus's text, where the search "
+                                                     "scores post-gen metrics with ptb); beside it, OUT's stem + .match.json: the "
                                                      "search's fingerprint, vocabulary and units")
 
 
@@ -31,10 +32,12 @@ def _run(args: argparse.Namespace) -> int:
         run = FinishedSearch.open(args.search)
         vocab = run.vocabulary
         config, fingerprint, tokens = run.config, run.references, list(vocab.tokens) if vocab else []
+        tokenizer = run.tokenizer  # a finished search's own (older searches: alnum-lower)
     else:
         config, fingerprint, tokens = SearchConfig.load(args.config), None, None
+        tokenizer = config.postgen.tokenizer
     with warnings_as_lines():  # e.g. Flickr8k test-list lines that are not images
-        rows = export_for_search(config, args.out, fingerprint, tokens)
+        rows = export_for_search(config, args.out, fingerprint, tokens, tokenizer)
     images = len({row.image for row in rows})
     print(f"wrote {args.out}: {len(rows)} references of {images} test images, in RefProbs order "
           f"(image, then reference); {match_path(args.out)}: what a model's RefProbs must match (the references' "

@@ -30,6 +30,8 @@ class CaptionSplit:
       labels: optional u8[N, A] multi-hot attributes (the built-in dataset's encoder targets).
       raw: optional raw[n][r], reference r of image n as the corpus file writes it (what the ``ptb``
         tokenizer reads); None: the tokens are the text (the built-in dataset).
+      aliases: another id of an image -> its id in ``image_ids`` (a Karpathy JSON's ``cocoid``), so
+        that captions files keyed either way match; None: no other ids.
     """
 
     image_ids: list[str]
@@ -38,6 +40,7 @@ class CaptionSplit:
     features: np.ndarray | None = None
     labels: np.ndarray | None = None
     raw: list[list[str]] | None = None
+    aliases: dict[str, str] | None = None
 
     def raw_text(self) -> list[list[str]]:
         """raw[n][r]: each reference as the corpus writes it (its tokens joined where it kept no text)."""

@@ -12,9 +12,10 @@ from ..captionfiles import match_captions, parse_captions
 from .corpus import tokenize
 
 
-def read_generated_captions(path, image_ids: list[str], source: str = "the test split") -> list[list[str]]:
+def read_generated_captions(path, image_ids: list[str], source: str = "the test split",
+                            aliases: dict | None = None) -> list[list[str]]:
     """The caption of each image, tokenised, in the order of ``image_ids`` (``source`` names the
-    images in errors).
+    images in errors; ``aliases``: other ids of the images, ``CaptionSplit.aliases``).
 
     Returns captions[n]: the tokens of image ``image_ids[n]``'s caption (never empty).
     """
@@ -23,13 +24,14 @@ def read_generated_captions(path, image_ids: list[str], source: str = "the test 
         if not tokenize(caption):
             image = image_id if found.form != "lines" else (image_ids[n] if n < len(image_ids) else None)
             raise ValueError(f"{path}: {where} (image {image!r}): an empty caption (zero tokens after tokenisation)")
-    captions = match_captions(found, image_ids, source)
+    captions = match_captions(found, image_ids, source, aliases)
     return [tokenize(captions[image_id]) for image_id in image_ids]
 
 
-def read_caption_texts(path, image_ids: list[str], source: str = "the test split") -> list[str]:
+def read_caption_texts(path, image_ids: list[str], source: str = "the test split",
+                       aliases: dict | None = None) -> list[str]:
     """The caption of each image as the file writes it (what ``ptb`` reads), in the order of
     ``image_ids``, checked as ``read_generated_captions`` checks it."""
-    read_generated_captions(path, image_ids, source)
-    captions = match_captions(parse_captions(path), image_ids, source)
+    read_generated_captions(path, image_ids, source, aliases)
+    captions = match_captions(parse_captions(path), image_ids, source, aliases)
     return [captions[image_id] for image_id in image_ids]

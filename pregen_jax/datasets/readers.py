@@ -1,4 +1,5 @@
-"""Readers for real caption corpora: Karpathy-split JSON and the Flickr8k token/split files.
+"""Readers for real caption corpora: Karpathy-split JSON (parsed by ``captionfiles.read_karpathy``, the
+one reader of that format) and the Flickr8k token/split files.
 
 Both re-derive tokens with the package tokenizer, so every corpus shares one tokenisation (the
 models' words), keep each reference's raw text too (what a search scoring with ``ptb`` reads), and
@@ -7,11 +8,11 @@ both fail with one line naming the file and the entry at fault.
 from __future__ import annotations
 
 import collections
-import json
 import warnings
 from pathlib import Path
 
 from .. import io
+from ..captionfiles.karpathy import read_karpathy
 from .corpus import CaptionDataset, CaptionSplit, tokenize
 
 FLICKR8K_SPLIT_FILES = (("train", "Flickr_8k.trainImages.txt"), ("val", "Flickr_8k.devImages.txt"),
@@ -19,71 +20,25 @@ FLICKR8K_SPLIT_FILES = (("train", "Flickr_8k.trainImages.txt"), ("val", "Flickr_
 
 
 def read_karpathy_json(path, merge_restval: bool = True) -> CaptionDataset:
-    """A ``dataset_flickr8k.json``-style file: ``{"dataset": ..., "images": [{"filename",
-    "split", "sentences": [{"raw" or "tokens"}]}]}``.
+    """A ``dataset_flickr8k.json``-style file (read and checked by ``captionfiles.read_karpathy``):
+    its splits, each image's references tokenised (its raw text kept), ``restval`` merged into
+    ``train`` unless ``merge_restval`` is False, and ``cocoid`` an alias of each image's id.
 
     ``file_order`` lists every image in file order: the row order of Karpathy's feature files.
     """
-    path = Path(path)
-    try:
-        data = json.loads(io.read_text(path, "Karpathy JSON"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-        raise ValueError(f"{path}: expected a Karpathy-split JSON object with an 'images' list")
+    corpus = read_karpathy(path)
     splits: dict[str, CaptionSplit] = {}
-    file_order, seen = [], {}
-    for n, image in enumerate(data["images"]):
-        if not isinstance(image, dict) or "split" not in image or not isinstance(image.get("sentences"), list):
-            raise ValueError(f"{path}: image entry {n} needs 'split' and a 'sentences' list")
-        image_id = _image_id(path, n, image)
-        if image_id in seen:
-            raise ValueError(f"{path}: image {image_id!r} appears twice (entries {seen[image_id]} and {n})")
-        seen[image_id] = n
-        refs = [_sentence_tokens(path, image_id, k, s) for k, s in enumerate(image["sentences"])]
-        raws = [s["raw"] if "raw" in s else " ".join(s["tokens"]) for s in image["sentences"]]
-        if not isinstance(image["split"], str):
-            raise ValueError(f"{path}: image {image_id!r}: 'split' = {json.dumps(image['split'])[:60]}: must be a "
-                             "string (train, val, test or restval)")
-        split = "train" if image["split"] == "restval" and merge_restval else image["split"]
-        target = splits.setdefault(split, CaptionSplit([], [], raw=[]))
-        target.image_ids.append(image_id)
-        target.captions.append(refs)
-        target.raw.append(raws)
-        file_order.append(image_id)
+    for image in corpus.images:
+        split = "train" if image.split == "restval" and merge_restval else image.split
+        target = splits.setdefault(split, CaptionSplit([], [], raw=[], aliases={}))
+        target.image_ids.append(image.image_id)
+        target.captions.append([tokenize(text) for text in image.texts])
+        target.raw.append(image.texts)
+        if image.cocoid is not None and str(image.cocoid) != image.image_id:
+            target.aliases[str(image.cocoid)] = image.image_id  # results files of COCO's tools key images by cocoid
     for name, split in splits.items():
-        split.check(f"{path} ({name} split)")
-    name = data.get("dataset", path.stem)
-    if not isinstance(name, str):
-        raise ValueError(f"{path}: 'dataset' = {json.dumps(name)[:60]}: must be a string (the corpus's name)")
-    return CaptionDataset(name, splits, file_order=file_order)
-
-
-def _image_id(path, n: int, image: dict) -> str:
-    """The image's ``filename`` (or ``imgid``, or its position), which must be a string (or an integer id)."""
-    for key in ("filename", "imgid"):
-        value = image.get(key)
-        if value is None or value == "":
-            continue
-        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-            return str(value)
-        raise ValueError(f"{path}: image entry {n}: {key!r} = {json.dumps(value)[:60]}: must be a string "
-                         "(the image's file name)" + (" or an integer" if key == "imgid" else ""))
-    return str(n)
-
-
-def _sentence_tokens(path, image_id, k, sentence) -> list[str]:
-    where = f"{path}: image {image_id!r}, sentence {k}"
-    if not isinstance(sentence, dict):
-        raise ValueError(f"{where}: expected an object with 'raw' or 'tokens'")
-    if "raw" in sentence:
-        if not isinstance(sentence["raw"], str):
-            raise ValueError(f"{where}: 'raw' must be a string, got {sentence['raw']!r}")
-        return tokenize(sentence["raw"])
-    tokens = sentence.get("tokens")
-    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
-        raise ValueError(f"{where}: needs 'raw' (a string) or 'tokens' (a list of strings)")
-    return tokenize(" ".join(tokens))
+        split.check(f"{corpus.path} ({name} split)")
+    return CaptionDataset(corpus.name, splits, file_order=[image.image_id for image in corpus.images])
 
 
 def read_flickr8k(folder, strict: bool = False) -> CaptionDataset:

@@ -10,19 +10,22 @@
 """
 from __future__ import annotations
 
+import csv
+import io as text_io
 import json
+import math
 from pathlib import Path
 
-import pandas as pd
+import numpy as np
 
 from .. import io
 from .runner import Evaluation
 
 
 def scores_json(evaluation: Evaluation) -> dict:
-    table = evaluation.table
-    by_system = {system: dict(zip(rows["metric"], map(float, rows["score"])))
-                 for system, rows in table.groupby("system", sort=False)}
+    by_system: dict = {}
+    for row in evaluation.rows():
+        by_system.setdefault(row["system"], {})[row["metric"]] = float(row["score"])
     scores = next(iter(by_system.values())) if len(by_system) == 1 else by_system
     return {**scores, "tokenizer": evaluation.settings["tokenizer"]}
 
@@ -30,35 +33,57 @@ def scores_json(evaluation: Evaluation) -> dict:
 def write_evaluation(evaluation: Evaluation, staging: Path) -> list[str]:
     """Write the files into ``staging`` (a staged folder); their names."""
     io.write_text(json.dumps(scores_json(evaluation), indent=1) + "\n", staging / "scores.json")
-    frame = evaluation.per_image.assign(tokenizer=evaluation.table["tokenizer"].iloc[0])
-    io.write_text(frame.to_csv(sep="\t", index=False), staging / "per_image.tsv")  # repr precision, not %.10g
+    io.write_text(per_image_tsv(evaluation), staging / "per_image.tsv")
     io.write_text(json.dumps(evaluation.settings, indent=1, default=str) + "\n", staging / "settings.json")
     written = ["scores.json", "per_image.tsv", "settings.json"]
-    if evaluation.table["system"].nunique() > 1:
+    if len(evaluation.systems) > 1:
         io.write_text(evaluation.table.to_csv(sep="\t", index=False), staging / "significance.tsv")
         written.append("significance.tsv")
     return written
+
+
+def per_image_tsv(evaluation: Evaluation) -> str:
+    """per_image.tsv: ``evaluation.per_image`` with the tokenizer, as ``DataFrame.to_csv(sep="\\t",
+    index=False)`` writes it (floats as numpy's shortest repr, NaN empty, cells quoted where they must
+    be), without making the frame."""
+    several = len(evaluation.systems) > 1
+    ids = np.asarray(evaluation.images)
+    ids = ids.astype(str) if ids.dtype.kind in "iu" else [str(i) for i in evaluation.images]
+    out = text_io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(["image_id", *evaluation.metrics, *(["system"] if several else []), "tokenizer"])
+    for system in evaluation.systems:
+        columns = [ids, *(_floats(evaluation.scores[system][m]) for m in evaluation.metrics)]
+        tail = [system] * several + [evaluation.tokenizer]
+        writer.writerows([*cells, *tail] for cells in zip(*columns))
+    return out.getvalue()
+
+
+def _floats(values) -> list[str]:
+    """str[n]: f64 values as pandas writes them to CSV (numpy's ``astype(str)``, which is Python's float
+    repr, made here by ``repr`` in half the time; NaN as an empty cell)."""
+    return ["" if v != v else repr(v) for v in np.asarray(values, np.float64).tolist()]
 
 
 def render(evaluation: Evaluation) -> str:
     """The corpus table for the terminal: one row per metric and system, in aligned columns (score
     and 95% interval; with several systems, each after the first against the first: ``d``, its
     interval, ``p_bs``, ``p_holm`` and ``p_ar``), then a line saying what the numbers are."""
-    table = evaluation.table
-    systems = list(dict.fromkeys(table["system"]))
+    systems = evaluation.systems
     settings = evaluation.settings
     lines = [f"tokenizer: {settings['tokenizer']}; {settings['images_scored']} images; "
              f"{settings['document_frequencies']}"]
-    rows = []
-    for metric, group in table.groupby("metric", sort=False):
-        for k, (_, r) in enumerate(group.iterrows()):
-            row = {"metric": metric if k == 0 else "", "system": r["system"], "score": f"{r['score']:.4f}",
-                   "95% interval": f"[{r['low']:.4f}, {r['high']:.4f}]" if pd.notna(r.get("low")) else ""}
-            if pd.notna(r.get("diff")):
-                row.update({"d": f"{r['diff']:+.4f}", "d 95% interval": f"[{r['diff_low']:+.4f}, {r['diff_high']:+.4f}]",
-                            "p_bs": f"{r['p_bootstrap']:.4f}", "p_holm": f"{r['p_holm']:.4f}",
-                            "p_ar": f"{r['p_randomization']:.4f}"})
-            rows.append(row)
+    rows, shown = [], None
+    for r in evaluation.rows():
+        row = {"metric": r["metric"] if r["metric"] != shown else "", "system": r["system"],
+               "score": f"{r['score']:.4f}",
+               "95% interval": f"[{r['low']:.4f}, {r['high']:.4f}]" if _given(r.get("low")) else ""}
+        shown = r["metric"]
+        if _given(r.get("diff")):
+            row.update({"d": f"{r['diff']:+.4f}", "d 95% interval": f"[{r['diff_low']:+.4f}, {r['diff_high']:+.4f}]",
+                        "p_bs": f"{r['p_bootstrap']:.4f}", "p_holm": f"{r['p_holm']:.4f}",
+                        "p_ar": f"{r['p_randomization']:.4f}"})
+        rows.append(row)
     columns = ["metric", *(["system"] if len(systems) > 1 else []), "score", "95% interval",
                *(["d", "d 95% interval", "p_bs", "p_holm", "p_ar"] if len(systems) > 1 else [])]
     lines.extend(aligned_columns(rows, columns, left={"metric", "system"}))
@@ -69,6 +94,11 @@ def render(evaluation: Evaluation) -> str:
                      f"over the {len(systems) - 1} comparison(s) with {systems[0]} per metric; p_ar: approximate "
                      f"randomization ({plan['randomization_trials']} trials), unadjusted; seed {plan['seed']}")
     return "\n".join(lines)
+
+
+def _given(value) -> bool:
+    """A cell that applies (not absent, not NaN)."""
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 def aligned_columns(rows: list[dict], columns: list[str], left=frozenset()) -> list[str]:

@@ -9,11 +9,13 @@ all come from one pass (``significance``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .. import postgen
 from ..captionfiles import ReferenceSet, read_references
@@ -21,8 +23,11 @@ from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
 from .checks import input_notes
 from .inputs import ResultsFile, read_results, scored_images
-from .significance import Resampling, compare
+from .significance import Resampling, compare_rows, drawn_ahead
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COCO_METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")  # COCOEvalCap's
 IDF_RULES = ("scored", "all")
@@ -33,21 +38,63 @@ class Evaluation:
     """What ``score_files`` found.
 
     Attributes:
-      table: one row per (system, metric): score, its 95% interval, and against the first system
-        the difference, its interval and the two p-values (``significance.compare``).
-      per_image: f64 scores, one row per (system, image) in scoring order: ``system``, ``image_id``,
-        one column per metric (``evalImgs``).
+      compared: ``significance.compare_rows`` of the metrics with statistics: one dict per (system,
+        metric), metric by metric; scores_only: {system, metric, score} of the metrics without them.
+      scores: system -> metric -> f64[images] per-image scores; images: the image ids in scoring order.
+      systems: the results files' names (the first is the baseline); metrics: the metrics scored, in order.
+      tokenizer: the tokenizer's short name.
       settings: what the scores depend on (tokenizer, each metric's backend, versions, whether a
         JVM ran and which Java, document-frequency rule, ...).
       unavailable: metric -> why it could not run here (one line).
       notes: warnings to show the user (empty captions, intervals not available, ...).
+
+    As tables (pandas loads on first use; ``pregen-search evaluate`` writes without it):
+      table: one row per (system, metric): score, its 95% interval, and against the first system
+        the difference, its interval and the two p-values (``significance.compare``), and the tokenizer.
+      per_image: f64 scores, one row per (system, image) in scoring order: ``image_id``, one column
+        per metric (``evalImgs``), ``system`` where there are several.
     """
 
-    table: pd.DataFrame
-    per_image: pd.DataFrame
+    compared: list
+    scores_only: list
+    scores: dict
+    images: list
+    systems: list
+    metrics: list
+    tokenizer: str
     settings: dict
     unavailable: dict
     notes: list
+
+    def rows(self) -> list[dict]:
+        """``table``'s rows as dicts (a cell that does not apply is absent), in its order: metric by metric."""
+        metric_order = {m: k for k, m in enumerate(self.metrics)}
+        system_order = {s: k for k, s in enumerate(self.systems)}
+        rows = sorted(self.compared + self.scores_only, key=lambda r: (metric_order[r["metric"]], system_order[r["system"]]))
+        return [{**row, "tokenizer": self.tokenizer} for row in rows]
+
+    @functools.cached_property
+    def table(self) -> pd.DataFrame:
+        import pandas as pd
+
+        from .significance import COLUMNS
+        table = pd.DataFrame(self.compared, columns=COLUMNS) if self.compared else pd.DataFrame(columns=COLUMNS)
+        if self.scores_only:
+            table = pd.concat([table, pd.DataFrame(self.scores_only)], ignore_index=True)
+            metric_order = {m: k for k, m in enumerate(self.metrics)}
+            system_order = {s: k for k, s in enumerate(self.systems)}
+            key = table["metric"].map(metric_order) * len(self.systems) + table["system"].map(system_order)
+            table = table.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+        return table.assign(tokenizer=self.tokenizer)
+
+    @functools.cached_property
+    def per_image(self) -> pd.DataFrame:
+        import pandas as pd
+        frames = []
+        for system in self.systems:
+            frame = pd.DataFrame({"image_id": self.images, **{m: self.scores[system][m] for m in self.metrics}})
+            frames.append(frame.assign(system=system) if len(self.systems) > 1 else frame)
+        return pd.concat(frames, ignore_index=True)
 
 
 def evaluate(references, captions, **options) -> pd.DataFrame:
@@ -89,17 +136,19 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
     jvms_before = jvms_started()
     gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
-    scorers, unavailable, stats, per_image, corpus = _score_all(requested, options, all_gts, gts, system_res, names)
+    scorers, unavailable, stats, per_image, corpus, counts = _score_all(
+        requested, options, all_gts, gts, system_res, names, meanwhile=lambda: drawn_ahead(len(images), plan))
     jvms = jvms_started() - jvms_before
     with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
-    table = compare(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan)
-    table = _add_scores_only(table, scorers, corpus, names)
+    compared = compare_rows(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan, counts)
+    scores_only = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names
+                   if m in corpus[s]]
     if len(with_stats) < len(scorers):
         notes.append(f"no intervals or p-values for {', '.join(m for m in scorers if m not in with_stats)} "
                      "(they declare no per-image statistics: PostgenMetric.has_stats)")
     settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
-    frame = _per_image_frame(per_image, names, images, list(scorers))
-    return Evaluation(table.assign(tokenizer=tokenizer), frame, settings, unavailable, notes)
+    return Evaluation(compared, scores_only, per_image, images, names, list(scorers), tokenizer, settings, unavailable,
+                      notes)
 
 
 def _check_metrics(requested: list[str]) -> None:
@@ -153,28 +202,41 @@ def _with_idf(metric, all_gts: dict | None):
     return metric
 
 
-def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: list[dict], names: list[str]):
-    """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings), in ``requested``'s order.
+def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: list[dict], names: list[str],
+               meanwhile=lambda: None):
+    """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings, then what
+    ``meanwhile()`` gave), in ``requested``'s order; ``meanwhile`` runs after this thread's metrics,
+    while the other thread may still score (the bootstrap's draws).
 
-    The array metrics first: they share each system's encoded corpus (kept in postgen's cache), released
-    before the others are even started (at 40,504 images it held 1.2 GB through METEOR's run, and METEOR's
-    tables 300 MB through theirs)."""
-    shared = [name for name in requested if name in postgen.ARRAY_METRICS]
+    Metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR) are started, scored and
+    closed in a thread of their own, beside the rest. Of the rest, the array metrics first: they
+    share each system's encoded corpus (kept in postgen's cache), released before the others are
+    started (at 40,504 images it held 1.2 GB through the others' run)."""
+    beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
+    shared = [name for name in requested if name in postgen.ARRAY_METRICS and name not in beside]
+    shared.sort(key=lambda name: name != "ROUGE_L")  # it reads the strings alone: its 250 MB of pairs before the n-grams
+    parts = [shared, [name for name in requested if name not in shared and name not in beside]]
     ran, unavailable = {}, {}
-    stats: dict = {s: {} for s in names}
-    per_image: dict = {s: {} for s in names}
-    corpus: dict = {s: {} for s in names}
-    for part in (shared, [name for name in requested if name not in shared]):
-        if not part:
-            continue
+    into = tuple({s: {} for s in names} for _ in range(3))  # stats, per_image, corpus
+
+    def run(part: list[str]) -> None:
         with postgen.make_metrics(part, options) as started:
             unavailable.update(started.unavailable)
             scorers = {metric.name: _with_idf(metric, all_gts) for metric in started.metrics}
-            _score(scorers, gts, system_res, names, (stats, per_image, corpus))
+            _score(scorers, gts, system_res, names, into)
             ran.update(scorers)
-        release_kept()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        in_thread = pool.submit(run, beside) if beside else None
+        for part in parts:
+            if part:
+                run(part)
+                release_kept()
+        ahead = meanwhile()
+        if in_thread is not None:
+            in_thread.result()  # its error, if any, raised here
     return ({name: ran[name] for name in requested if name in ran},
-            {name: unavailable[name] for name in requested if name in unavailable}, stats, per_image, corpus)
+            {name: unavailable[name] for name in requested if name in unavailable}, *into, ahead)
 
 
 def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str], into: tuple[dict, dict, dict]) -> None:
@@ -191,26 +253,6 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str], i
                 corpus[system][name], scores = metric.compute_score(gts, res)
                 per_image[system][name] = np.asarray(scores, np.float64)
             stats[system][name] = rows
-
-
-def _add_scores_only(table: pd.DataFrame, scorers: dict, corpus: dict, names) -> pd.DataFrame:
-    """The table with rows for metrics scored without statistics (score only), in metric order."""
-    extra = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names if m in corpus[s]]
-    if not extra:
-        return table
-    table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
-    metric_order = {m: k for k, m in enumerate(scorers)}
-    system_order = {s: k for k, s in enumerate(names)}
-    key = table["metric"].map(metric_order) * len(names) + table["system"].map(system_order)
-    return table.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
-
-
-def _per_image_frame(per_image: dict, names: list[str], images: list, metrics: list[str]) -> pd.DataFrame:
-    frames = []
-    for system in names:
-        frame = pd.DataFrame({"image_id": images, **{m: per_image[system][m] for m in metrics}})
-        frames.append(frame.assign(system=system) if len(names) > 1 else frame)
-    return pd.concat(frames, ignore_index=True)
 
 
 def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, scorers, unavailable, images,

@@ -40,18 +40,20 @@ class SearchMatch:
 
 
 def export_for_search(config, out, fingerprint: ReferenceFingerprint | None = None,
-                      vocabulary_tokens=None) -> list[Reference]:
+                      vocabulary_tokens=None, postgen_tokenizer: str | None = None) -> list[Reference]:
     """``pregen-search export-references``: write the references of ``config``'s test split to ``out``
     (JSONL, one ``Reference`` a line, in RefProbs order) and the match file beside it; return the rows.
 
     ``fingerprint`` (with ``vocabulary_tokens``): a finished search's, from its manifest; None:
     what a search of ``config``'s trained models records (its vocabulary built as the search
-    builds it, at ``[pregen] units``).
+    builds it, at ``[pregen] units``). ``postgen_tokenizer``: what the search scores post-gen
+    metrics with (a finished search's own; default ``config``'s): ``ptb`` writes each reference's
+    raw text too (``Reference.raw``).
     """
     from ..pipeline.sources import build_vocabulary
     from .references import piece_encoder
     _, dataset = read_corpus(config)
-    rows = references(dataset["test"], piece_encoder(config, dataset))
+    rows = references(dataset["test"], piece_encoder(config, dataset), postgen_tokenizer or config.postgen.tokenizer)
     if fingerprint is None:
         vocab = build_vocabulary(config, dataset)
         fingerprint = reference_fingerprint(dataset["test"].captions, vocab, config.pregen.units)

@@ -59,9 +59,13 @@ def read_test_split(config: SearchConfig) -> tuple[str, CaptionSplit]:
     return name, dataset["test"]
 
 
-def references(test: CaptionSplit, pieces: PieceEncoder | None = None) -> list[Reference]:
-    """Every reference of ``test``, image-major then reference: the order of a RefProbs's [I, R] axes."""
-    return [Reference(image_id, i, r, " ".join(tokens), list(tokens), pieces(tokens) if pieces else None)
+def references(test: CaptionSplit, pieces: PieceEncoder | None = None, postgen_tokenizer: str = "alnum-lower"
+               ) -> list[Reference]:
+    """Every reference of ``test``, image-major then reference: the order of a RefProbs's [I, R] axes;
+    with its raw text where the search scores post-gen metrics with ``ptb`` on it (``Reference.raw``)."""
+    raw = test.raw if postgen_tokenizer == "ptb" else None
+    return [Reference(image_id, i, r, " ".join(tokens), list(tokens), pieces(tokens) if pieces else None,
+                      raw=raw[i][r] if raw is not None else None)
             for i, (image_id, refs) in enumerate(zip(test.image_ids, test.captions))
             for r, tokens in enumerate(refs)]
 
@@ -85,7 +89,7 @@ def export_references(config: SearchConfig, out) -> list[Reference]:
     """Write ``out`` (JSONL, one ``Reference`` a line) for ``config``'s test split and return the rows
     (``match.export_for_search`` writes the match file beside it too)."""
     _, dataset = read_corpus(config)
-    rows = references(dataset["test"], piece_encoder(config, dataset))
+    rows = references(dataset["test"], piece_encoder(config, dataset), config.postgen.tokenizer)
     io.write_text("".join(json.dumps(row.to_json(), ensure_ascii=False) + "\n" for row in rows), out)
     return rows
 

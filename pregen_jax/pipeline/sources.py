@@ -155,7 +155,7 @@ def precomputed_candidates(config: SearchConfig, data: Data) -> list[SearchModel
         if ref_probs.references is not None and ref_probs.references.tokens != data.references.tokens:
             raise ValueError(f"{where}: its fingerprint says it was computed on other references "
                              f"({ref_probs.references.tokens}, the test split's are {data.references.tokens})")
-        captions = read_generated_captions(entry.captions, test.image_ids)  # JSONL, TSV or a caption a line
+        captions = read_generated_captions(entry.captions, test.image_ids, aliases=test.aliases)  # JSONL, TSV or a caption a line
         key = digest("precomputed", io.file_digest(entry.ref_probs), io.file_digest(entry.captions))
         candidates.append(SearchModel(entry.architecture, entry.run, "final", key, ref_probs=ref_probs,
                                     captions=captions))

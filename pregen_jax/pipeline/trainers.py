@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..processes import cores_here
+
 MAX_TRAINERS = 4  # each holds a model, its optimiser state and its batches; more rarely pays on one machine
-
-
-def cores_here(processes_here: int = 1) -> int:
-    """The CPU cores this process may use, shared with ``processes_here - 1`` others on its machine (at least 1)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, processes_here))
 
 
 def default_trainers(processes_here: int = 1) -> int:

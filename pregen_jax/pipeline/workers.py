@@ -31,12 +31,12 @@ import threading
 import time
 from pathlib import Path
 
+from ..processes import cores_here
 from . import flow
 from .cache import StageCache
 from .config import PostgenConfig
 from .flow import ModelScores
 from .sources import Data
-from .trainers import cores_here
 
 MAX_WORKERS = 8  # each holds a JVM (up to 2 GB) and GloVe: more rarely pays
 

@@ -84,6 +84,9 @@ class PostgenMetric:
       has_stats: gives per-image sufficient statistics (``stats``: every built-in metric). False:
         only its own ``compute_score``, so evaluate gives its scores without intervals or tests
         (``register_metric`` checks that the class implements what it declares).
+      releases_gil: ``stats`` spends most of its time outside Python's lock (compiled code that
+        releases it, or waiting on another process), so evaluate computes it in a thread beside
+        the other metrics.
     """
 
     name = "metric"
@@ -93,6 +96,7 @@ class PostgenMetric:
     needs_java = False
     needs_images = False
     has_stats = True
+    releases_gil = False
 
     @classmethod
     def from_options(cls, name: str, options: PostgenOptions) -> PostgenMetric:

@@ -43,7 +43,7 @@ def bleu_counts(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 
 def _counts(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     R, C = corpus.R, len(corpus.cands)  # noqa: N806
-    lengths = corpus.encoded.lengths
+    lengths = corpus.lengths
     testlen = lengths[R:]
     correct = np.zeros((C, MAX_ORDER), np.int64)
     guess = np.maximum(0, testlen[:, None] - np.arange(MAX_ORDER)[None, :])
@@ -64,7 +64,7 @@ def _closest(corpus: Corpus, testlen: np.ndarray) -> np.ndarray:
     slots = np.arange(int(counts.max()) if counts.size else 0)
     real = slots[None, :] < counts[:, None]                                           # b[C, refs]
     refs = np.where(real, corpus.ref_start[corpus.cand_image][:, None] + slots[None, :], 0)
-    ref_len = corpus.encoded.lengths[refs]
+    ref_len = corpus.lengths[refs]
     key = 2 * np.abs(ref_len - testlen[:, None]) + (ref_len > testlen[:, None])  # min (|l - t|, l): ties to shorter
     best = np.argmin(np.where(real, key, np.iinfo(np.int64).max), axis=1)
     return ref_len[np.arange(len(testlen)), best]

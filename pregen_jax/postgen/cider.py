@@ -31,6 +31,8 @@ subsets meant to estimate the whole set pass ``idf_from``.
 """
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from .base import PostgenMetric, backend_name, check_inputs
@@ -65,10 +67,12 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
     slots = np.arange(width)
     real = slots[None, :] < cand_count[:, None]                                  # b[C, width]
     ref_of_slot = np.where(real, cand_start[:, None] + slots[None, :], 0)
-    bigrams = np.maximum(corpus.encoded.lengths - 1, 0)                         # pycocoevalcap's "length"
+    bigrams = np.maximum(corpus.lengths - 1, 0)                         # pycocoevalcap's "length"
     delta = (bigrams[R:][:, None] - bigrams[ref_of_slot]).astype(np.float64)
     penalty = np.exp(-(delta ** 2) / (2 * sigma ** 2))
-    orders = [_matches(corpus, n, width, cand_start) for n in range(1, MAX_ORDER + 1)]
+    # each order's matches: made once for all layers where there are several, else one order at a time
+    # (all four at once held 150 MB more at 40,504 images)
+    kept = [_matches(corpus, n, width, cand_start) for n in range(1, MAX_ORDER + 1)] if len(layers) > 1 else None
     scores = np.full((len(layers), C), np.nan)
     for layer, image_block in enumerate(layers):
         blocks = int(image_block.max()) + 1
@@ -77,13 +81,15 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
         log_size = np.log(np.maximum(np.bincount(image_block[image_block >= 0], minlength=blocks), 1).astype(np.float64))
         summed = np.zeros((MAX_ORDER, C))
         whole_set = blocks == 1 and bool((image_block == 0).all())
-        for n, (j, entry, match, target, r_image, c_image) in enumerate(orders):
-            r_block, c_block = image_block[r_image], image_block[c_image]
+        for n in range(MAX_ORDER):
+            j, entry, match, target = kept[n] if kept is not None else _matches(corpus, n + 1, width, cand_start)
+            c_block = image_block[corpus.cand_image[j.c_cand]]
             if whole_set:  # its frequencies as joined; the references' weights kept with kept references
                 c_df = j.c_df
                 r_weight, ref_norm = corpus.reference_side(
                     ("cider", n), lambda j=j, log=log_size[0]: _reference_weights(j, log, j.df[j.group], R))
             else:
+                r_block = image_block[corpus.ref_image[j.r_ref]]
                 run_block = r_block[j.run_start]
                 df_block = np.bincount((run_block * len(j.df) + j.group[j.run_start])[run_block >= 0],
                                        minlength=blocks * len(j.df))
@@ -116,8 +122,7 @@ def _reference_weights(j, log_size, df: np.ndarray, refs: int) -> tuple[np.ndarr
 
 def _matches(corpus: Corpus, n: int, width: int, cand_start: np.ndarray) -> tuple:
     """The join of order ``n``; each (candidate entry, reference entry of its image with the same
-    gram) match: the entry, the reference entry, and the flat (candidate, reference slot) it adds
-    to; and the image of each reference entry and of each candidate entry."""
+    gram) match: the entry, the reference entry, and the flat (candidate, reference slot) it adds to."""
     j = corpus.joined(n)
     found = j.c_run >= 0  # shared n-grams of a candidate and its image's references: the run of (gram, image)
     lo = np.where(found, j.run_start[j.c_run], 0)
@@ -126,7 +131,7 @@ def _matches(corpus: Corpus, n: int, width: int, cand_start: np.ndarray) -> tupl
     match = np.arange(runs.sum()) + np.repeat(lo - np.cumsum(runs) + runs, runs)
     cand = j.c_cand[entry]
     target = cand * width + (j.r_ref[match] - cand_start[cand])
-    return j, entry, match, target, corpus.ref_image[j.r_ref], corpus.cand_image[j.c_cand]
+    return j, entry, match, target
 
 
 class CIDEr(PostgenMetric):
@@ -203,7 +208,7 @@ def corpus_of(gts: dict, res: dict, idf_from: dict | None = None) -> Corpus:
 
 def inputs_key(gts: dict, res: dict, idf_from: dict | None) -> tuple:
     """The content of (gts, res, idf_from), all of it: everything ``check_inputs`` reads and every string."""
-    return (tuple(gts), tuple(map(tuple, gts.values())), len(res), tuple(tuple(res.get(i, ())) for i in gts),
+    return (tuple(gts), tuple(map(tuple, gts.values())), len(res), tuple(map(tuple, map(res.get, gts, repeat(())))),
             None if idf_from is None else (tuple(idf_from), tuple(map(tuple, idf_from.values()))))
 
 

@@ -15,7 +15,7 @@ from itertools import count, repeat
 import numpy as np
 
 from .recent import CACHE
-from .text import Encoded, Grams, Grouped, _arrays, _shifted, grouped, is_canonical
+from .text import Encoded, Grams, Grouped, _arrays, grouped, is_canonical
 
 
 @dataclasses.dataclass
@@ -79,35 +79,51 @@ def _build(refs: list[str]) -> References | None:
     return References(_arrays(tokens, lengths, True, vocab), vocab, base)
 
 
-def count_grams(encoded: Encoded, n: int, base: int):
-    """``Grams`` of order ``n`` of ``encoded``'s strings, keys in ``base``, sorted by (gram, string)."""
-    keys = encoded.ids.copy()
+def count_grams(encoded: Encoded, n: int, base: int) -> Grams:
+    """``Grams`` of order ``n`` of ``encoded``'s strings, keys in ``base`` (a power of two), sorted by
+    (gram, string).
+
+    The tokens are in string order, so a stable sort by gram alone leaves each gram's strings in
+    order: unigrams below 2 ** 16 words by a radix sort of their ids; else (gram, string) packed
+    into one int64 where it fits, else a stable sort of the grams."""
+    ids, m = encoded.ids, max(len(encoded.ids) - n + 1, 0)
+    gram = ids[:m].copy()  # the key of the n tokens from each position (in place: no temporaries)
+    shift = base.bit_length() - 1
     for k in range(1, n):
-        keys = keys * base + _shifted(encoded.ids, k)
-    valid = encoded.position + n <= encoded.lengths[encoded.string]
-    gram, string = keys[valid], encoded.string[valid]
-    strings = max(len(encoded.lengths), 1)
-    if base ** n < 2 ** 62 // strings:  # one int64 key per (gram, string): a plain sort
-        return counted(gram * strings + string, strings)
-    order = np.lexsort((string, gram))
+        gram <<= shift
+        gram |= ids[k:k + m]
+    string = encoded.string[:m]
+    if n > 1:
+        valid = encoded.lengths[string] - encoded.position[:m] >= n  # the n-gram stays inside its string
+        gram, string = gram[valid], string[valid]
+    bits = max(len(encoded.lengths), 1).bit_length()
+    if n == 1 and base <= 1 << 16:
+        order = np.argsort(gram.astype(np.uint16), kind="stable")
+    elif n * shift + bits <= 63:
+        gram <<= bits
+        gram |= string
+        return _counted(gram, bits)
+    else:
+        order = np.argsort(gram, kind="stable")
     gram, string = gram[order], string[order]
-    first = np.flatnonzero(np.r_[True, (gram[1:] != gram[:-1]) | (string[1:] != string[:-1])]) if gram.size \
-        else np.zeros(0, np.int64)
-    counts = np.diff(np.r_[first, len(gram)])
-    return Grams(gram[first], string[first], counts)
+    first = np.empty(len(gram), bool)
+    first[:1] = True
+    np.not_equal(gram[1:], gram[:-1], out=first[1:])
+    first[1:] |= string[1:] != string[:-1]
+    at = np.flatnonzero(first)
+    return Grams(gram[at], string[at], np.diff(at, append=len(gram)))
 
 
-def counted(keys: np.ndarray, strings: int) -> Grams:
-    """``Grams`` of ``keys`` (i64[E] ``gram * strings + string``, overwritten: sorted in place): each
-    distinct key once, with how often it occurs (``np.unique(keys, return_counts=True)``, no copies)."""
+def _counted(keys: np.ndarray, bits: int) -> Grams:
+    """``Grams`` of ``keys`` (i64[E] ``gram << bits | string``; sorted in place): each distinct key once,
+    with how often it occurs (``np.unique(keys, return_counts=True)`` without its copies)."""
     keys.sort()
     first = np.empty(len(keys), bool)
     first[:1] = True
     np.not_equal(keys[1:], keys[:-1], out=first[1:])
     at = np.flatnonzero(first)
-    counts = np.diff(at, append=len(keys))
     combined = keys[at]
-    return Grams(combined // strings, combined % strings, counts)
+    return Grams(combined >> bits, combined & ((1 << bits) - 1), np.diff(at, append=len(keys)))
 
 
 def concatenate(refs: Encoded, cands: Encoded) -> Encoded:

@@ -31,7 +31,7 @@ class MetricSpec:
 
     Attributes:
       metric_class: a ``PostgenMetric`` subclass; its facts (``corpus``, ``corpus_dependent``,
-        ``score_range``, ``needs_java``, ``needs_images``, ``has_stats``) are read from it.
+        ``score_range``, ``needs_java``, ``needs_images``, ``has_stats``, ``releases_gil``) are read from it.
       availability: ``availability(options) -> (ok, why)``; the built-in probes really run the
         toolkit (Java starts; SPICE scores one caption), once per process.
       depends_on: ``depends_on(options) -> dict`` of what besides the captions and the references
@@ -73,6 +73,10 @@ class MetricSpec:
     @property
     def has_stats(self) -> bool:
         return self.metric_class.has_stats
+
+    @property
+    def releases_gil(self) -> bool:
+        return self.metric_class.releases_gil
 
     @property
     def score_range(self) -> tuple[float, float]:

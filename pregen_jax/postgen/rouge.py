@@ -31,15 +31,17 @@ import numpy as np
 from .base import PostgenMetric, backend_name
 from .corpus import Corpus
 from .registry import backend_setting, register_metric
+from .text import Encoded
 
 BETA = 1.2
 _BITS = 63
 _DENSE = 1 << 23  # entries of the dense (candidate, word) mask table (64 MiB)
 
 
-def lcs_lengths(corpus: Corpus) -> np.ndarray:
-    """i64[P]: the longest common subsequence of each (candidate, reference) pair (``corpus.pair_*``)."""
-    encoded, R = corpus.encoded_rouge, corpus.R  # noqa: N806
+def lcs_lengths(corpus: Corpus, encoded: Encoded | None = None) -> np.ndarray:
+    """i64[P]: the longest common subsequence of each (candidate, reference) pair (``corpus.pair_*``);
+    ``encoded``: ``corpus.encoded_rouge()`` where the caller has it."""
+    encoded, R = encoded if encoded is not None else corpus.encoded_rouge(), corpus.R  # noqa: N806
     lengths, starts, ids = encoded.lengths, encoded.starts, encoded.ids
     pair_cand, pair_ref = corpus.pair_cand, corpus.pair_ref
     cand_len = lengths[R:]
@@ -73,10 +75,13 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
     token = held_token[np.arange(len(pair)) - np.repeat(offset - held_start[pair_ref], per_pair)]
     column = encoded.position[token]
     wanted = pair_cand[pair] * size + ref_local[token]
+    del token, held_token, held_ref, ref_local  # what is no longer read goes before the big tables (40,504 images:
+    #                                             these and the lookups below held 130 MB under the match rows)
     if len(corpus.cands) * size <= _DENSE:   # a dense (candidate, word) table of masks
         table = np.zeros(len(corpus.cands) * size, np.uint64)
         np.bitwise_or.at(table, key, bits)
         found = table[wanted]
+        del table
     else:                                     # too many words: sorted keys and a search
         order = np.argsort(key, kind="stable")
         key, bits = key[order], bits[order]
@@ -84,8 +89,11 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
         mask_keys, masks = key[first], np.bitwise_or.reduceat(bits, first)
         at = np.searchsorted(mask_keys, wanted).clip(max=len(mask_keys) - 1)
         found = np.where(mask_keys[at] == wanted, masks[at], np.uint64(0))
+        del order, first, mask_keys, masks, at
+    del key, bits, wanted
     matches = np.zeros((width, len(ref_len)), np.uint64)
     matches[column, pair] = found
+    del column, pair, found
     v = np.full(len(pair_cand), np.iinfo(np.uint64).max, np.uint64)
     u, t = np.empty_like(v), np.empty_like(v)
     for row in matches:  # V' = (V + U) | (V - U), U = V & M
@@ -105,8 +113,9 @@ def lcs_lengths(corpus: Corpus) -> np.ndarray:
 def rouge_l(corpus: Corpus, beta: float = BETA) -> np.ndarray:
     """f64[C]: ROUGE-L F of each candidate against the references of its image."""
     C, R = len(corpus.cands), corpus.R  # noqa: N806
-    lengths = corpus.encoded_rouge.lengths
-    lcs = lcs_lengths(corpus).astype(np.float64)
+    encoded = corpus.encoded_rouge()
+    lengths = encoded.lengths
+    lcs = lcs_lengths(corpus, encoded).astype(np.float64)
     precision = lcs / lengths[R:][corpus.pair_cand]
     recall = lcs / lengths[corpus.pair_ref]
     if C == 0:

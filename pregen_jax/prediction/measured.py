@@ -19,12 +19,12 @@ def measured_scores(run: FinishedSearch, caption_paths: list) -> list[dict[str, 
     from ..datasets.caption_fit import warn_if_misfit
     from ..datasets.generated import read_generated_captions
     # JSONL/TSV keyed by image id, or a caption a line; all checked before any scoring
-    captions = [read_generated_captions(path, data.test.image_ids) for path in caption_paths]
+    captions = [read_generated_captions(path, data.test.image_ids, aliases=data.test.aliases) for path in caption_paths]
     for path, model in zip(caption_paths, captions):
         warn_if_misfit(data.test.captions, model, str(path))
     if run.tokenizer == "ptb":  # PTB reads each file's own text, as evaluate does
         from ..datasets.generated import read_caption_texts
-        captions = [read_caption_texts(path, data.test.image_ids) for path in caption_paths]
+        captions = [read_caption_texts(path, data.test.image_ids, aliases=data.test.aliases) for path in caption_paths]
     metrics = LazyMetrics(run.config.postgen, data)
     try:
         out = []

@@ -86,10 +86,10 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
         ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
     for path in captions:
         split_data = data.dataset[split]
-        found = read_generated_captions(path, split_data.image_ids, f"the {split} split")
+        found = read_generated_captions(path, split_data.image_ids, f"the {split} split", split_data.aliases)
         warn_if_misfit(split_data.captions, found, str(path))
         if run.tokenizer == "ptb":  # PTB reads the file's own text, as evaluate does
-            found = read_caption_texts(path, split_data.image_ids, f"the {split} split")
+            found = read_caption_texts(path, split_data.image_ids, f"the {split} split", split_data.aliases)
         candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))
         ids.append({"architecture": "captions", "run": str(path), "epoch": "", "source": "captions"})
     return candidates, ids, notes

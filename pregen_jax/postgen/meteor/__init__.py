@@ -46,6 +46,7 @@ class METEOR(PostgenMetric):
     name = "METEOR"
     corpus = "summed"
     needs_java = DEFAULT_BACKEND == "coco"  # only backend="coco" starts a JVM
+    releases_gil = True  # native: the compiled search (nogil); coco: waiting on the JVM
 
     def __init__(self, backend: str = DEFAULT_BACKEND):
         self.backend = backend = backend_name(backend, "METEOR")

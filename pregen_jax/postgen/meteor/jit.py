@@ -50,7 +50,8 @@ def compile_all() -> None:
         numba.config.CACHE_DIR = str(cache / "numba") if cache is not None else previous
         try:
             for function in _PENDING:
-                function.__globals__[function.__name__] = numba.njit(cache=cache is not None)(function)
+                # nogil: callers may run them in threads (evaluate's METEOR beside the other metrics)
+                function.__globals__[function.__name__] = numba.njit(cache=cache is not None, nogil=True)(function)
         finally:
             numba.config.CACHE_DIR = previous
         _PENDING.clear()

@@ -73,11 +73,11 @@ class Analyzer:
 
     def _synsets(self, word: str) -> frozenset[int]:
         """The word's synsets and its base forms' (irregular forms first, else WordNet's morphology)."""
-        own = self.synonyms.synsets.get(word, frozenset())
+        synsets_of = self.synonyms.synsets_of
         bases = self.synonyms.bases.get(word)
         if bases is not None:
-            return own.union(*(self.synonyms.synsets.get(b, frozenset()) for b in bases))
-        return own | self.synonyms.synsets.get(self._morph(word), frozenset())
+            return synsets_of(word).union(*map(synsets_of, bases))
+        return synsets_of(word) | synsets_of(self._morph(word))
 
     def _morph(self, word: str) -> str:
         if word.endswith("ss") or len(word.encode("utf-16-le", "surrogatepass")) <= 4:
@@ -85,7 +85,7 @@ class Analyzer:
         for suffix, replacement in MORPH:
             if word.endswith(suffix):
                 base = word[:len(word) - len(suffix)] + replacement
-                if base in self.synonyms.synsets:
+                if base in self.synonyms.lines:
                     return base
         return ""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 
 from .resources import NBP_ANY, NBP_NUMERIC_ONLY, nonbreaking_prefixes
 
@@ -110,10 +111,21 @@ def _java_length(word: str) -> int:
 @functools.lru_cache(maxsize=1 << 16)
 def normalize(line: str) -> tuple[str, ...]:
     """The scorer's tokens of one line: normalized, lower-cased (Java's ``toLowerCase`` in an
-    English locale), split as ``Alignment`` splits it."""
-    if PLAIN.fullmatch(line) and "DOTMULTI" not in line:  # normalize_text's result, at a fraction of its cost
-        return tuple(line.lower().split())
-    return tuple(java_tokens(java_lower(normalize_text(line))))
+    English locale), split as ``Alignment`` splits it. Words are interned: a corpus's sentences
+    share one string per distinct word (at COCO's size 2.7 M words, 158 MB as separate strings)."""
+    if is_plain(line):  # normalize_text's result, at a fraction of its cost
+        return plain_tokens(line)
+    return tuple(map(sys.intern, java_tokens(java_lower(normalize_text(line)))))
+
+
+def is_plain(line: str) -> bool:
+    """No normalization rule changes the line: ``normalize`` gives ``plain_tokens``."""
+    return PLAIN.fullmatch(line) is not None and "DOTMULTI" not in line
+
+
+def plain_tokens(line: str) -> tuple[str, ...]:
+    """``normalize`` of a line that ``is_plain``: its words, lower-cased and interned."""
+    return tuple(map(sys.intern, line.lower().split()))
 
 
 def java_lower(text: str) -> str:

@@ -19,6 +19,7 @@ and Alon Lavie, Carnegie Mellon University), so this file is under their licence
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 
@@ -31,13 +32,16 @@ ARRAYS = 10  # hashes, stem hashes, synset offsets, synsets, paraphrase ids, fun
 
 
 class Packer:
-    """Sentences (tuples of normalized words) to the search's arrays; word features kept by word."""
+    """Sentences (tuples of normalized words) to the search's arrays; word features kept by word.
+    ``pack`` may be called from several threads (the kept features under a lock, the compiled pass
+    outside it)."""
 
     def __init__(self, analyzer: Analyzer):
         self.analyzer = analyzer
         self.ids: dict[str, int] = {}  # word -> its row in the feature arrays, in order of first sight
         self._features: list[tuple] = []  # (hash, stem hash, sorted synsets, table id, function) per word
         self._arrays: tuple[np.ndarray, ...] | None = None
+        self._lock = threading.Lock()
 
     def _word_arrays(self) -> tuple[np.ndarray, ...]:
         """(hash, stem hash, synset offsets, synsets, table id, function) per word, as arrays."""
@@ -53,17 +57,18 @@ class Packer:
     def pack(self, sentences: list[tuple[str, ...]]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
         """(offsets i64[sentences + 1, 10], the 10 arrays): sentence ``s``'s array ``k`` is
         ``data[k][offsets[s, k]:offsets[s + 1, k]]``, as ``fast.concatenate_sentences`` lays them out."""
-        words = itertools.chain.from_iterable(sentences)
-        new = set(itertools.chain.from_iterable(sentences)).difference(self.ids)
-        for word in sorted(new):  # sorted: the ids do not depend on set order
-            self.ids[word] = len(self._features)
-            hashed, stem_hash, synsets, table_id, function = self.analyzer.word_features(word)
-            self._features.append((hashed, stem_hash, tuple(sorted(synsets)), table_id, function))
-            self._arrays = None
-        flat = np.fromiter(map(self.ids.__getitem__, words), np.int64)
+        with self._lock:
+            new = set(itertools.chain.from_iterable(sentences)).difference(self.ids)
+            for word in sorted(new):  # sorted: the ids do not depend on set order
+                hashed, stem_hash, synsets, table_id, function = self.analyzer.word_features(word)
+                self._features.append((hashed, stem_hash, tuple(sorted(synsets)), table_id, function))
+                self.ids[word] = len(self._features) - 1
+                self._arrays = None
+            flat = np.fromiter(map(self.ids.__getitem__, itertools.chain.from_iterable(sentences)), np.int64)
+            arrays = self._word_arrays()
         lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
         table = self.analyzer.table
-        return _pack(flat, lengths, *self._word_arrays(), table.max_phrase, table.keys, table.prefix_keys,
+        return _pack(flat, lengths, *arrays, table.max_phrase, table.keys, table.prefix_keys,
                      table.phrase_offsets, table.phrase_ids, table.entry_offsets, table.para_offsets, table.para_ids)
 
 

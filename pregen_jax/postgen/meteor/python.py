@@ -18,21 +18,34 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from ...processes import cores_here
 from . import fast, packed, paraphrase, scoring
 from .jar import score_line
 from .jit import compiling_message, mark_compiled
 from .matchers import Analyzer, Sentence
-from .normalize import java_tokens, java_trim, normalize
+from .normalize import is_plain, java_tokens, java_trim, normalize, plain_tokens
 from .packed import Packer
 from .paraphrase import table
 from .resources import synonyms
 
 MEMO_LIMIT = 1_000_000  # pairs whose statistics are kept; past it the memo starts afresh
-BATCH = 20_000  # new pairs aligned per compiled call (their sentences' arrays are held together)
+BATCH = 5_000  # new pairs aligned per compiled call (their sentences' arrays are held together: at 20,000
+# pairs two batches in flight held 136 MB more at 40,504 images, for no speed)
+
+
+def _segment(references: list[str], candidate: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(test, references) of one image as the jar reads pycocoevalcap's SCORE line, normalized. Where
+    every string is plain (``is_plain``: no ``|||``, nothing the line or the normalizer would change
+    but spaces) its words are the answer, without building and splitting the line."""
+    if references and is_plain(candidate) and all(map(is_plain, references)):
+        return plain_tokens(candidate), [plain_tokens(r) for r in references]
+    refs, test = segment_parts(score_line(references, candidate))
+    return normalize(test), [normalize(r) for r in refs]
 
 
 def segment_parts(line: str) -> tuple[list[str], str]:
@@ -50,8 +63,9 @@ class PythonMeteor:
     def __init__(self):
         self._analyzer: Analyzer | None = None
         self._packer: Packer | None = None
-        # (test, reference) -> (its statistics f64[23], a view into its batch's rows; its score)
-        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[np.ndarray, float]] = {}
+        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}  # (test, reference) -> its row
+        self._rows = np.zeros((0, scoring.K))  # f64[memo capacity, 23]: each pair's statistics
+        self._scores = np.zeros(0)  # f64[memo capacity]: each pair's score
         self.aligned = 0  # distinct pairs aligned so far
 
     def load(self) -> None:
@@ -87,33 +101,30 @@ class PythonMeteor:
         aligned together (one compiled call), then each image keeps its best reference."""
         self.load()
         with _collector_paused():
-            segments = []
-            for i in gts:
-                refs, test = segment_parts(score_line(gts[i], res[i][0]))
-                segments.append((normalize(test), [normalize(r) for r in refs]))
+            segments = [_segment(gts[i], res[i][0]) for i in gts]
             if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
                 self._pairs.clear()
             self._align(list(dict.fromkeys((t, r) for t, refs in segments for r in refs if (t, r) not in self._pairs)))
-            rows = []
-            for test, refs in segments:
-                best, best_score = None, -1.0
-                for ref in refs:
-                    stats, score = self._pairs[test, ref]
-                    if score > best_score:
-                        best, best_score = stats, score
-                rows.append(best)
-        return np.array(rows, np.float64).reshape(len(gts), scoring.K)
+            pairs = self._pairs
+            flat = np.fromiter((pairs[test, ref] for test, refs in segments for ref in refs), np.int64)
+        counts = np.fromiter((len(refs) for _, refs in segments), np.int64, len(segments))
+        return self._rows[flat[_first_best(self._scores[flat], counts)]].reshape(len(gts), scoring.K)
 
     def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call (only
-        one batch's sentence arrays are held at a time, whatever the set's size)."""
-        for start in range(0, len(pairs), BATCH):
-            self._align_batch(pairs[start:start + BATCH])
-
-    def _align_batch(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-        """Statistics and score of each new pair into the memo, all pairs in one compiled batch."""
-        if not pairs:
+        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call, the
+        batches on every core (the compiled code releases the GIL; a few batches' sentence arrays
+        are held at a time, whatever the set's size)."""
+        batches = [pairs[start:start + BATCH] for start in range(0, len(pairs), BATCH)]
+        if len(batches) < 2:
+            for batch in batches:
+                self._store(batch, *self._aligned(batch))
             return
+        with ThreadPoolExecutor(max_workers=min(len(batches), cores_here())) as pool:
+            for batch, (rows, scores) in zip(batches, pool.map(self._aligned, batches)):
+                self._store(batch, rows, scores)
+
+    def _aligned(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> tuple[np.ndarray, np.ndarray]:
+        """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs, in one compiled batch."""
         index: dict[tuple[str, ...], int] = {}
         for pair in pairs:
             for tokens in pair:
@@ -121,9 +132,30 @@ class PythonMeteor:
         offsets, data = self._packer.pack(list(index))
         tests = np.fromiter((index[t] for t, _ in pairs), np.int64, len(pairs))
         refs = np.fromiter((index[r] for _, r in pairs), np.int64, len(pairs))
-        rows, scores = fast.packed_pair_stats(tests, refs, offsets, data)
-        self._pairs.update(zip(pairs, zip(rows, scores.tolist())))
+        return fast.packed_pair_stats(tests, refs, offsets, data)
+
+    def _store(self, pairs: list, rows: np.ndarray, scores: np.ndarray) -> None:
+        """The pairs' rows and scores into the memo's arrays (grown by doubling)."""
+        start = len(self._pairs)
+        if start + len(pairs) > len(self._scores):
+            capacity = max(2 * len(self._scores), start + len(pairs), 1024)
+            self._rows = np.concatenate([self._rows[:start], np.zeros((capacity - start, scoring.K))])
+            self._scores = np.concatenate([self._scores[:start], np.zeros(capacity - start)])
+        self._rows[start:start + len(pairs)] = rows
+        self._scores[start:start + len(pairs)] = scores
+        self._pairs.update(zip(pairs, range(start, start + len(pairs))))
         self.aligned += len(pairs)
+
+
+def _first_best(scores: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """i64[segments]: for each segment's run of ``counts`` scores in ``scores`` (f64[sum(counts)]), the
+    position of its highest score, the first of equal ones (the jar's ``>``, from -1)."""
+    if counts.size and counts.min() < 1:
+        raise ValueError("METEOR: an image without references")
+    position = np.arange(len(scores))
+    segment = np.repeat(np.arange(len(counts)), counts)
+    order = np.lexsort((position, -scores, segment))
+    return order[np.cumsum(counts) - counts]
 
 
 @contextlib.contextmanager

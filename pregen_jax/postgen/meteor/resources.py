@@ -53,10 +53,16 @@ def nonbreaking_prefixes() -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Synonyms:
-    """WordNet 3 as the jar ships it: word -> synset ids, and irregular form -> base forms."""
+    """WordNet 3 as the jar ships it: word -> its synset ids as the file writes them (a line of
+    integers, read by ``synsets_of`` when a word is met: most never are), and irregular form -> base forms."""
 
-    synsets: dict[str, frozenset[int]]
+    lines: dict[str, str]
     bases: dict[str, tuple[str, ...]]
+
+    def synsets_of(self, word: str) -> frozenset[int]:
+        """The word's synset ids (empty where WordNet lacks the word)."""
+        line = self.lines.get(word)
+        return frozenset(map(int, line.split())) if line is not None else frozenset()
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,7 +70,7 @@ def synonyms() -> Synonyms:
     """``synonym/english.synsets`` (word line, then its synset ids) and ``english.exceptions`` (base
     form line, then its irregular forms); a later line for the same word replaces the earlier."""
     lines = _lines("synonym/english.synsets")
-    synsets = {lines[k]: frozenset(map(int, lines[k + 1].split())) for k in range(0, len(lines) - 1, 2)}
+    synsets = dict(zip(lines[0:len(lines) - 1:2], lines[1::2]))
     bases: dict[str, list[str]] = {}
     lines = _lines("synonym/english.exceptions")
     for k in range(0, len(lines) - 1, 2):

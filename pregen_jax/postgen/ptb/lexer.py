@@ -34,7 +34,9 @@ CONTEXT = 256  # characters of the following lines that the scanner sees past a 
 _PLAIN_LINE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)*(?: \.)?")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _SPACES = re.compile("[ \t\u00a0\u2000-\u200a\u3000]+")
-_SIMPLE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?=[ \n]|\Z)")
+# A run of simple words (each one ASCII letter then letters and digits) between single spaces, the last
+# ending at a space or the line's end: each word is one token (unless it is a split form)
+_RUN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)*(?=[ \n]|\Z)")
 _SPLIT_FORMS = frozenset(["cannot", "gonna", "gotta", "lemme", "gimme", "wanna"])
 _REMEMBERED = re.compile(r"""[A-Za-z'`\-,;:!?"()\[\]{}/&#@$%*+=~^|\\_>]+""")
 _MEMO_LIMIT = 200_000
@@ -42,7 +44,8 @@ _memo: dict[tuple[str, str], list[str]] = {}
 
 
 def _remembered(text: str, shade: str, start: int, end: int, view: int) -> list[str] | None:
-    """The tokens of the word text[start:end] (looked up or lexed); None if it may depend on more context."""
+    """The tokens of the word text[start:end], lower-cased (looked up or lexed); None if it may depend on
+    more context."""
     key = (text[start:end], text[end:end + 2])
     tokens = _memo.get(key)
     if tokens is None:
@@ -50,7 +53,7 @@ def _remembered(text: str, shade: str, start: int, end: int, view: int) -> list[
         while pos < end:
             token, pos = step(text, shade, pos, view)
             if token is not None:
-                tokens.append(token)
+                tokens.append(_lower(token))
         if pos != end:
             return None
         if len(_memo) >= _MEMO_LIMIT:
@@ -59,9 +62,10 @@ def _remembered(text: str, shade: str, start: int, end: int, view: int) -> list[
     return tokens
 
 
-def lex(text: str, shade: str, start: int, stop: int, view: int) -> tuple[list[str], int]:
-    """The tokens of text[start:stop] (one line of ``text``, the scanner seeing up to ``view``; ``shade``
-    is ``shadow(text)``) and where the scanner stopped (>= stop)."""
+def lex(text: str, shade: str, start: int, stop: int, view: int, careful: bool = True) -> tuple[list[str], int]:
+    """The tokens of text[start:stop], lower-cased (one line of ``text``, the scanner seeing up to ``view``;
+    ``shade`` is ``shadow(text)``) and where the scanner stopped (>= stop). ``careful``: the line may
+    hold a split form (cannot, gonna, ...), so runs of simple words are checked for one."""
     tokens: list[str] = []
     pos = start
     while pos < stop:
@@ -69,11 +73,15 @@ def lex(text: str, shade: str, start: int, stop: int, view: int) -> tuple[list[s
         if char == " ":  # only SPACES starts with a space: the whole run of spaces is skipped
             pos = _SPACES.match(text, pos).end()
             continue
-        simple = _SIMPLE.match(text, pos, view)
-        if simple is not None and simple.group().lower() not in _SPLIT_FORMS:
-            tokens.append(simple.group())
-            pos = simple.end()
-            continue
+        run = _RUN.match(text, pos, view)
+        if run is not None:
+            words = run.group().lower().split(" ")
+            if careful:  # up to the first split form, which the rules split
+                words = list(itertools.takewhile(lambda word: word not in _SPLIT_FORMS, words))
+            if words:
+                tokens.extend(words)
+                pos += len(words) - 1 + sum(map(len, words))
+                continue
         if char == "." and (pos + 1 >= view or text[pos + 1] == "\n"
                             or (text[pos + 1] == " " and text[pos + 2:pos + 3] != ".")):
             tokens.append(".")
@@ -89,7 +97,7 @@ def lex(text: str, shade: str, start: int, stop: int, view: int) -> tuple[list[s
                 continue
         token, pos = step(text, shade, pos, view)
         if token is not None:
-            tokens.append(token)
+            tokens.append(_lower(token))
     return tokens, pos
 
 
@@ -108,16 +116,14 @@ def _lower(token: str) -> str:
     return lower(token)
 
 
-def _context_end(text: str, stop: int) -> int:
-    """Where the scanner's view of a line ending at ``stop`` ends: at least CONTEXT characters past the
-    line, in whole lines. A match never reaches further in practice (a lookahead looks at most at
-    the next line's first word or tag), and bounding it keeps patterns with a required character
-    (EMAIL's "@", THING3's "/") from scanning the rest of the text."""
-    end = stop
-    while end < len(text) and end - stop < CONTEXT:
-        end = text.find("\n", end + 1)
-        end = len(text) if end < 0 else end
-    return end
+def _context_end(starts: list[int], stop: int) -> int:
+    """Where the scanner's view of a line ending at ``stop`` ends: the first line end at least CONTEXT
+    characters past it, or the text's end (``starts``: where each line starts, then the text's length
+    + 1). A match never reaches further in practice (a lookahead looks at most at the next line's
+    first word or tag), and bounding it keeps patterns with a required character (EMAIL's "@",
+    THING3's "/") from scanning the rest of the text."""
+    at = bisect.bisect_left(starts, stop + CONTEXT + 1)
+    return starts[min(at, len(starts) - 1)] - 1
 
 
 def _split_form_lines(text: str, starts: list[int]) -> set[int]:
@@ -134,21 +140,29 @@ def _split_form_lines(text: str, starts: list[int]) -> set[int]:
 
 
 def _lines(lines: list[str], clean: bool) -> list[str]:
-    units = [_utf16(line) for line in lines]
-    text = "\n".join(units)
+    text = "\n".join(lines)
+    units = lines if text.isascii() else [_utf16(line) for line in lines]  # one check for ASCII captions
+    text = text if units is lines else "\n".join(units)
     shade = shadow(text)
     starts = [0, *itertools.accumulate(len(line) + 1 for line in units)]
     split = _split_form_lines(text, starts)
+    rough = [k for k, line in enumerate(units) if k in split or not _PLAIN_LINE.fullmatch(line)]  # to lex
     out: list[str] = []
     stream: list[str] = []  # tokens of a line whose last token runs on into the next line(s), and theirs
-    pos = 0
-    for k, line in enumerate(units):
-        start, stop = starts[k], starts[k] + len(line)
-        if pos <= start and not stream and k not in split and _PLAIN_LINE.fullmatch(line):
-            out.append((line[:-2] if clean and line.endswith(" .") else line).lower())
-            continue
-        tokens, pos = lex(text, shade, max(pos, start), stop, _context_end(text, stop))
-        stream.extend(map(_lower, tokens))
+    pos, k = 0, 0
+    while k < len(units):
+        start, stop = starts[k], starts[k] + len(units[k])
+        if pos <= start and not stream:  # plain lines up to the next rough one: their words
+            at = bisect.bisect_left(rough, k)
+            plain = units[k:rough[at] if at < len(rough) else len(units)]
+            if plain:
+                out.extend([(line[:-2] if line.endswith(" .") else line).lower() for line in plain] if clean
+                           else [line.lower() for line in plain])
+                k += len(plain)
+                continue
+        tokens, pos = lex(text, shade, max(pos, start), stop, _context_end(starts, stop), k in split)
+        stream.extend(tokens)
+        k += 1
         if pos > stop:  # a tag with a newline inside its quotes: the jar writes it as it is, newline and all
             continue
         # the jar's output lines: tokens joined by spaces, a newline where a line ends (or inside a token)
