@@ -31,17 +31,24 @@ def _compile(pattern: str, posix: bool) -> regex.Pattern:
     return regex.compile(patterns.expand(_SHAPES, patterns.caseless(pattern)), flags)
 
 
-# per rule: the pattern with its lookahead (POSIX: the longest match), the pattern and lookahead alone
+# per rule: the pattern with its lookahead (POSIX: the longest match); the pattern and the lookahead alone
+# (``_split``) are compiled when a rule with a lookahead first wins (a few of them in a caption file)
 _WHOLE = [_compile(f"(?:{body})" + (f"(?:{ahead})" if ahead else ""), True) for body, ahead, _ in RULES]
-_BODY = [_compile(body, False) if ahead else None for body, ahead, _ in RULES]
-_AHEAD = [_compile(ahead, False) if ahead else None for _, ahead, _ in RULES]
+_HAS_AHEAD = [bool(ahead) for _, ahead, _ in RULES]
 _ACTION = [action for _, _, action in RULES]
 
 
-def _named(compiled: list[regex.Pattern | None]) -> set[int]:
-    """The non-ASCII chars that ``compiled`` name one by one or in ranges of their own."""
+@functools.cache
+def _split(rule: int) -> tuple[regex.Pattern, regex.Pattern]:
+    """(the body, the lookahead) of a rule with a lookahead, compiled."""
+    body, ahead, _ = RULES[rule]
+    return _compile(body, False), _compile(ahead, False)
+
+
+def _named(texts: list[str]) -> set[int]:
+    """The non-ASCII chars that the patterns ``texts`` (as compiled) name one by one or in ranges of their own."""
     named: set[int] = set()
-    for pattern in (p.pattern for p in compiled if p is not None):
+    for pattern in texts:
         for first, last in _ESCAPES.findall(pattern):
             named.update(range(int(first, 16), int(last or first, 16) + 1))
         named.update(ord(c) for c in pattern if not c.isascii())
@@ -49,7 +56,14 @@ def _named(compiled: list[regex.Pattern | None]) -> set[int]:
 
 
 _ESCAPES = re.compile(r"\\u([0-9A-Fa-f]{4})(?:-\\u([0-9A-Fa-f]{4}))?")
-SHADOW = charclasses.shadow_table(_named(_WHOLE + _BODY + _AHEAD))  # for str.translate: char -> stand-in
+
+
+@functools.lru_cache(maxsize=1)
+def _stand_ins() -> dict:
+    """For str.translate: char -> stand-in (made when a text first holds a non-ASCII char)."""
+    texts = [p.pattern for p in _WHOLE] + [patterns.expand(_SHAPES, patterns.caseless(part))
+                                           for body, ahead, _ in RULES if ahead for part in (body, ahead)]
+    return charclasses.shadow_table(_named(texts))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -61,12 +75,12 @@ def _candidates(char: str) -> tuple[int, ...]:
 def shadow(text: str) -> str:
     """What the scanner matches for ``text`` (same length): chars whose Unicode class the regex
     package and the jar disagree on replaced by stand-ins (charclasses.shadow_table)."""
-    return text if text.isascii() else text.translate(SHADOW)
+    return text if text.isascii() else text.translate(_stand_ins())
 
 
 def _cut(rule: int, text: str, start: int, end: int) -> int:
     """Where a lookahead rule's token ends: the longest body whose lookahead matches the rest."""
-    body, ahead = _BODY[rule], _AHEAD[rule]
+    body, ahead = _split(rule)
     for cut in range(end - 1, start, -1):
         if body.fullmatch(text, start, cut) and ahead.fullmatch(text, cut, end):
             return cut
@@ -129,7 +143,7 @@ def step(text: str, shade: str, start: int, view: int) -> tuple[str | None, int]
         if match is not None and match.end() - start > length:
             best, length = rule, match.end() - start
     end = start + length
-    if _AHEAD[best] is not None:
+    if _HAS_AHEAD[best]:
         end = _cut(best, shade, start, end)
     action, matched = _ACTION[best], text[start:end]
     if action is Action.BACK2 or action is Action.BACK3:
