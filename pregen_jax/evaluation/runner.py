@@ -8,10 +8,10 @@ all come from one pass (``significance``).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -208,10 +208,13 @@ def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: li
     ``meanwhile()`` gave), in ``requested``'s order; ``meanwhile`` runs after this thread's metrics,
     while the other thread may still score (the bootstrap's draws).
 
-    Metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR) are started, scored and
-    closed in a thread of their own, beside the rest. Of the rest, the array metrics first: they
-    share each system's encoded corpus (kept in postgen's cache), released before the others are
-    started (at 40,504 images it held 1.2 GB through the others' run)."""
+    Metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR) are made first and their
+    statistics of the first system begun (``stats_started``: METEOR's Python part here, its compiled
+    alignment in threads of its own, no GIL held), so that they run beside the rest; the other
+    systems' after. (A whole thread for METEOR, its Python part included, slowed the array metrics'
+    many short numpy calls several-fold: each waited for the GIL.) Of the rest, the array metrics
+    first: they share each system's encoded corpus (kept in postgen's cache), released before the
+    others are started (at 40,504 images it held 1.2 GB through the others' run)."""
     beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
     shared = [name for name in requested if name in postgen.ARRAY_METRICS and name not in beside]
     shared.sort(key=lambda name: name != "ROUGE_L")  # it reads the strings alone: its 250 MB of pairs before the n-grams
@@ -226,15 +229,26 @@ def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: li
             _score(scorers, gts, system_res, names, into)
             ran.update(scorers)
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        in_thread = pool.submit(run, beside) if beside else None
+    with contextlib.ExitStack() as stack:
+        started = stack.enter_context(postgen.make_metrics(beside, options)) if beside else None
+        begun = []
+        if started is not None:
+            unavailable.update(started.unavailable)
+            begun = [(metric, metric.stats_started(gts, system_res[0]) if metric.has_stats else None)
+                     for metric in started.metrics]
         for part in parts:
             if part:
                 run(part)
                 release_kept()
         ahead = meanwhile()
-        if in_thread is not None:
-            in_thread.result()  # its error, if any, raised here
+        for metric, finish in begun:
+            if finish is None:  # no per-image statistics: its own compute_score, every system
+                _score({metric.name: metric}, gts, system_res, names, into)
+            else:
+                rows = finish()
+                into[0][names[0]][metric.name], into[1][names[0]][metric.name] = rows, metric.per_image(rows)
+                _score({metric.name: metric}, gts, system_res[1:], names[1:], into)
+            ran[metric.name] = metric
     return ({name: ran[name] for name in requested if name in ran},
             {name: unavailable[name] for name in requested if name in unavailable}, *into, ahead)
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -116,6 +118,19 @@ class PostgenMetric:
         """``stats`` of inputs the caller checked before tokenizing them: a reference that tokenizes to
         nothing (only punctuation) is scored as the toolkits score it, not refused as input."""
         return self._checked_stats(gts, res)
+
+    def stats_started(self, gts: dict, res: dict) -> Callable[[], np.ndarray]:
+        """``stats_of_tokenized(gts, res)``, begun now and given by calling the result, so that the
+        caller can score other metrics meanwhile: a metric that ``releases_gil`` computes in a
+        thread of its own (METEOR's native backend does its Python part first, in the caller's
+        thread), the others compute now."""
+        if not self.releases_gil:
+            rows = self.stats_of_tokenized(gts, res)
+            return lambda: rows
+        pool = ThreadPoolExecutor(max_workers=1)
+        future = pool.submit(self.stats_of_tokenized, gts, res)
+        pool.shutdown(wait=False)  # the thread ends with its one task
+        return future.result
 
     def _checked_stats(self, gts: dict, res: dict) -> np.ndarray:
         """``stats`` of inputs already checked: what a metric implements."""

@@ -75,6 +75,15 @@ class METEOR(PostgenMetric):
         stats = np.array([scoring.parse(lines[i]) for i in gts]).reshape(len(gts), scoring.K)
         return scoring.eval_rows(stats)
 
+    def stats_started(self, gts: dict, res: dict):
+        """``PostgenMetric.stats_started``: the native backend segments and lists the new pairs now,
+        in the caller's thread, and aligns them in threads of its own (compiled, no GIL held)."""
+        if self._python is None:
+            return super().stats_started(gts, res)
+        warn_separators(gts)
+        finish = self._python.stats_started(gts, res)
+        return lambda: scoring.eval_rows(finish())
+
     def from_sums(self, sums: np.ndarray, images) -> np.ndarray:
         """f64[...]: METEOR of summed statistics f64[..., 23] (the jar's computeMetrics)."""
         return scoring.meteor_of_sums(sums)

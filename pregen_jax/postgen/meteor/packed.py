@@ -57,6 +57,11 @@ class Packer:
     def pack(self, sentences: list[tuple[str, ...]]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
         """(offsets i64[sentences + 1, 10], the 10 arrays): sentence ``s``'s array ``k`` is
         ``data[k][offsets[s, k]:offsets[s + 1, k]]``, as ``fast.concatenate_sentences`` lays them out."""
+        return self.packed(*self.prepare(sentences))
+
+    def prepare(self, sentences: list[tuple[str, ...]]) -> tuple:
+        """``pack``'s Python part (the sentences' word ids, new words' features worked out): its
+        arguments to ``packed``, the compiled part."""
         with self._lock:
             new = set(itertools.chain.from_iterable(sentences)).difference(self.ids)
             for word in sorted(new):  # sorted: the ids do not depend on set order
@@ -66,7 +71,10 @@ class Packer:
                 self._arrays = None
             flat = np.fromiter(map(self.ids.__getitem__, itertools.chain.from_iterable(sentences)), np.int64)
             arrays = self._word_arrays()
-        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
+        return flat, np.fromiter(map(len, sentences), np.int64, len(sentences)), arrays
+
+    def packed(self, flat: np.ndarray, lengths: np.ndarray, arrays: tuple) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """``pack``'s result from ``prepare``'s: compiled code only (no GIL held)."""
         table = self.analyzer.table
         return _pack(flat, lengths, *arrays, table.max_phrase, table.keys, table.prefix_keys,
                      table.phrase_offsets, table.phrase_ids, table.entry_offsets, table.para_offsets, table.para_ids)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -66,6 +67,8 @@ class PythonMeteor:
         self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}  # (test, reference) -> its row
         self._rows = np.zeros((0, scoring.K))  # f64[memo capacity, 23]: each pair's statistics
         self._scores = np.zeros(0)  # f64[memo capacity]: each pair's score
+        self._used = 0  # rows of the memo's arrays in use
+        self._pending: Callable[[], np.ndarray] | None = None  # an unfinished ``stats_started``
         self.aligned = 0  # distinct pairs aligned so far
 
     def load(self) -> None:
@@ -98,45 +101,63 @@ class PythonMeteor:
 
     def stats(self, gts: dict, res: dict) -> np.ndarray:
         """f64[images, 23]: SCORE statistics per image, in ``gts`` order. The new distinct pairs are
-        aligned together (one compiled call), then each image keeps its best reference."""
+        aligned together (compiled batches on every core), then each image keeps its best reference."""
+        return self.stats_started(gts, res)()
+
+    def stats_started(self, gts: dict, res: dict) -> Callable[[], np.ndarray]:
+        """``stats``, begun: its Python part (segmenting, the new pairs, each batch's word ids) now, in
+        the caller's thread; its compiled part (packing, aligning: no GIL held) in threads of its own,
+        so that the caller can work meanwhile; calling the result waits and gives the rows. A call
+        made while an earlier one is unfinished finishes that one first."""
         self.load()
+        if self._pending is not None:
+            self._pending()
         with _collector_paused():
             segments = [_segment(gts[i], res[i][0]) for i in gts]
             if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
                 self._pairs.clear()
-            self._align(list(dict.fromkeys((t, r) for t, refs in segments for r in refs if (t, r) not in self._pairs)))
-            pairs = self._pairs
-            flat = np.fromiter((pairs[test, ref] for test, refs in segments for ref in refs), np.int64)
-        counts = np.fromiter((len(refs) for _, refs in segments), np.int64, len(segments))
-        return self._rows[flat[_first_best(self._scores[flat], counts)]].reshape(len(gts), scoring.K)
+                self._used = 0
+            new = list(dict.fromkeys((t, r) for t, refs in segments for r in refs if (t, r) not in self._pairs))
+            batches = [new[start:start + BATCH] for start in range(0, len(new), BATCH)]
+            prepared = [self._prepared(batch) for batch in batches]
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(batches), cores_here())))
+        aligned = [pool.submit(self._computed, *batch) for batch in prepared]
+        pool.shutdown(wait=False)  # its threads end with the last batch
+        del prepared
 
-    def _align(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-        """Statistics and score of each new pair into the memo, ``BATCH`` pairs a compiled call, the
-        batches on every core (the compiled code releases the GIL; a few batches' sentence arrays
-        are held at a time, whatever the set's size)."""
-        batches = [pairs[start:start + BATCH] for start in range(0, len(pairs), BATCH)]
-        if len(batches) < 2:
-            for batch in batches:
-                self._store(batch, *self._aligned(batch))
-            return
-        with ThreadPoolExecutor(max_workers=min(len(batches), cores_here())) as pool:
-            for batch, (rows, scores) in zip(batches, pool.map(self._aligned, batches)):
-                self._store(batch, rows, scores)
+        def finish() -> np.ndarray:
+            if self._pending is finish:
+                self._pending = None
+            with _collector_paused():
+                for batch, future in zip(batches, aligned):
+                    self._store(batch, *future.result())
+                aligned.clear()
+                pairs = self._pairs
+                flat = np.fromiter((pairs[test, ref] for test, refs in segments for ref in refs), np.int64)
+            counts = np.fromiter((len(refs) for _, refs in segments), np.int64, len(segments))
+            return self._rows[flat[_first_best(self._scores[flat], counts)]].reshape(len(gts), scoring.K)
+        self._pending = finish
+        return finish
 
-    def _aligned(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> tuple[np.ndarray, np.ndarray]:
-        """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs, in one compiled batch."""
+    def _prepared(self, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> tuple:
+        """A batch's inputs to ``_computed``: its sentences' word ids (``Packer.prepare``), and each
+        pair's test and reference as indices into them."""
         index: dict[tuple[str, ...], int] = {}
         for pair in pairs:
             for tokens in pair:
                 index.setdefault(tokens, len(index))
-        offsets, data = self._packer.pack(list(index))
         tests = np.fromiter((index[t] for t, _ in pairs), np.int64, len(pairs))
         refs = np.fromiter((index[r] for _, r in pairs), np.int64, len(pairs))
+        return self._packer.prepare(list(index)), tests, refs
+
+    def _computed(self, sentences: tuple, tests: np.ndarray, refs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(f64[pairs, 23] statistics, f64[pairs] scores) of a prepared batch: compiled code only."""
+        offsets, data = self._packer.packed(*sentences)
         return fast.packed_pair_stats(tests, refs, offsets, data)
 
     def _store(self, pairs: list, rows: np.ndarray, scores: np.ndarray) -> None:
         """The pairs' rows and scores into the memo's arrays (grown by doubling)."""
-        start = len(self._pairs)
+        start = self._used
         if start + len(pairs) > len(self._scores):
             capacity = max(2 * len(self._scores), start + len(pairs), 1024)
             self._rows = np.concatenate([self._rows[:start], np.zeros((capacity - start, scoring.K))])
@@ -144,6 +165,7 @@ class PythonMeteor:
         self._rows[start:start + len(pairs)] = rows
         self._scores[start:start + len(pairs)] = scores
         self._pairs.update(zip(pairs, range(start, start + len(pairs))))
+        self._used = start + len(pairs)
         self.aligned += len(pairs)
 
 
