@@ -148,7 +148,7 @@ def agg_median(values, mask):
 def agg_geomean(values, mask):
     """Geometric mean exp(mean(log x)); 0 when any value is 0 (and +inf stays +inf)."""
     any_zero = jnp.any(mask & (values == 0), axis=-1)
-    log_sum = jnp.sum(jnp.where(mask, jnp.log(jnp.where(mask & (values != 0), values, 1.0)), 0.0), axis=-1)
+    log_sum = jnp.sum(jnp.where(mask & (values != 0), jnp.log(values), 0.0), axis=-1)  # log outside the select
     return jnp.where(any_zero, 0.0, jnp.exp(log_sum / _count(mask, values.dtype)))
 
 
