@@ -112,6 +112,16 @@ def test_a_changed_module_constant_changes_the_cache_key(tmp_path):
         assert keys[0] != keys[1]
         assert tiers.REGISTRIES[2]["scaledmean"].module_digest == io.file_digest(module)
         assert all(f.module_digest for f in tiers.REGISTRIES[1].values())  # built-in ones: their module counts too
+        from pregen_jax.pipeline import space as space_module  # the sweep's own code counts too (its float order)
+        digest = space_module.engine_digest()
+        original = space_module.Path.read_bytes
+
+        def edited(path):
+            data = original(path)
+            return data + b"# edited\n" if path.name == "_selection.py" else data
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(space_module.Path, "read_bytes", edited)
+            assert space_module.engine_digest() != digest and stages.space_key(space) != keys[1]
         fn = tiers.REGISTRIES[2]["scaledmean"].fn
         assert float(fn(jnp.ones((1, 3)), jnp.ones((1, 3), bool), jnp.ones((1, 3), bool))[0]) == 2.0  # the new code
     finally:

@@ -51,12 +51,25 @@ def _import_tiers(module: str) -> None:
         raise ValueError(f"[pregen] modules: importing {module!r} failed ({what})") from None
 
 
+def engine_digest() -> str:
+    """Hash of the sweep's own code (every module of ``pregen_jax.tiers``: the segment and mask
+    forms, the median's radix selection, the built-in tier functions): a change there can move
+    scores (a float order) without any tier function's source changing."""
+    import hashlib
+    folder = Path(tiers.__file__).parent
+    sha = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        sha.update(path.name.encode() + b"\0" + path.read_bytes())
+    return sha.hexdigest()[:16]
+
+
 def space_key(space: tiers.Space) -> str:
-    """Identity of a space: its metric names, and the code and module file contents of every tier function in it."""
+    """Identity of a space: its metric names, the code and module file contents of every tier
+    function in it, and the sweep's own code (``engine_digest``)."""
     def code(tier_fn):
         try:
             return inspect.getsource(tier_fn.fn) if tier_fn.fn is not None else tier_fn.name
         except (OSError, TypeError):
             return tier_fn.fn.__code__.co_code.hex()
     functions = [*space.filters, *space.caption_scores, *space.image_aggregators, *space.dataset_aggregators]
-    return digest(space.names, [(f.tier, f.name, code(f), f.module_digest) for f in functions])
+    return digest(space.names, [(f.tier, f.name, code(f), f.module_digest) for f in functions], engine_digest())
