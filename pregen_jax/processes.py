@@ -14,6 +14,7 @@ search and its workers) has ended.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -69,6 +70,39 @@ def die_with_parent() -> None:
 def popen(args, **kwargs) -> subprocess.Popen:
     """``subprocess.Popen`` of a child that dies with this process (see ``die_with_parent``)."""
     return subprocess.Popen(args, preexec_fn=die_with_parent, **kwargs)
+
+
+_EARLY: dict[str, subprocess.Popen] = {}  # module -> its child, started by start_early, not yet adopted
+
+
+def python_child(module: str) -> subprocess.Popen:
+    """``python -m module`` with pipes for standard input and output, dying with this process, Ctrl-C
+    reported by this one (the child calls ``quiet_interrupts_in_worker``)."""
+    with interrupts_deferred():
+        return popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     env={**os.environ, PARENT_REPORTS_INTERRUPTS: "1"})
+
+
+def start_early(module: str) -> None:
+    """Start ``python_child(module)`` now, before the imports and reading that precede its use, for
+    ``adopt(module)`` to take; one nobody adopts is killed when this process exits."""
+    if module not in _EARLY:
+        if not _EARLY:
+            atexit.register(_end_unadopted)
+        _EARLY[module] = python_child(module)
+
+
+def adopt(module: str) -> subprocess.Popen:
+    """The child ``start_early(module)`` started, or a new ``python_child(module)``."""
+    child = _EARLY.pop(module, None)
+    return child if child is not None else python_child(module)
+
+
+def _end_unadopted() -> None:
+    for child in _EARLY.values():
+        child.kill()
+        child.wait()
+    _EARLY.clear()
 
 
 def watch_parent(parent: int | None = None) -> threading.Thread:

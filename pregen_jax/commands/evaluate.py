@@ -47,7 +47,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                                                     "(and significance.tsv)")
 
 
+METEOR_PROCESS = "pregen_jax.postgen.meteor.process"  # METEOR's native backend in a process of its own
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.metrics is None or "METEOR" in (m.strip() for m in args.metrics.split(",")):
+        # it loads (numba, its tables) while this process imports, reads and tokenizes; score_files adopts it
+        from ..processes import start_early
+        start_early(METEOR_PROCESS)
     from .. import io, postgen
     from ..evaluation import Resampling, score_files
     from ..evaluation.outputs import render, write_evaluation
