@@ -83,26 +83,31 @@ def python_child(module: str) -> subprocess.Popen:
                      env={**os.environ, PARENT_REPORTS_INTERRUPTS: "1"})
 
 
-def start_early(module: str) -> None:
-    """Start ``python_child(module)`` now, before the imports and reading that precede its use, for
-    ``adopt(module)`` to take; one nobody adopts is killed when this process exits."""
+@contextlib.contextmanager
+def started_early(module: str):
+    """Inside: ``python_child(module)`` started now, before the imports and reading that precede its
+    use, for ``adopt(module)`` to take; at the end (or this process's exit) killed if nobody did."""
     if module not in _EARLY:
-        if not _EARLY:
-            atexit.register(_end_unadopted)
         _EARLY[module] = python_child(module)
+    try:
+        yield
+    finally:
+        _end_unadopted(module)
 
 
 def adopt(module: str) -> subprocess.Popen:
-    """The child ``start_early(module)`` started, or a new ``python_child(module)``."""
+    """The child ``started_early(module)`` started, or a new ``python_child(module)``."""
     child = _EARLY.pop(module, None)
     return child if child is not None else python_child(module)
 
 
-def _end_unadopted() -> None:
-    for child in _EARLY.values():
-        child.kill()
-        child.wait()
-    _EARLY.clear()
+@atexit.register
+def _end_unadopted(module: str | None = None) -> None:
+    for name in [module] if module is not None else list(_EARLY):
+        child = _EARLY.pop(name, None)
+        if child is not None:
+            child.kill()
+            child.wait()
 
 
 def watch_parent(parent: int | None = None) -> threading.Thread:

@@ -61,16 +61,27 @@ def test_the_child_ends_with_its_metric_set():
     assert child.poll() is not None
 
 
-def test_a_child_started_early_is_adopted_and_one_never_adopted_ends_at_exit():
-    processes.start_early("pregen_jax.postgen.meteor.process")
-    early = processes._EARLY["pregen_jax.postgen.meteor.process"]
-    meteor = MeteorProcess()
-    try:
-        assert meteor._child is early and not processes._EARLY
-    finally:
-        meteor.close()
-    code = ("import sys\nfrom pregen_jax import processes\nprocesses.start_early('pregen_jax.postgen.meteor.process')\n"
-            "print(processes._EARLY['pregen_jax.postgen.meteor.process'].pid)\n")
+def test_a_child_started_early_is_adopted_or_ended():
+    with processes.started_early("pregen_jax.postgen.meteor.process"):
+        early = processes._EARLY["pregen_jax.postgen.meteor.process"]
+        meteor = MeteorProcess()
+        try:
+            assert meteor._child is early and not processes._EARLY
+        finally:
+            meteor.close()
+    with processes.started_early("pregen_jax.postgen.meteor.process"):
+        unadopted = processes._EARLY["pregen_jax.postgen.meteor.process"]
+    assert unadopted.poll() is not None and not processes._EARLY
+    code = ("from pregen_jax import processes\nearly = processes.started_early('pregen_jax.postgen.meteor.process')\n"
+            "early.__enter__()\nprint(processes._EARLY['pregen_jax.postgen.meteor.process'].pid)\n")  # never ended: exit ends it
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     if os.path.isdir("/proc"):  # killed and reaped by its parent at its exit
         assert not os.path.exists(f"/proc/{int(done.stdout)}")
+
+
+def test_evaluate_refused_for_bad_input_leaves_no_meteor_process(tmp_path, capsys):
+    from pregen_jax import cli
+    refs = tmp_path / "refs.json"
+    refs.write_text('{"images": [], "annotations": [')
+    assert cli.main(["evaluate", "--references", str(refs), "--captions", str(refs)]) == 2
+    assert "refs.json" in capsys.readouterr().err and not processes._EARLY
