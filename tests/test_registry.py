@@ -61,6 +61,40 @@ def test_check_compares_the_unsorted_form_on_shuffled_rows():
         tiers.register_filter("keepall", unsorted=True)
 
 
+def _sum_of_squares(values, mask):
+    """Sum of the squared masked values (order-free: it has a ``Parts`` form)."""
+    return jnp.sum(jnp.where(mask, values * values, 0.0), -1)
+
+
+def test_an_aggregator_with_parts_is_checked_and_swept_once_per_image():
+    partial = lambda values, mask: (_sum_of_squares(values, mask),)  # noqa: E731
+    good = tiers.Parts(partial, lambda stats, mask: jnp.sum(jnp.where(mask, stats[0], 0.0), -1))
+    tiers.register_aggregator("sumsq", tiers=(4,), unsorted=True, parts=good)(_sum_of_squares)
+    try:
+        tiers.check("sumsq")
+        rng = np.random.default_rng(3)
+        lengths = [rng.integers(1, 6, 3 - (i % 2)) for i in range(12)]  # odd images: 2 references of 3
+        ref_probs = RefProbs.from_lists([[rng.random(n).tolist() for n in row] for row in lengths],
+                                        [[rng.integers(0, 3, n).tolist() for n in row] for row in lengths])
+        strata = np.zeros((6, 12), bool)
+        for row, (a, b) in enumerate([(0, 12), (0, 6), (6, 12), (0, 4), (4, 8), (8, 12)]):
+            strata[row, a:b] = True
+        space = tiers.DEFAULT_SPACE.extend(dataset_aggregators=["sumsq"])
+        by_parts = tiers.sweep(ref_probs, strata, space, method="segments")
+        np.testing.assert_allclose(by_parts, tiers.sweep(ref_probs, strata, space, method="mask"), rtol=1e-5)
+    finally:
+        tiers.REGISTRIES[4].remove("sumsq")
+    wrong = tiers.Parts(partial, lambda stats, mask: jnp.max(jnp.where(mask, stats[0], 0.0), -1))
+    tiers.register_aggregator("sumsq", tiers=(4,), unsorted=True, parts=wrong)(_sum_of_squares)
+    try:
+        with pytest.raises(ValueError, match="parts= .* differ from it"):
+            tiers.check("sumsq")
+    finally:
+        tiers.REGISTRIES[4].remove("sumsq")
+    with pytest.raises(ValueError, match="parts= is for aggregators"):
+        tiers.register_filter("keepall", parts=good)
+
+
 def test_check_compares_with_the_reference(user_functions):
     tiers.check("trimmed_mean")
     tiers.check("top2prefix")

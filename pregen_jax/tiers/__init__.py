@@ -26,6 +26,7 @@ over the local devices.
 from . import _builtins  # noqa: F401  (registers the spec's functions)
 from ._check import check, registered
 from ._models import sweep_models
+from ._parts import Parts
 from ._registry import (
                         JOIN,
                         REGISTRIES,
@@ -44,7 +45,7 @@ from ._space import COMPAT_2018, DEFAULT_SPACE, Space, parse_metric_name
 from ._sweep import check_strata, compiled_segment_sweep, compiled_sweep, sweep, sweep_arrays, sweep_segment_arrays
 
 __all__ = [
-    "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Partitions", "Space", "TierFn",
+    "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Partitions", "Parts", "Space", "TierFn",
     "check", "check_strata", "compiled_segment_sweep", "compiled_sweep", "describe", "get", "load_module_file", "parse_metric_name",
     "plan_segments", "register", "register_aggregator", "register_caption_score", "register_filter", "registered",
     "sweep", "sweep_arrays", "sweep_models", "sweep_segment_arrays",

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from . import oracle
+from ._parts import Parts
 from ._registry import register_aggregator, register_caption_score, register_filter
 from ._selection import median_any_order
 
@@ -97,13 +98,31 @@ def _count(mask, dtype):
     return jnp.maximum(mask.sum(-1), 1).astype(dtype)
 
 
-@register_aggregator("sum", reference=_aggregator_reference("sum"), unsorted=True)
+def _total(stat, mask):
+    """Sum of the pieces' statistics that exist: f[..., P], bool[..., P] -> f[...]."""
+    return jnp.sum(jnp.where(mask, stat, 0), axis=-1)
+
+
+def _sum_and_count(values, mask):
+    return agg_sum(values, mask), mask.sum(-1).astype(values.dtype)
+
+
+SUM_PARTS = Parts(lambda values, mask: (agg_sum(values, mask),), lambda stats, mask: _total(stats[0], mask))
+MEAN_PARTS = Parts(_sum_and_count,
+                   lambda stats, mask: _total(stats[0], mask) / jnp.maximum(_total(stats[1], mask), 1))
+MAX_PARTS = Parts(lambda values, mask: (agg_max(values, mask),),
+                  lambda stats, mask: jnp.max(jnp.where(mask, stats[0], -jnp.inf), axis=-1))
+MIN_PARTS = Parts(lambda values, mask: (agg_min(values, mask),),
+                  lambda stats, mask: jnp.min(jnp.where(mask, stats[0], jnp.inf), axis=-1))
+
+
+@register_aggregator("sum", reference=_aggregator_reference("sum"), unsorted=True, parts=SUM_PARTS)
 def agg_sum(values, mask):
     """Sum of the masked values."""
     return jnp.sum(jnp.where(mask, values, 0.0), axis=-1)
 
 
-@register_aggregator("mean", reference=_aggregator_reference("mean"), unsorted=True)
+@register_aggregator("mean", reference=_aggregator_reference("mean"), unsorted=True, parts=MEAN_PARTS)
 def agg_mean(values, mask):
     """Arithmetic mean of the masked values."""
     return agg_sum(values, mask) / _count(mask, values.dtype)
@@ -144,21 +163,33 @@ def agg_median(values, mask):
     return jnp.where(low == high, low, (low + high) / 2)  # inf stays inf, never inf-inf
 
 
-@register_aggregator("geomean", reference=_aggregator_reference("geomean"), unsorted=True)
+def _geomean_stats(values, mask):
+    """(zeros, sum of the logs of the others, count) of the masked values, each f[...]."""
+    zeros = jnp.sum(mask & (values == 0), axis=-1).astype(values.dtype)
+    log_sum = jnp.sum(jnp.where(mask & (values != 0), jnp.log(values), 0.0), axis=-1)  # log outside the select
+    return zeros, log_sum, mask.sum(-1).astype(values.dtype)
+
+
+def _geomean_from(zeros, log_sum, count):
+    return jnp.where(zeros > 0, 0.0, jnp.exp(log_sum / jnp.maximum(count, 1))).astype(log_sum.dtype)
+
+
+GEOMEAN_PARTS = Parts(_geomean_stats, lambda stats, mask: _geomean_from(*(_total(s, mask) for s in stats)))
+
+
+@register_aggregator("geomean", reference=_aggregator_reference("geomean"), unsorted=True, parts=GEOMEAN_PARTS)
 def agg_geomean(values, mask):
     """Geometric mean exp(mean(log x)); 0 when any value is 0 (and +inf stays +inf)."""
-    any_zero = jnp.any(mask & (values == 0), axis=-1)
-    log_sum = jnp.sum(jnp.where(mask & (values != 0), jnp.log(values), 0.0), axis=-1)  # log outside the select
-    return jnp.where(any_zero, 0.0, jnp.exp(log_sum / _count(mask, values.dtype)))
+    return _geomean_from(*_geomean_stats(values, mask))
 
 
-@register_aggregator("max", reference=_aggregator_reference("max"), unsorted=True)
+@register_aggregator("max", reference=_aggregator_reference("max"), unsorted=True, parts=MAX_PARTS)
 def agg_max(values, mask):
     """Largest masked value."""
     return jnp.max(jnp.where(mask, values, -jnp.inf), axis=-1)
 
 
-@register_aggregator("min", reference=_aggregator_reference("min"), unsorted=True)
+@register_aggregator("min", reference=_aggregator_reference("min"), unsorted=True, parts=MIN_PARTS)
 def agg_min(values, mask):
     """Smallest masked value."""
     return jnp.min(jnp.where(mask, values, jnp.inf), axis=-1)

@@ -190,6 +190,8 @@ def _check_aggregator(tier_fn: TierFn, rng) -> None:
     _common(tier_fn, args, result)
     if tier_fn.unsorted is not None:
         _check_unsorted(tier_fn, values, mask, result, rng)
+    if tier_fn.parts is not None:
+        _check_parts(tier_fn, values, mask, result, rng)
 
 
 def _check_unsorted(tier_fn: TierFn, values, mask, result, rng) -> None:
@@ -199,6 +201,24 @@ def _check_unsorted(tier_fn: TierFn, values, mask, result, rng) -> None:
     got = np.asarray(jax.jit(tier_fn.unsorted)(*shuffled))
     _expect(tier_fn, _close(got, result), "its unsorted= form on shuffled rows differs from it on sorted rows",
             got, result)
+
+
+def _check_parts(tier_fn: TierFn, values, mask, result, rng) -> None:
+    """Its ``parts`` on every row shuffled and cut into random pieces (one with nothing masked,
+    and one that does not exist, its statistics NaN) gives ``fn``'s result."""
+    order = np.argsort(rng.random(values.shape), axis=-1)
+    values, mask = np.take_along_axis(values, order, -1), np.take_along_axis(mask, order, -1)
+    bounds = [0, *np.sort(rng.choice(np.arange(1, LENGTH), 3, replace=False)).tolist(), LENGTH]
+    pieces = [(values[..., a:b], mask[..., a:b]) for a, b in zip(bounds, bounds[1:])] + [(values[..., :2], mask[..., :2] & False)]
+    partial = jax.jit(tier_fn.parts.partial)
+    stats = [partial(jnp.asarray(v), jnp.asarray(m)) for v, m in pieces]
+    if not all(isinstance(s, tuple) for s in stats):
+        raise ValueError(f"{_label(tier_fn)}: its parts.partial must return a tuple of arrays, got {type(stats[0]).__name__}")
+    stacked = tuple(jnp.stack([*column, jnp.full(BATCH, jnp.nan, column[0].dtype)], axis=-1) for column in zip(*stats))
+    exists = np.arange(len(pieces) + 1) < len(pieces)
+    got = np.asarray(jax.jit(tier_fn.parts.combine)(stacked, jnp.broadcast_to(exists, BATCH + exists.shape)))
+    _expect(tier_fn, _close(got, result), "its parts= (statistics of pieces of each row, combined) differ from it on "
+            "whole rows", got, result)
 
 
 def registered() -> list[TierFn]:

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from ..registry import Registry
+from ._parts import Parts
 
 TIER_NAMES = {1: "filter", 2: "caption score", 3: "image aggregator", 4: "dataset aggregator"}
 JOIN = "join"
@@ -55,6 +56,9 @@ class TierFn:
     # it needs them sorted). When every tier-4 aggregator of a space has one, the segment sweep
     # hands them unsorted rows and sorts nothing.
     unsorted: Callable | None = None
+    # Aggregators only: the same reduction as statistics of pieces of a row combined per union
+    # of pieces (``Parts``); the segment sweep then reads each image once for all partitions.
+    parts: Parts | None = None
 
     def renamed(self, name: str) -> TierFn:
         """The same function under another name (how COMPAT_2018 calls its filter ``filter0``)."""
@@ -105,7 +109,7 @@ def _probe(tier: int, name: str, fn: Callable) -> None:
 
 
 def register(tier: int | tuple[int, ...], name: str | None = None, *, reference: Callable | None = None,
-             overwrite: bool = False, unsorted: Callable | bool | None = None):
+             overwrite: bool = False, unsorted: Callable | bool | None = None, parts: Parts | None = None):
     """Decorator: register ``fn`` as a tier function (tier 1-4, or a tuple such as (3, 4)).
 
     The function is traced once on small inputs to check its signature and output shape,
@@ -124,6 +128,11 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
     for values in any order (a median by selection). When every tier-4 aggregator of a space
     has one, the segment sweep sorts nothing; ``check`` compares it with ``fn`` on shuffled rows.
 
+    ``parts`` (aggregators only, optional): a ``Parts`` giving the reduction as statistics of
+    pieces of a row and how to combine them per union of pieces (a sum: partial sums, added);
+    the segment sweep then reduces each run of images once for all partitions; ``check``
+    compares it with ``fn`` on rows cut into random pieces.
+
     >>> @register(1, "top2prefix")
     ... def top2prefix(probs, ranks, mask):
     ...     return jnp.cumprod(ranks < 2, axis=-1).astype(bool) & mask
@@ -138,6 +147,8 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
 
     if unsorted is not None and unsorted is not False and not set(tiers) <= {3, 4}:
         raise ValueError("unsorted= is for aggregators (tiers 3 and 4)")
+    if parts is not None and (not set(tiers) <= {3, 4} or not isinstance(parts, Parts)):
+        raise ValueError("parts= is for aggregators (tiers 3 and 4) and takes a tiers.Parts")
 
     def decorate(fn: Callable) -> Callable:
         fn_name = name or fn.__name__
@@ -154,7 +165,7 @@ def register(tier: int | tuple[int, ...], name: str | None = None, *, reference:
         module = module_digest(fn)
         for t in tiers:
             REGISTRIES[t].add(fn_name, TierFn(t, fn_name, fn, (fn.__doc__ or "").strip(), reference, module,
-                                              any_order), overwrite=True)  # (every name checked free above)
+                                              any_order, parts), overwrite=True)  # (every name checked free above)
         return fn
 
     return decorate

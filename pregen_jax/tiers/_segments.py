@@ -30,7 +30,7 @@ from ._sorting import order_keys, pad_key, pad_with_last, sort_keys, values_from
 # that one sort op of short rows sorts them all with little padding.
 PIECES, MIN_PIECE = 32, 16
 
-__all__ = ["PartitionShape", "Partitions", "SegmentLayout", "order_keys", "plan_segments", "segment_rows",
+__all__ = ["PartitionShape", "Partitions", "SegmentLayout", "in_order", "order_keys", "plan_segments", "segment_rows",
            "segment_rows_any_order"]
 
 
@@ -324,9 +324,18 @@ def take_last(values, index):
     return rows.reshape(-1)[at].reshape(*values.shape[:-1], index.shape[-1])
 
 
-def segment_rows_any_order(values, layout_shapes, runs: Runs | None, index, entry_valid=None):
+def in_order(values, index, entry_valid=None):
+    """The entries in the runs' order, materialized once (else XLA repeats the gather in every
+    reduction): (f[..., N], bool[N] the entries that exist). values: f[..., N]; index: i32[N]."""
+    ordered = jax.lax.optimization_barrier(take_last(values, index))
+    valid = jnp.ones(index.shape, bool) if entry_valid is None else jax.lax.optimization_barrier(entry_valid[index])
+    return ordered, valid
+
+
+def segment_rows_any_order(values, layout_shapes, runs: Runs | None, index, entry_valid=None, ordered=None):
     """``segment_rows`` without the sort, for aggregators that take values in any order:
-    each segment's members (padding repeats a member; the mask leaves it out)."""
+    each segment's members (padding repeats a member; the mask leaves it out). ``ordered``:
+    ``in_order(values, index, entry_valid)`` when the caller has it already (runs only)."""
     if runs is None:
         rows = []
         for members in index:
@@ -336,9 +345,7 @@ def segment_rows_any_order(values, layout_shapes, runs: Runs | None, index, entr
             part = jnp.take(values, jnp.maximum(members, 0), axis=-1)
             rows.append((part, jnp.broadcast_to(valid, part.shape)))
         return rows
-    # [..., N] in the order, materialized once (else XLA repeats the gather in every reduction)
-    merged = jax.lax.optimization_barrier(take_last(values, index))
-    valid = jnp.ones(index.shape, bool) if entry_valid is None else jax.lax.optimization_barrier(entry_valid[index])
+    merged, valid = ordered if ordered is not None else in_order(values, index, entry_valid)
     rows = []
     for spans, shape in zip(runs.spans, layout_shapes):
         at = np.full((shape.segments, shape.length), spans[0][0], np.int64)  # padding: a member, masked out

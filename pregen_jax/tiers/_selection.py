@@ -22,17 +22,20 @@ from ._sorting import order_keys, pad_key, values_from_keys
 CHUNK = 8
 
 
-def _unsigned_keys(values, mask):
-    """``f[..., N] -> (u[..., M], bits)``: keys whose unsigned order is the floats' (NaN last),
+def _search_keys(values, mask):
+    """``f[..., N] -> (i[..., M], bits)``: the floats' order-preserving signed keys (NaN last),
     masked-out entries and the padding to a multiple of CHUNK (M >= N) the largest key."""
     keys = jnp.where(mask, order_keys(values), pad_key(values.dtype))
-    bits = 64 if keys.dtype == jnp.int64 else 32
-    unsigned = jnp.uint64 if bits == 64 else jnp.uint32
-    keys = jax.lax.bitcast_convert_type(keys, unsigned) ^ unsigned(1 << (bits - 1))
     pad = -keys.shape[-1] % CHUNK
     if pad:
-        keys = jnp.concatenate([keys, jnp.full((*keys.shape[:-1], pad), _largest(keys.dtype), keys.dtype)], axis=-1)
-    return keys, bits
+        keys = jnp.concatenate([keys, jnp.full((*keys.shape[:-1], pad), pad_key(values.dtype), keys.dtype)], axis=-1)
+    return keys, 64 if keys.dtype == jnp.int64 else 32
+
+
+def _signed(keys, bits: int):
+    """Unsigned keys (the search's arithmetic) -> the signed keys in the same order (compares of
+    signed integers are the cheaper ones on x86)."""
+    return jax.lax.bitcast_convert_type(keys ^ keys.dtype.type(1 << (bits - 1)), jnp.int64 if bits == 64 else jnp.int32)
 
 
 def _largest(unsigned):
@@ -40,14 +43,10 @@ def _largest(unsigned):
 
 
 def _count(chunks, keep):
-    """Sum over each row of ``keep(chunks)`` (bool or i32): i32[...] (chunks: u[..., M/CHUNK, CHUNK])."""
-    per_chunk = jnp.sum(keep(chunks), axis=-1, dtype=jnp.int32)
+    """Sum over each row of ``keep(chunks)`` (bool or i32): i32[...] (chunks: i[..., CHUNK, M/CHUNK],
+    each chunk a strided set of CHUNK entries, so the first sum runs along contiguous memory)."""
+    per_chunk = jnp.sum(keep(chunks), axis=-2, dtype=jnp.int32)
     return jnp.sum(jax.lax.optimization_barrier(per_chunk), axis=-1)   # keeps the two sums apart
-
-
-def _decode(keys, bits: int, dtype):
-    signed = jnp.int64 if bits == 64 else jnp.int32
-    return values_from_keys(jax.lax.bitcast_convert_type(keys ^ keys.dtype.type(1 << (bits - 1)), signed), dtype)
 
 
 def _schedule(bits: int, parts: int) -> list[int]:
@@ -61,31 +60,43 @@ def _schedule(bits: int, parts: int) -> list[int]:
 
 
 def kth_keys(chunks, bits: int, k):
-    """The k-th (0-based) smallest key of each row: u[...] (chunks: u[..., M/CHUNK, CHUNK]; k: i32[...]).
+    """The k-th (0-based) smallest key of each row, as an unsigned key: u[...] (chunks: the
+    signed keys i[..., CHUNK, M/CHUNK]; k: i32[...]).
 
     The answer is the largest key ``v`` with ``count(key < v) <= k``, searched in an interval
     ``[lo, lo + width)`` that each step cuts in three with two candidates counted in one pass
     (two 16-bit counts packed in one int32: 21 passes for 32 bits), or in two for rows of
     2**16 entries or more (32 passes).
     """
-    dtype, top = chunks.dtype, _largest(chunks.dtype)
+    unsigned = jnp.uint64 if bits == 64 else jnp.uint32
+    top = _largest(unsigned)
     packed = chunks.shape[-2] * chunks.shape[-1] < 1 << 16
-    steps = jnp.array(_schedule(bits, 3 if packed else 2), dtype)
+    ternary = 3 if packed else 2
 
     def candidate(lo, step):  # lo + step, kept below the largest key (which no valid entry has)
-        return lo + jnp.minimum(step, top - lo)
+        return lo + jnp.minimum(jnp.asarray(step, unsigned), top - lo)
 
-    def step(i, lo):
-        first = candidate(lo, steps[i])
-        if not packed:
-            return jnp.where(_count(chunks, lambda c: c < first[..., None, None]) <= k, first, lo)
-        second = candidate(first, steps[i])
-        both = _count(chunks, lambda c: (c < first[..., None, None]).astype(jnp.int32)
-                      + ((c < second[..., None, None]).astype(jnp.int32) << 16))
-        return jnp.where(both >> 16 <= k, second, jnp.where(both & 0xFFFF <= k, first, lo))
+    def below(first, second=None):  # c < first (bool), or (c < first) + ((c < second) << 16) (i32)
+        one = _signed(first, bits)[..., None, None]
+        if second is None:
+            return lambda c: c < one
+        two = _signed(second, bits)[..., None, None]
+        return lambda c: (c < one).astype(jnp.int32) + ((c < two).astype(jnp.int32) << 16)
 
-    start = chunks[..., 0, 0] * 0 + (k * 0).astype(dtype)  # zeros that vary as the inputs do (shard_map's axes)
-    return jax.lax.fori_loop(0, len(steps), step, jnp.broadcast_to(start, chunks.shape[:-2]))
+    start = (chunks[..., 0, 0] * 0).astype(unsigned) + (k * 0).astype(unsigned)  # zeros that vary as the inputs do
+    lo = jnp.broadcast_to(start, chunks.shape[:-2])
+    steps = jnp.array(_schedule(bits, ternary), unsigned)
+    return jax.lax.fori_loop(0, len(steps), lambda i, lo: _narrow(chunks, k, lo, steps[i], packed, candidate, below), lo)
+
+
+def _narrow(chunks, k, lo, step, packed, candidate, below):
+    """One step of ``kth_keys``: the interval's new start (u[...])."""
+    first = candidate(lo, step)
+    if not packed:
+        return jnp.where(_count(chunks, below(first)) <= k, first, lo)
+    second = candidate(first, step)
+    both = _count(chunks, below(first, second))
+    return jnp.where(both >> 16 <= k, second, jnp.where(both & 0xFFFF <= k, first, lo))
 
 
 def middle_pair(values, mask):
@@ -97,16 +108,17 @@ def middle_pair(values, mask):
     """
     mask = jnp.broadcast_to(mask, values.shape)
     n = mask.sum(-1)
-    keys, bits = _unsigned_keys(values, mask)
+    keys, bits = _search_keys(values, mask)
     # Materialized once: otherwise XLA fuses the keys' making (a gather, in the sweep) into every count.
     keys = jax.lax.optimization_barrier(keys)
-    chunks = keys.reshape(*keys.shape[:-1], -1, CHUNK)
+    chunks = keys.reshape(*keys.shape[:-1], CHUNK, -1)
     low = kth_keys(chunks, bits, (n - 1) // 2)
+    low_signed = _signed(low, bits)
     # The next entry: low again if it repeats, else the smallest key above it.
-    at_most = _count(chunks, lambda c: c <= low[..., None, None])
-    above = jnp.min(jnp.where(keys > low[..., None], keys, _largest(keys.dtype)), axis=-1)
-    high = jnp.where(at_most > n // 2, low, above)
-    return _decode(low, bits, values.dtype), _decode(high, bits, values.dtype)
+    at_most = _count(chunks, lambda c: c <= low_signed[..., None, None])
+    above = jnp.min(jnp.where(keys > low_signed[..., None], keys, pad_key(values.dtype)), axis=-1)
+    high = jnp.where(at_most > n // 2, low_signed, above)
+    return values_from_keys(low_signed, values.dtype), values_from_keys(high, values.dtype)
 
 
 def median_any_order(values, mask):

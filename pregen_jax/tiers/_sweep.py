@@ -5,12 +5,13 @@ strata differ only in which images tier 4 reduces. Two exact forms of tier 4:
 
 - segments (``sweep_segment_arrays``): the strata as partitions of the images (the spec's 15
   strata are 5 partitions); each stratum is one sorted row of a [segments, length] layout,
-  so each image is touched once per partition, and equal-sized segments need no mask;
+  so each image is touched once per partition, and equal-sized segments need no mask; an
+  aggregator with ``parts`` (``_parts``) reduces each run of images once for all partitions;
 - mask (``sweep_arrays``): any bool[S, I]; each column is sorted once and every stratum's
   mask permuted along, so each image is touched once per stratum.
 
 Both hand every aggregator its values sorted ascending along the last axis with a mask (the
-registry's contract). Python loops below run at trace time only (one per tier function or
+registry's contract), or in any order to the forms registered as order-free. Python loops below run at trace time only (one per tier function or
 partition), never per metric, image or stratum.
 """
 from __future__ import annotations
@@ -22,7 +23,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..refprobs import RefProbs
-from ._segments import Partitions, SegmentLayout, caption_index, plan_segments, segment_rows, segment_rows_any_order
+from ._parts import reduce_by_parts
+from ._segments import (
+    Partitions,
+    SegmentLayout,
+    caption_index,
+    in_order,
+    plan_segments,
+    segment_rows,
+    segment_rows_any_order,
+)
 from ._sorting import sort_masked, stable_argsort
 from ._space import DEFAULT_SPACE, Space
 
@@ -129,23 +139,43 @@ def sweep_segment_arrays(space: Space, layout: SegmentLayout, probs, ranks, mask
       f[S, C], S = sum of K_p, strata in (partition, segment) order.
     """
     caption, ref_mask, image_scores = caption_and_image_scores(space, probs, ranks, mask)
-    # When every tier-4 aggregator takes values in any order (the spec's do), nothing is sorted.
-    any_order = all(agg.unsorted is not None for agg in space.dataset_aggregators)
-    rows_of = segment_rows_any_order if any_order else segment_rows
-    image_rows = caption_rows = None
+    runs = layout.runs
+    # Aggregators with ``parts`` reduce each atom of the runs once; the others get rows, and
+    # when every one of those takes values in any order (the spec's median), nothing is sorted.
+    rowed = [agg for agg in space.dataset_aggregators if agg.parts is None or runs is None]
+    any_order = all(agg.unsorted is not None for agg in rowed)
+    sources = {}  # "images" / "captions" -> (values in the runs' order or None, their runs, rows or None)
     if image_scores is not None:
-        image_rows = rows_of(image_scores, layout.images, layout.runs, index)
+        sources["images"] = _tier4_inputs(image_scores, layout.images, runs, index, None, space.dataset_aggregators,
+                                          rowed, any_order)
     if _has_join(space):
-        num_refs = ref_mask.shape[-1]
-        caption_rows = rows_of(caption.reshape(*caption.shape[:2], -1), layout.captions,
-                               None if layout.runs is None else layout.runs.scaled(num_refs),
-                               caption_index(layout, index, ref_mask), ref_mask.reshape(-1))
+        sources["captions"] = _tier4_inputs(caption.reshape(*caption.shape[:2], -1), layout.captions,
+                                            None if runs is None else runs.scaled(ref_mask.shape[-1]),
+                                            caption_index(layout, index, ref_mask), ref_mask.reshape(-1),
+                                            space.dataset_aggregators, rowed, any_order)
     results = []
     for dataset_agg in space.dataset_aggregators:
         fn = dataset_agg.unsorted if any_order else dataset_agg.fn
-        results.append((None if image_rows is None else _reduce_segments(fn, image_rows),
-                        None if caption_rows is None else _reduce_segments(fn, caption_rows)))
+        reduced = {}
+        for what, (ordered, source_runs, rows) in sources.items():
+            if dataset_agg.parts is not None and source_runs is not None:
+                reduced[what] = reduce_by_parts(dataset_agg.parts, *ordered, source_runs)
+            else:
+                reduced[what] = _reduce_segments(fn, rows)
+        results.append((reduced.get("images"), reduced.get("captions")))
     return _columns(space, results, sum(shape.segments for shape in layout.images))
+
+
+def _tier4_inputs(values, shapes, runs, index, entry_valid, space_aggregators, rowed, any_order):
+    """(values in the runs' order and which exist, or None; runs; each partition's rows, or None
+    when every aggregator reduces by parts)."""
+    parted = len(rowed) < len(space_aggregators)
+    ordered = in_order(values, index, entry_valid) if runs is not None and (parted or rowed and any_order) else None
+    rows = None
+    if rowed:
+        rows = (segment_rows_any_order(values, shapes, runs, index, entry_valid, ordered) if any_order
+                else segment_rows(values, shapes, runs, index, entry_valid))
+    return ordered, runs, rows
 
 
 # ---------------------------------------------------------------- compiled functions and the public sweep
