@@ -138,11 +138,19 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     # made first, apart: METEOR's own process loads (numba, its tables) while this one tokenizes
     with postgen.make_metrics(beside, options, apart=True) as started:
         gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
-        scorers, unavailable, stats, per_image, corpus, counts = _score_all(
-            requested, options, started, all_gts, gts, system_res, names,
-            meanwhile=lambda: drawn_ahead(len(images), plan))
-        with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
-        compared = compare_rows(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan, counts)
+
+        def meanwhile(ran: dict, stats: dict) -> tuple:
+            """The bootstrap's draws and the comparison of the metrics scored here, while METEOR's process
+            may still align; its own comparison, after, reads the same draws."""
+            counts = drawn_ahead(len(images), plan)
+            return counts, compare_rows(_with_stats(ran), _stats_of(_with_stats(ran), stats, names), plan, counts)
+        scorers, unavailable, stats, per_image, corpus, (counts, compared) = _score_all(
+            requested, options, started, all_gts, gts, system_res, names, meanwhile)
+        with_stats = _with_stats(scorers)
+        late = {name: metric for name, metric in with_stats.items() if name in beside}
+        compared += compare_rows(late, _stats_of(late, stats, names), plan, counts if isinstance(counts, list) else None)
+    order = {name: k for k, name in enumerate(scorers)}
+    compared.sort(key=lambda row: order[row["metric"]])  # stable: each metric's systems stay in order
     jvms = jvms_started() - jvms_before
     scores_only = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names
                    if m in corpus[s]]
@@ -152,6 +160,16 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
     return Evaluation(compared, scores_only, per_image, images, names, list(scorers), tokenizer, settings, unavailable,
                       notes)
+
+
+def _with_stats(scorers: dict) -> dict:
+    """The metrics (name -> metric) that give per-image statistics: compared with intervals and tests."""
+    return {name: metric for name, metric in scorers.items() if metric.has_stats}
+
+
+def _stats_of(metrics: dict, stats: dict, names: list[str]) -> dict:
+    """system -> metric -> f64[images, k] of ``metrics``, from ``_score``'s statistics."""
+    return {system: {name: stats[system][name] for name in metrics} for system in names}
 
 
 def _check_metrics(requested: list[str]) -> None:
@@ -206,10 +224,10 @@ def _with_idf(metric, all_gts: dict | None):
 
 
 def _score_all(requested: list[str], options, started, all_gts, gts: dict, system_res: list[dict], names: list[str],
-               meanwhile=lambda: None):
+               meanwhile=lambda ran, stats: None):
     """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings, then what
-    ``meanwhile()`` gave), in ``requested``'s order; ``meanwhile`` runs after this thread's metrics,
-    while the other thread may still score (the bootstrap's draws).
+    ``meanwhile(ran, stats)`` gave), in ``requested``'s order; ``meanwhile`` runs after this
+    process's metrics (``ran`` so far, their statistics), while METEOR's process may still align.
 
     ``started``: the metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR), made
     by the caller apart (METEOR's native backend in a process of its own, ``PostgenMetric.apart``;
@@ -240,7 +258,7 @@ def _score_all(requested: list[str], options, started, all_gts, gts: dict, syste
         if part:
             run(part)
             release_kept()
-    ahead = meanwhile()
+    ahead = meanwhile(dict(ran), into[0])
     for metric, finish in begun:
         if finish is None:  # no per-image statistics: its own compute_score, every system
             _score({metric.name: metric}, gts, system_res, names, into)

@@ -12,8 +12,9 @@ Protocol: the caller writes pickled requests to the child's standard input, ``("
 references, captions)`` (each image's reference token strings, its caption in a list) or
 ``("scores", sums)``; the child answers each in order on its own copy of standard output with a
 pickle: ``(rows, aligned)`` (``PythonMeteor.stats``'s f64[images, 23] with EVAL's chunk rule, the
-pairs aligned so far), ``scoring.meteor_of_sums(sums)``, or an error's one-line text. Anything
-else the child prints goes to standard error. The child ends at the end of its input, with its
+pairs aligned so far), ``scoring.meteor_of_sums(sums)``, or an error's one-line text, and the
+warnings it gave meanwhile, which the caller gives again. Anything else the child prints (the
+first run's progress lines) goes to standard error. The child ends at the end of its input, with its
 parent (``processes``), or on ``close``.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -85,10 +87,12 @@ class MeteorProcess:
                     self._pending = None
                 writer.join()
                 try:
-                    answer = pickle.load(self._child.stdout)
+                    answer, warned = pickle.load(self._child.stdout)
                 except (EOFError, pickle.UnpicklingError) as error:
                     raise RuntimeError(f"METEOR's process ended without an answer (exit status {self._child.poll()}): "
                                        "its error is printed above") from (failed[0] if failed else error)
+                for message in warned:  # given here, as if METEOR ran in this process
+                    warnings.warn(message, UserWarning, stacklevel=2)
                 if isinstance(answer, str):
                     raise RuntimeError(f"METEOR's process: {answer}")
                 received.append(answer)
@@ -135,36 +139,42 @@ def _numba_started_without_scipy() -> None:
 
 
 def _answer_requests(requests, replies) -> None:
-    """Answer each pickled request on ``requests`` with a pickled reply on ``replies`` (module doc)."""
+    """Answer each pickled request on ``requests`` with a pickled ``(answer, warned)`` on ``replies``:
+    the answer (module doc) and the messages of the warnings given since the last reply (the
+    caller gives them again: ``pregen-search`` prints each once)."""
     problem, meteor = None, None
-    try:
-        _numba_started_without_scipy()
-        from . import scoring
-        from .python import PythonMeteor
-        meteor = PythonMeteor()
-        if _loads_quietly(meteor):
-            meteor.load()
-    except Exception as error:  # said in answer to every request
-        problem = f"{type(error).__name__}: {error}"
-    while True:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
-            kind, *data = pickle.load(requests)
-        except EOFError:
-            return
-        reply = problem
-        if problem is None:
+            _numba_started_without_scipy()
+            from . import scoring
+            from .python import PythonMeteor
+            meteor = PythonMeteor()
+            if _loads_quietly(meteor):
+                meteor.load()
+        except Exception as error:  # said in answer to every request
+            problem = f"{type(error).__name__}: {error}"
+        while True:
             try:
-                meteor.load()  # loaded already, unless it had to wait for this first request
-                if kind == "stats":
-                    references, captions = data
-                    rows = meteor.stats(dict(enumerate(references)), dict(enumerate(captions)))
-                    reply = (scoring.eval_rows(rows), meteor.aligned)
-                else:
-                    reply = scoring.meteor_of_sums(data[0])
-            except Exception as error:
-                reply = f"{type(error).__name__}: {error}"
-        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
-        replies.flush()
+                kind, *data = pickle.load(requests)
+            except EOFError:
+                return
+            answer = problem
+            if problem is None:
+                try:
+                    meteor.load()  # loaded already, unless it had to wait for this first request
+                    if kind == "stats":
+                        references, captions = data
+                        rows = meteor.stats(dict(enumerate(references)), dict(enumerate(captions)))
+                        answer = (scoring.eval_rows(rows), meteor.aligned)
+                    else:
+                        answer = scoring.meteor_of_sums(data[0])
+                except Exception as error:
+                    answer = f"{type(error).__name__}: {error}"
+            warned = [str(w.message) for w in caught]
+            caught.clear()
+            pickle.dump((answer, warned), replies, protocol=pickle.HIGHEST_PROTOCOL)
+            replies.flush()
 
 
 def _loads_quietly(meteor) -> bool:
