@@ -85,3 +85,18 @@ def test_evaluate_refused_for_bad_input_leaves_no_meteor_process(tmp_path, capsy
     refs.write_text('{"images": [], "annotations": [')
     assert cli.main(["evaluate", "--references", str(refs), "--captions", str(refs)]) == 2
     assert "refs.json" in capsys.readouterr().err and not processes._EARLY
+
+
+def test_a_child_ended_by_ctrl_c_ends_its_request_as_an_interrupt():
+    """The terminal's Ctrl-C reaches the child too: it ends quietly (130; one that arrives while it
+    starts waits for its quiet handler), and the parent's wait for its answer ends as the
+    interrupt it is, not as a failed metric."""
+    import signal
+    meteor = MeteorProcess()
+    try:
+        os.kill(meteor._child.pid, signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            meteor.stats(GTS, RES)
+        assert meteor._child.poll() == 130
+    finally:
+        meteor.close()

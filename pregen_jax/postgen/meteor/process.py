@@ -89,7 +89,10 @@ class MeteorProcess:
                 try:
                     answer, warned = pickle.load(self._child.stdout)
                 except (EOFError, pickle.UnpicklingError) as error:
-                    raise RuntimeError(f"METEOR's process ended without an answer (exit status {self._child.poll()}): "
+                    code = self._exit_status()
+                    if code == 130:  # Ctrl-C ended it (quiet_interrupts_in_worker), and this process with it
+                        raise KeyboardInterrupt from None
+                    raise RuntimeError(f"METEOR's process ended without an answer (exit status {code}): "
                                        "its error is printed above") from (failed[0] if failed else error)
                 for message in warned:  # given here, as if METEOR ran in this process
                     warnings.warn(message, UserWarning, stacklevel=2)
@@ -99,6 +102,13 @@ class MeteorProcess:
             return received[0]
         self._pending = receive
         return receive
+
+    def _exit_status(self) -> int | None:
+        """The child's exit status once it has ended (None: still running after CLOSE_SECONDS)."""
+        try:
+            return self._child.wait(CLOSE_SECONDS)
+        except subprocess.TimeoutExpired:
+            return None
 
     def close(self) -> None:
         """End the child: its input closed, then killed if it has not ended within CLOSE_SECONDS."""
