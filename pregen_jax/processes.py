@@ -14,6 +14,7 @@ search and its workers) has ended.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -69,6 +70,44 @@ def die_with_parent() -> None:
 def popen(args, **kwargs) -> subprocess.Popen:
     """``subprocess.Popen`` of a child that dies with this process (see ``die_with_parent``)."""
     return subprocess.Popen(args, preexec_fn=die_with_parent, **kwargs)
+
+
+_EARLY: dict[str, subprocess.Popen] = {}  # module -> its child, started by start_early, not yet adopted
+
+
+def python_child(module: str) -> subprocess.Popen:
+    """``python -m module`` with pipes for standard input and output, dying with this process, Ctrl-C
+    reported by this one (the child calls ``quiet_interrupts_in_worker``)."""
+    with interrupts_deferred():
+        return popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     env={**os.environ, PARENT_REPORTS_INTERRUPTS: "1"})
+
+
+@contextlib.contextmanager
+def started_early(module: str):
+    """Inside: ``python_child(module)`` started now, before the imports and reading that precede its
+    use, for ``adopt(module)`` to take; at the end (or this process's exit) killed if nobody did."""
+    if module not in _EARLY:
+        _EARLY[module] = python_child(module)
+    try:
+        yield
+    finally:
+        _end_unadopted(module)
+
+
+def adopt(module: str) -> subprocess.Popen:
+    """The child ``started_early(module)`` started, or a new ``python_child(module)``."""
+    child = _EARLY.pop(module, None)
+    return child if child is not None else python_child(module)
+
+
+@atexit.register
+def _end_unadopted(module: str | None = None) -> None:
+    for name in [module] if module is not None else list(_EARLY):
+        child = _EARLY.pop(name, None)
+        if child is not None:
+            child.kill()
+            child.wait()
 
 
 def watch_parent(parent: int | None = None) -> threading.Thread:

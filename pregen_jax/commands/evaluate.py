@@ -3,6 +3,7 @@ say whether one system beats another (intervals, paired bootstrap, approximate r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from .base import WORDS, Command, seed, warnings_as_lines
@@ -47,7 +48,19 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                                                     "(and significance.tsv)")
 
 
+METEOR_PROCESS = "pregen_jax.postgen.meteor.process"  # METEOR's native backend in a process of its own
+
+
 def _run(args: argparse.Namespace) -> int:
+    from ..processes import started_early
+    meteor = args.metrics is None or "METEOR" in (m.strip() for m in args.metrics.split(","))
+    # METEOR's process loads (numba, its tables) while this one imports, reads and tokenizes; score_files
+    # adopts it (METEOR.apart), or it ends with the command
+    with started_early(METEOR_PROCESS) if meteor else contextlib.nullcontext():
+        return _evaluated(args)
+
+
+def _evaluated(args: argparse.Namespace) -> int:
     from .. import io, postgen
     from ..evaluation import Resampling, score_files
     from ..evaluation.outputs import render, write_evaluation

@@ -8,7 +8,6 @@ all come from one pass (``significance``).
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import warnings
@@ -135,12 +134,24 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
     notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
     jvms_before = jvms_started()
-    gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
-    scorers, unavailable, stats, per_image, corpus, counts = _score_all(
-        requested, options, all_gts, gts, system_res, names, meanwhile=lambda: drawn_ahead(len(images), plan))
+    beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
+    # made first, apart: METEOR's own process loads (numba, its tables) while this one tokenizes
+    with postgen.make_metrics(beside, options, apart=True) as started:
+        gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
+
+        def meanwhile(ran: dict, stats: dict) -> tuple:
+            """The bootstrap's draws and the comparison of the metrics scored here, while METEOR's process
+            may still align; its own comparison, after, reads the same draws."""
+            counts = drawn_ahead(len(images), plan)
+            return counts, compare_rows(_with_stats(ran), _stats_of(_with_stats(ran), stats, names), plan, counts)
+        scorers, unavailable, stats, per_image, corpus, (counts, compared) = _score_all(
+            requested, options, started, all_gts, gts, system_res, names, meanwhile)
+        with_stats = _with_stats(scorers)
+        late = {name: metric for name, metric in with_stats.items() if name in beside}
+        compared += compare_rows(late, _stats_of(late, stats, names), plan, counts if isinstance(counts, list) else None)
+    order = {name: k for k, name in enumerate(scorers)}
+    compared.sort(key=lambda row: order[row["metric"]])  # stable: each metric's systems stay in order
     jvms = jvms_started() - jvms_before
-    with_stats = {name: scorers[name] for name in scorers if scorers[name].has_stats}
-    compared = compare_rows(with_stats, {s: {m: stats[s][m] for m in with_stats} for s in names}, plan, counts)
     scores_only = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names
                    if m in corpus[s]]
     if len(with_stats) < len(scorers):
@@ -149,6 +160,16 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
     settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
     return Evaluation(compared, scores_only, per_image, images, names, list(scorers), tokenizer, settings, unavailable,
                       notes)
+
+
+def _with_stats(scorers: dict) -> dict:
+    """The metrics (name -> metric) that give per-image statistics: compared with intervals and tests."""
+    return {name: metric for name, metric in scorers.items() if metric.has_stats}
+
+
+def _stats_of(metrics: dict, stats: dict, names: list[str]) -> dict:
+    """system -> metric -> f64[images, k] of ``metrics``, from ``_score``'s statistics."""
+    return {system: {name: stats[system][name] for name in metrics} for system in names}
 
 
 def _check_metrics(requested: list[str]) -> None:
@@ -202,20 +223,21 @@ def _with_idf(metric, all_gts: dict | None):
     return metric
 
 
-def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: list[dict], names: list[str],
-               meanwhile=lambda: None):
+def _score_all(requested: list[str], options, started, all_gts, gts: dict, system_res: list[dict], names: list[str],
+               meanwhile=lambda ran, stats: None):
     """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings, then what
-    ``meanwhile()`` gave), in ``requested``'s order; ``meanwhile`` runs after this thread's metrics,
-    while the other thread may still score (the bootstrap's draws).
+    ``meanwhile(ran, stats)`` gave), in ``requested``'s order; ``meanwhile`` runs after this
+    process's metrics (``ran`` so far, their statistics), while METEOR's process may still align.
 
-    Metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR) are made first and their
-    statistics of the first system begun (``stats_started``: METEOR's Python part here, its compiled
-    alignment in threads of its own, no GIL held), so that they run beside the rest; the other
-    systems' after. (A whole thread for METEOR, its Python part included, slowed the array metrics'
-    many short numpy calls several-fold: each waited for the GIL.) Of the rest, the array metrics
-    first: they share each system's encoded corpus (kept in postgen's cache), released before the
-    others are started (at 40,504 images it held 1.2 GB through the others' run)."""
-    beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
+    ``started``: the metrics that release the GIL (``PostgenMetric.releases_gil``: METEOR), made
+    by the caller apart (METEOR's native backend in a process of its own, ``PostgenMetric.apart``;
+    its jar in a JVM). Their statistics of the first system are begun first (``stats_started``:
+    sent to that process), so that they are computed beside the rest; the other systems' after.
+    (In this process, METEOR's Python part and numba's start held the GIL that the array metrics'
+    many short numpy calls wait for.) Of the rest, the array metrics first: they share each
+    system's encoded corpus (kept in postgen's cache), released before the others are started (at
+    40,504 images it held 1.2 GB through the others' run)."""
+    beside = started.names + list(started.unavailable)
     shared = [name for name in requested if name in postgen.ARRAY_METRICS and name not in beside]
     shared.sort(key=lambda name: name != "ROUGE_L")  # it reads the strings alone: its 250 MB of pairs before the n-grams
     parts = [shared, [name for name in requested if name not in shared and name not in beside]]
@@ -229,26 +251,22 @@ def _score_all(requested: list[str], options, all_gts, gts: dict, system_res: li
             _score(scorers, gts, system_res, names, into)
             ran.update(scorers)
 
-    with contextlib.ExitStack() as stack:
-        started = stack.enter_context(postgen.make_metrics(beside, options)) if beside else None
-        begun = []
-        if started is not None:
-            unavailable.update(started.unavailable)
-            begun = [(metric, metric.stats_started(gts, system_res[0]) if metric.has_stats else None)
-                     for metric in started.metrics]
-        for part in parts:
-            if part:
-                run(part)
-                release_kept()
-        ahead = meanwhile()
-        for metric, finish in begun:
-            if finish is None:  # no per-image statistics: its own compute_score, every system
-                _score({metric.name: metric}, gts, system_res, names, into)
-            else:
-                rows = finish()
-                into[0][names[0]][metric.name], into[1][names[0]][metric.name] = rows, metric.per_image(rows)
-                _score({metric.name: metric}, gts, system_res[1:], names[1:], into)
-            ran[metric.name] = metric
+    unavailable.update(started.unavailable)
+    begun = [(metric, metric.stats_started(gts, system_res[0]) if metric.has_stats else None)
+             for metric in started.metrics]
+    for part in parts:
+        if part:
+            run(part)
+            release_kept()
+    ahead = meanwhile(dict(ran), into[0])
+    for metric, finish in begun:
+        if finish is None:  # no per-image statistics: its own compute_score, every system
+            _score({metric.name: metric}, gts, system_res, names, into)
+        else:
+            rows = finish()
+            into[0][names[0]][metric.name], into[1][names[0]][metric.name] = rows, metric.per_image(rows)
+            _score({metric.name: metric}, gts, system_res[1:], names[1:], into)
+        ran[metric.name] = metric
     return ({name: ran[name] for name in requested if name in ran},
             {name: unavailable[name] for name in requested if name in unavailable}, *into, ahead)
 

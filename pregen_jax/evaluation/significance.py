@@ -111,16 +111,17 @@ def resampled_sums(rows: np.ndarray, resamples: int, rng: np.random.Generator, c
     return np.concatenate([chunk.astype(np.float64) @ rows for chunk in chunks])
 
 
-def drawn_ahead(images: int, plan: Resampling, budget: int = _AHEAD) -> Iterator[np.ndarray]:
-    """``bootstrap_counts`` of ``plan``'s bootstrap stream, its first chunks (up to ``budget`` bytes)
-    drawn now, the rest as they are read: the same draws, made while a thread still scores (METEOR)."""
+def drawn_ahead(images: int, plan: Resampling, budget: int = _AHEAD) -> list[np.ndarray] | Iterator[np.ndarray]:
+    """``bootstrap_counts`` of ``plan``'s bootstrap stream, drawn now: a list (read as often as needed)
+    where they fit in ``budget`` bytes, else its first chunks drawn now and the rest as they are read
+    (once). The same draws either way, made while METEOR's process still aligns."""
     chunks = bootstrap_counts(images, plan.resamples, np.random.default_rng(plan.streams()[0]))
     ahead: list[np.ndarray] = []
     for chunk in chunks:
         ahead.append(chunk)
         if sum(c.nbytes for c in ahead) >= budget:
-            break
-    return itertools.chain(ahead, chunks)
+            return itertools.chain(ahead, chunks)
+    return ahead
 
 
 def swap_masks(images: int, trials: int, rng: np.random.Generator) -> Iterator[np.ndarray]:

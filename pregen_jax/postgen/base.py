@@ -105,6 +105,13 @@ class PostgenMetric:
         """The metric registered as ``name``, made with ``options`` (the registry's factory)."""
         return cls()
 
+    @classmethod
+    def apart(cls, name: str, options: PostgenOptions) -> PostgenMetric:
+        """``from_options``, computing in a process of its own where the metric can (METEOR's native
+        backend: ``make_metrics(..., apart=True)``), so that it neither waits for nor holds this
+        process's GIL; the others as ``from_options`` makes them."""
+        return cls.from_options(name, options)
+
     @property
     def corpus_is_mean(self) -> bool:
         return self.corpus == "mean"

@@ -45,8 +45,11 @@ class MetricSpec:
     description: str = ""
     depends_on: Callable[[PostgenOptions], dict] = _nothing
 
-    def factory(self, options: PostgenOptions) -> PostgenMetric:
-        """The metric, started with ``options``."""
+    def factory(self, options: PostgenOptions, apart: bool = False) -> PostgenMetric:
+        """The metric, started with ``options`` (``apart``: in a process of its own where it can,
+        ``PostgenMetric.apart``)."""
+        if apart:
+            return self.metric_class.apart(self.name, options)
         return self.metric_class.from_options(self.name, options)
 
     @property
@@ -151,15 +154,16 @@ class MetricSet:
         self.close()
 
 
-def make_metrics(requested, options: PostgenOptions = PostgenOptions()) -> MetricSet:
-    """Start the requested metrics; an unavailable one is recorded with its reason, not faked."""
+def make_metrics(requested, options: PostgenOptions = PostgenOptions(), apart: bool = False) -> MetricSet:
+    """Start the requested metrics (``apart``: each in a process of its own where it can,
+    ``PostgenMetric.apart``); an unavailable one is recorded with its reason, not faked."""
     check_metric_names(requested)
     metrics, unavailable = [], {}
     for name in requested:
         spec = REGISTRY[name]
         ok, why = spec.availability(options)
         if ok:
-            metrics.append(spec.factory(options))
+            metrics.append(spec.factory(options, apart))
         else:
             unavailable[name] = why
     return MetricSet(metrics, unavailable)

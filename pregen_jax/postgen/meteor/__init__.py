@@ -48,11 +48,15 @@ class METEOR(PostgenMetric):
     needs_java = DEFAULT_BACKEND == "coco"  # only backend="coco" starts a JVM
     releases_gil = True  # native: the compiled search (nogil); coco: waiting on the JVM
 
-    def __init__(self, backend: str = DEFAULT_BACKEND):
+    def __init__(self, backend: str = DEFAULT_BACKEND, apart: bool = False):
         self.backend = backend = backend_name(backend, "METEOR")
         self._jar = JarMeteor() if backend == "coco" else None
         self._python = None
-        if backend == "native":  # resources load now, where the JVM would start
+        self._apart = backend == "native" and apart  # its rows and scores come from that process
+        if self._apart:  # a process of its own, loading while this one goes on
+            from .process import MeteorProcess
+            self._python = MeteorProcess()
+        elif backend == "native":  # resources load now, where the JVM would start
             from .python import PythonMeteor  # numba and the compiled alignment: imported when first used
             self._python = PythonMeteor()
             self._python.load()
@@ -61,16 +65,22 @@ class METEOR(PostgenMetric):
     def from_options(cls, name: str, options) -> METEOR:
         return cls(backend_for(options))
 
+    @classmethod
+    def apart(cls, name: str, options) -> METEOR:
+        """``PostgenMetric.apart``: the native backend in a process of its own (``process.MeteorProcess``),
+        started now; the jar is in a JVM of its own already."""
+        return cls(backend_for(options), apart=True)
+
     @property
     def aligned(self) -> int:
-        """Segments (jar) or distinct (test, reference) pairs (python) aligned so far."""
+        """Segments (jar) or distinct (test, reference) pairs (native) aligned so far."""
         return (self._jar or self._python).aligned
 
     def _checked_stats(self, gts: dict, res: dict) -> np.ndarray:
         """f64[images, 23]: each image's statistics (the jar's SCORE reply, EVAL's chunk rule), in ``gts`` order."""
         warn_separators(gts)
         if self._python is not None:
-            return scoring.eval_rows(self._python.stats(gts, res))
+            return self._eval_rows(self._python.stats(gts, res))
         lines = self._jar.stat_lines(gts, res)
         stats = np.array([scoring.parse(lines[i]) for i in gts]).reshape(len(gts), scoring.K)
         return scoring.eval_rows(stats)
@@ -82,16 +92,22 @@ class METEOR(PostgenMetric):
             return super().stats_started(gts, res)
         warn_separators(gts)
         finish = self._python.stats_started(gts, res)
-        return lambda: scoring.eval_rows(finish())
+        return lambda: self._eval_rows(finish())
+
+    def _eval_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The native backend's rows with EVAL's chunk rule (``scoring.eval_rows``; the process applies it)."""
+        return rows if self._apart else scoring.eval_rows(rows)
 
     def from_sums(self, sums: np.ndarray, images) -> np.ndarray:
         """f64[...]: METEOR of summed statistics f64[..., 23] (the jar's computeMetrics)."""
+        if self._apart:  # the compiled formula is in that process (numba is not started in this one)
+            return self._python.meteor_of_sums(sums)
         return scoring.meteor_of_sums(sums)
 
     def close(self):
-        jar = getattr(self, "_jar", None)
-        if jar is not None:
-            jar.close()
+        for backend in (getattr(self, "_jar", None), getattr(self, "_python", None)):
+            if backend is not None and hasattr(backend, "close"):
+                backend.close()
 
 
 def prepare() -> str:

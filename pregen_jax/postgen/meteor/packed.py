@@ -44,14 +44,16 @@ class Packer:
         self._lock = threading.Lock()
 
     def _word_arrays(self) -> tuple[np.ndarray, ...]:
-        """(hash, stem hash, synset offsets, synsets, table id, function) per word, as arrays."""
+        """(hash, stem hash, synset offsets, synsets, table id, function, and the table walk's first step:
+        ``ParaphraseTable.first_words``) per word, as arrays."""
         if self._arrays is None:
             hashes, stems, synsets, table_ids, function = zip(*self._features) if self._features else ((),) * 5
             offsets = np.zeros(len(synsets) + 1, np.int64)
             np.cumsum([len(s) for s in synsets], out=offsets[1:])
+            table_ids = np.array(table_ids, np.int64)
             self._arrays = (np.array(hashes, np.int64), np.array(stems, np.int64), offsets,
                             np.fromiter(itertools.chain.from_iterable(synsets), np.int64, int(offsets[-1])),
-                            np.array(table_ids, np.int64), np.array(function, np.bool_))
+                            table_ids, np.array(function, np.bool_), *self.analyzer.table.first_words(table_ids))
         return self._arrays
 
     def pack(self, sentences: list[tuple[str, ...]]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
@@ -81,20 +83,21 @@ class Packer:
 
 
 @compiled
-def _pack(flat, lengths, w_hash, w_stem, w_syn_offsets, w_syn, w_table, w_function, max_phrase, keys, prefix_keys,
-          phrase_offsets, phrase_ids, entry_offsets, para_offsets, para_ids):
+def _pack(flat, lengths, w_hash, w_stem, w_syn_offsets, w_syn, w_table, w_function, w_first_prefix, w_first_key,
+          max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids, entry_offsets, para_offsets, para_ids):
     """``Packer.pack``'s arrays from the sentences' word ids ``flat`` (i64[words]) and ``lengths``
     (i64[sentences]). Pass one walks the table and gathers each sentence's paraphrase entries (as
     ``ParaphraseTable.gather`` does for one sentence), sizing every slice; pass two lays them out."""
     count = len(lengths)
     table_ids = w_table[flat]
+    first_prefix, first_key = w_first_prefix[flat], w_first_key[flat]
     gathered = []  # per sentence: (entry offsets per start, phrase lengths, word offsets, words)
     sizes = np.zeros((count, ARRAYS), np.int64)
     start = 0
     for s in range(count):
         n = lengths[s]
-        rows = paraphrase._span_rows(table_ids[start:start + n], max_phrase, keys, prefix_keys, phrase_offsets,
-                                     phrase_ids, entry_offsets)
+        rows = paraphrase._span_rows(table_ids[start:start + n], first_prefix[start:start + n], first_key[start:start + n],
+                                     max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids, entry_offsets)
         entries = paraphrase._gather_rows(n, rows, para_offsets, para_ids)
         gathered.append(entries)
         synsets = 0

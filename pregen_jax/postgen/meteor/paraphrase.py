@@ -106,8 +106,22 @@ class ParaphraseTable:
         """i64[rows, 4]: (start, reference phrase length, first entry, end entry) of every phrase of the
         table in the sentence ``ids``: by start, shorter phrases first; a phrase's entries are a range,
         in table order (the jar's order)."""
-        return _span_rows(np.array(ids, np.int64), self.max_phrase, self.keys, self.prefix_keys,
+        ids = np.array(ids, np.int64)
+        return _span_rows(ids, *self.first_words(ids), self.max_phrase, self.keys, self.prefix_keys,
                           self.phrase_offsets, self.phrase_ids, self.entry_offsets)
+
+    def first_words(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bool[...]: a phrase of the table starts with the word, i64[...]: the row in ``keys`` of the
+        one-word phrase that is the word, or -1) of each word id (-1: a word the table lacks): the
+        walk's first step for each word, looked up once per word instead of at each position."""
+        key = (np.asarray(ids, np.int64) + 1).astype(np.uint64)  # a one-word phrase's key (_span_rows)
+        present = np.asarray(ids) >= 0
+        at = np.searchsorted(self.prefix_keys, key)
+        prefix = present & (self.prefix_keys[np.minimum(at, len(self.prefix_keys) - 1)] == key) & (at < len(self.prefix_keys))
+        k = np.searchsorted(self.keys, key)
+        inside = np.minimum(k, len(self.keys) - 1)
+        whole = (k < len(self.keys)) & (self.keys[inside] == key) & (np.diff(self.phrase_offsets)[inside] == 1)
+        return prefix, np.where(prefix & whole, k, -1).astype(np.int64)
 
     def words(self, entry: int) -> tuple[int, ...]:
         """One entry's paraphrase (word ids)."""
@@ -120,8 +134,9 @@ class ParaphraseTable:
 
 
 @compiled
-def _span_rows(ids, max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids, entry_offsets):
-    """The table's trie walk from each start: stop where no phrase has the prefix so far."""
+def _span_rows(ids, first_prefix, first_key, max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids, entry_offsets):
+    """The table's trie walk from each start: stop where no phrase has the prefix so far. The first
+    step of each start is ``first_prefix``, ``first_key`` (``ParaphraseTable.first_words`` of ``ids``)."""
     n = len(ids)
     out = []
     for start in range(n):
@@ -131,12 +146,19 @@ def _span_rows(ids, max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids, e
             if word < 0:  # a word the table lacks
                 break
             key = key * np.uint64(HASH_MULTIPLIER) + np.uint64(word + 1)
-            k = np.searchsorted(prefix_keys, key)
-            if k == len(prefix_keys) or prefix_keys[k] != key:
-                break
-            k = np.searchsorted(keys, key)
-            if k == len(keys) or keys[k] != key or phrase_offsets[k + 1] - phrase_offsets[k] != length:
-                continue
+            if length == 1:
+                if not first_prefix[start]:
+                    break
+                k = first_key[start]
+                if k < 0:
+                    continue
+            else:
+                k = np.searchsorted(prefix_keys, key)
+                if k == len(prefix_keys) or prefix_keys[k] != key:
+                    break
+                k = np.searchsorted(keys, key)
+                if k == len(keys) or keys[k] != key or phrase_offsets[k + 1] - phrase_offsets[k] != length:
+                    continue
             same = True
             for q in range(length):
                 same = same and phrase_ids[phrase_offsets[k] + q] == ids[start + q]

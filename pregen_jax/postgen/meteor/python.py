@@ -77,7 +77,7 @@ class PythonMeteor:
         if self._analyzer is None:
             self._analyzer = Analyzer(synonyms(), table())
             self._packer = Packer(self._analyzer)
-            sources = [Path(fast.__file__), Path(paraphrase.__file__), Path(packed.__file__)]
+            sources = _compiled_sources()
             message = compiling_message(sources)
             if message:
                 print(message, file=sys.stderr, flush=True)
@@ -85,6 +85,11 @@ class PythonMeteor:
             self._packer.pack([("a", "man")])
             fast.warm_up()
             mark_compiled(sources)
+
+    @staticmethod
+    def compiled_already() -> bool:
+        """Whether numba's cache holds the compiled search (``load`` compiles nothing)."""
+        return compiling_message(_compiled_sources()) is None
 
     def _sentence(self, tokens: tuple[str, ...]) -> Sentence:
         return self._analysed(tokens)[0]
@@ -119,11 +124,10 @@ class PythonMeteor:
                 self._used = 0
             new = list(dict.fromkeys((t, r) for t, refs in segments for r in refs if (t, r) not in self._pairs))
             batches = [new[start:start + BATCH] for start in range(0, len(new), BATCH)]
-            prepared = [self._prepared(batch) for batch in batches]
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(batches), cores_here())))
-        aligned = [pool.submit(self._computed, *batch) for batch in prepared]
+            pool = ThreadPoolExecutor(max_workers=max(1, min(len(batches), cores_here())))
+            # each batch aligned as soon as its word ids are ready, while the next one's are made
+            aligned = [pool.submit(self._computed, *self._prepared(batch)) for batch in batches]
         pool.shutdown(wait=False)  # its threads end with the last batch
-        del prepared
 
         def finish() -> np.ndarray:
             if self._pending is finish:
@@ -167,6 +171,11 @@ class PythonMeteor:
         self._pairs.update(zip(pairs, range(start, start + len(pairs))))
         self._used = start + len(pairs)
         self.aligned += len(pairs)
+
+
+def _compiled_sources() -> list[Path]:
+    """The source files of the compiled functions (numba's cache is per file and content)."""
+    return [Path(fast.__file__), Path(paraphrase.__file__), Path(packed.__file__)]
 
 
 def _first_best(scores: np.ndarray, counts: np.ndarray) -> np.ndarray:

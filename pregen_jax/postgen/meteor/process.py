@@ -1,0 +1,202 @@
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
+"""The native METEOR in a process of its own (``METEOR.apart``), as the jar runs in its JVM.
+
+Why a process: in the caller's process, numba's start (about half a second, Python that holds
+the GIL) and METEOR's Python part (segmenting the lines, listing the new pairs, their word ids)
+take Python's lock from whatever runs beside them; ``evaluate``'s array metrics are many short
+numpy calls, each of which waits for it. A process of its own loads while the caller reads and
+tokenizes, and computes on its own core while the caller scores the other metrics.
+
+Protocol: the caller writes pickled requests to the child's standard input, ``("stats",
+references, captions)`` (each image's reference token strings, its caption in a list) or
+``("scores", sums)``; the child answers each in order on its own copy of standard output with a
+pickle: ``(rows, aligned)`` (``PythonMeteor.stats``'s f64[images, 23] with EVAL's chunk rule, the
+pairs aligned so far), ``scoring.meteor_of_sums(sums)``, or an error's one-line text, and the
+warnings it gave meanwhile, which the caller gives again. Anything else the child prints (the
+first run's progress lines) goes to standard error. The child ends at the end of its input, with its
+parent (``processes``), or on ``close``.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from ... import processes
+
+CLOSE_SECONDS = 5.0  # how long ``close`` waits for the child to end by itself before killing it
+
+
+class MeteorProcess:
+    """``PythonMeteor``'s statistics from a child process, started now (it loads its resources
+    while this process goes on). ``stats_started`` sends, its result receives."""
+
+    def __init__(self):
+        self._child = processes.adopt(__name__)  # pregen-search evaluate starts it early (processes.start_early)
+        self._pending: Callable[[], np.ndarray] | None = None
+        self.aligned = 0  # distinct (test, reference) pairs the child aligned so far
+
+    def stats(self, gts: dict, res: dict) -> np.ndarray:
+        """f64[images, 23]: ``PythonMeteor.stats`` of ``gts`` and ``res`` with EVAL's chunk rule applied
+        (``scoring.eval_rows``), computed in the child."""
+        return self.stats_started(gts, res)()
+
+    def stats_started(self, gts: dict, res: dict) -> Callable[[], np.ndarray]:
+        """``stats``, begun: the request is sent now (written by a thread: the child may still be
+        loading); calling the result waits for the child's rows (again: the same rows)."""
+        reply = self._sent(("stats", [gts[i] for i in gts], [res[i] for i in gts]))
+
+        def finish() -> np.ndarray:
+            rows, self.aligned = reply()
+            return rows
+        return finish
+
+    def meteor_of_sums(self, sums: np.ndarray) -> np.ndarray:
+        """f64[...]: ``scoring.meteor_of_sums`` of ``sums`` (f64[..., 23]), computed in the child (its
+        compiled ``row_score``, the one place the formula is written)."""
+        return self._sent(("scores", np.ascontiguousarray(sums, np.float64)))()
+
+    def _sent(self, request: tuple) -> Callable:
+        """Send ``request`` (an unfinished earlier one is received first: replies come in order) and
+        return the function that receives its reply, once (later calls give the same reply)."""
+        if self._pending is not None:
+            self._pending()
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        failed: list[BaseException] = []
+
+        def send() -> None:
+            try:
+                self._child.stdin.write(payload)
+                self._child.stdin.flush()
+            except OSError as error:  # the child ended: receive() says why
+                failed.append(error)
+        writer = threading.Thread(target=send, name="meteor-request", daemon=True)
+        writer.start()
+        received: list = []
+
+        def receive():
+            if not received:
+                if self._pending is receive:
+                    self._pending = None
+                writer.join()
+                try:
+                    answer, warned = pickle.load(self._child.stdout)
+                except (EOFError, pickle.UnpicklingError) as error:
+                    raise RuntimeError(f"METEOR's process ended without an answer (exit status {self._child.poll()}): "
+                                       "its error is printed above") from (failed[0] if failed else error)
+                for message in warned:  # given here, as if METEOR ran in this process
+                    warnings.warn(message, UserWarning, stacklevel=2)
+                if isinstance(answer, str):
+                    raise RuntimeError(f"METEOR's process: {answer}")
+                received.append(answer)
+            return received[0]
+        self._pending = receive
+        return receive
+
+    def close(self) -> None:
+        """End the child: its input closed, then killed if it has not ended within CLOSE_SECONDS."""
+        child = self._child
+        if child.poll() is None:
+            try:
+                child.stdin.close()
+            except OSError:
+                pass
+            try:
+                child.wait(CLOSE_SECONDS)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        for stream in (child.stdin, child.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+    def __del__(self):
+        if getattr(self, "_child", None) is not None and self._child.poll() is None:
+            self._child.kill()
+
+
+def _numba_started_without_scipy() -> None:
+    """Import numba's array functions with scipy hidden, in this process only: numba's import of
+    them probes scipy's BLAS (``numba.np.arraymath``: 0.2 s importing ``scipy.linalg``) to pick an
+    inner product for ``np.cov``-like functions, which METEOR's search never calls; ``np.dot`` and
+    the rest of numba's linear algebra still import scipy when compiled. Only this child does it:
+    another process's own numba functions are untouched."""
+    import numba  # noqa: F401
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    sys.modules["scipy.linalg"] = None  # makes ``import scipy.linalg...`` raise ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg"]
+
+
+def _answer_requests(requests, replies) -> None:
+    """Answer each pickled request on ``requests`` with a pickled ``(answer, warned)`` on ``replies``:
+    the answer (module doc) and the messages of the warnings given since the last reply (the
+    caller gives them again: ``pregen-search`` prints each once)."""
+    problem, meteor = None, None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _numba_started_without_scipy()
+            from . import scoring
+            from .python import PythonMeteor
+            meteor = PythonMeteor()
+            if _loads_quietly(meteor):
+                meteor.load()
+        except Exception as error:  # said in answer to every request
+            problem = f"{type(error).__name__}: {error}"
+        while True:
+            try:
+                kind, *data = pickle.load(requests)
+            except EOFError:
+                return
+            answer = problem
+            if problem is None:
+                try:
+                    meteor.load()  # loaded already, unless it had to wait for this first request
+                    if kind == "stats":
+                        references, captions = data
+                        rows = meteor.stats(dict(enumerate(references)), dict(enumerate(captions)))
+                        answer = (scoring.eval_rows(rows), meteor.aligned)
+                    else:
+                        answer = scoring.meteor_of_sums(data[0])
+                except Exception as error:
+                    answer = f"{type(error).__name__}: {error}"
+            warned = [str(w.message) for w in caught]
+            caught.clear()
+            pickle.dump((answer, warned), replies, protocol=pickle.HIGHEST_PROTOCOL)
+            replies.flush()
+
+
+def _loads_quietly(meteor) -> bool:
+    """Whether loading now only reads: METEOR's tables and compiled code are in the cache folder.
+    Otherwise the child waits for its first request, which comes once the caller has checked its
+    inputs: a run refused for bad input prints no "compiling" line and builds nothing."""
+    from ...io import CACHE_VERSION, cache_root
+    return (cache_root() / f"v{CACHE_VERSION}").is_dir() and meteor.compiled_already()
+
+
+def serve() -> None:
+    """The child: replies on a copy of standard output, which then points to standard error, so
+    that nothing printed by a library can mix with them."""
+    processes.quiet_interrupts_in_worker()
+    processes.watch_parent()
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    _answer_requests(sys.stdin.buffer, replies)
+    replies.close()
+    os._exit(0)  # nothing to finalize: numba's cache is written as functions load, before any reply
+
+
+if __name__ == "__main__":
+    serve()
