@@ -116,7 +116,8 @@ def middle_pair(values, mask):
     low_signed = _signed(low, bits)
     # The next entry: low again if it repeats, else the smallest key above it.
     at_most = _count(chunks, lambda c: c <= low_signed[..., None, None])
-    above = jnp.min(jnp.where(keys > low_signed[..., None], keys, pad_key(values.dtype)), axis=-1)
+    above = jnp.min(jnp.where(chunks > low_signed[..., None, None], chunks, pad_key(values.dtype)), axis=-2)
+    above = jnp.min(jax.lax.optimization_barrier(above), axis=-1)   # as _count: the long min second
     high = jnp.where(at_most > n // 2, low_signed, above)
     return values_from_keys(low_signed, values.dtype), values_from_keys(high, values.dtype)
 
