@@ -8,11 +8,11 @@ take Python's lock from whatever runs beside them; ``evaluate``'s array metrics 
 numpy calls, each of which waits for it. A process of its own loads while the caller reads and
 tokenizes, and computes on its own core while the caller scores the other metrics.
 
-Protocol: the caller writes pickled requests to the child's standard input, ``("stats",
-references, captions)`` (each image's reference token strings, its caption in a list) or
-``("scores", sums)``; the child answers each in order on its own copy of standard output with a
+Protocol: the caller writes pickled requests to the child's standard input, ``("load",)`` (the
+first: load now, if not yet), ``("stats", references, captions)`` (each image's reference token
+strings, its caption in a list) or ``("scores", sums)``; the child answers each in order on its own copy of standard output with a
 pickle: ``(rows, aligned)`` (``PythonMeteor.stats``'s f64[images, 23] with EVAL's chunk rule, the
-pairs aligned so far), ``scoring.meteor_of_sums(sums)``, or an error's one-line text, and the
+pairs aligned so far), ``scoring.meteor_of_sums(sums)``, None, or an error's one-line text, and the
 warnings it gave meanwhile, which the caller gives again. Anything else the child prints (the
 first run's progress lines) goes to standard error. The child ends at the end of its input, with its
 parent (``processes``), or on ``close``.
@@ -39,9 +39,12 @@ class MeteorProcess:
     while this process goes on). ``stats_started`` sends, its result receives."""
 
     def __init__(self):
-        self._child = processes.adopt(__name__)  # pregen-search evaluate starts it early (processes.start_early)
+        self._child = processes.adopt(__name__)  # pregen-search evaluate starts it early (processes.started_early)
         self._pending: Callable[[], np.ndarray] | None = None
         self.aligned = 0  # distinct (test, reference) pairs the child aligned so far
+        # load now (a child that found METEOR's caches loaded already): the inputs are checked by now,
+        # so a first run builds the table and compiles while this process tokenizes and scores
+        self._sent(("load",))
 
     def stats(self, gts: dict, res: dict) -> np.ndarray:
         """f64[images, 23]: ``PythonMeteor.stats`` of ``gts`` and ``res`` with EVAL's chunk rule applied
@@ -182,20 +185,25 @@ def _answer_requests(requests, replies) -> None:
                         references, captions = data
                         rows = meteor.stats(dict(enumerate(references)), dict(enumerate(captions)))
                         answer = (scoring.eval_rows(rows), meteor.aligned)
-                    else:
+                    elif kind == "scores":
                         answer = scoring.meteor_of_sums(data[0])
+                    else:  # "load": nothing more to do
+                        answer = None
                 except Exception as error:
                     answer = f"{type(error).__name__}: {error}"
             warned = [str(w.message) for w in caught]
             caught.clear()
-            pickle.dump((answer, warned), replies, protocol=pickle.HIGHEST_PROTOCOL)
-            replies.flush()
+            try:
+                pickle.dump((answer, warned), replies, protocol=pickle.HIGHEST_PROTOCOL)
+                replies.flush()
+            except BrokenPipeError:  # the caller closed its end (done with this process): end quietly
+                return
 
 
 def _loads_quietly(meteor) -> bool:
     """Whether loading now only reads: METEOR's tables and compiled code are in the cache folder.
-    Otherwise the child waits for its first request, which comes once the caller has checked its
-    inputs: a run refused for bad input prints no "compiling" line and builds nothing."""
+    Otherwise the child waits for its first request (``load``), which comes once the caller has
+    checked its inputs: a run refused for bad input prints no "compiling" line and builds nothing."""
     from ...io import CACHE_VERSION, cache_root
     return (cache_root() / f"v{CACHE_VERSION}").is_dir() and meteor.compiled_already()
 
@@ -209,7 +217,10 @@ def serve() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     _answer_requests(sys.stdin.buffer, replies)
-    replies.close()
+    try:
+        replies.close()
+    except BrokenPipeError:
+        pass
     os._exit(0)  # nothing to finalize: numba's cache is written as functions load, before any reply
 
 
