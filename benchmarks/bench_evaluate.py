@@ -28,7 +28,9 @@ process of the run at once (sampled every 10 ms: evaluate with METEOR's own proc
 with its JVMs); for COCOEvalCap its Python process alone is printed beside it.
 
 The parts (warm, in this process, on the same tokenized strings): the PTB tokenizer, each scorer
-(BLEU-1..4 as one), and evaluate's significance (``compare``: bootstrap intervals) alone.
+(BLEU-1..4 as one; METEOR made and run in this process), METEOR as evaluate runs it (in a process
+of its own, started and loaded in the timing: the whole run starts it earlier, beside its own
+imports and reading), and evaluate's significance (``compare``: bootstrap intervals) alone.
 The machine may be shared: the load average is printed with the numbers.
 """
 from __future__ import annotations
@@ -263,6 +265,13 @@ def ours_parts(refs: Path, res: Path) -> dict:
                     scorers[m.name], stats[m.name] = m, m.stats_of_tokenized(gts, res_tok)
                     m.aggregate(stats[m.name])
         _, *times[name] = timed(run)
+
+    def apart():  # what evaluate runs: METEOR in a process of its own, its start and loading included
+        with postgen.make_metrics(["METEOR"], postgen.PostgenOptions(), apart=True) as started:
+            meteor = started.metrics[0]
+            meteor.aggregate(meteor.stats_of_tokenized(gts, res_tok))
+        meteor._python._child.wait()  # its CPU counted (a waited child)
+    _, *times["METEOR apart (own process)"] = timed(apart)
     _, *times["significance"] = timed(lambda: compare(scorers, {"res": stats}, Resampling()))
     return times
 

@@ -51,14 +51,14 @@ def test_an_error_in_the_child_is_one_line_here():
         assert meteor.stats({1: ["a dog runs"]}, {1: ["a dog"]}).shape == (1, scoring.K)  # it goes on
     finally:
         meteor.close()
-    assert meteor._child.poll() is not None
+    assert meteor._child.wait(10) == 0  # ended by itself at the end of its input
 
 
 def test_the_child_ends_with_its_metric_set():
     with postgen.make_metrics(["METEOR"], apart=True) as started:
         child = started.metrics[0]._python._child
         assert child.poll() is None
-    assert child.poll() is not None
+    assert child.wait(10) == 0
 
 
 def test_a_child_started_early_is_adopted_or_ended():
@@ -85,3 +85,18 @@ def test_evaluate_refused_for_bad_input_leaves_no_meteor_process(tmp_path, capsy
     refs.write_text('{"images": [], "annotations": [')
     assert cli.main(["evaluate", "--references", str(refs), "--captions", str(refs)]) == 2
     assert "refs.json" in capsys.readouterr().err and not processes._EARLY
+
+
+def test_a_child_ended_by_ctrl_c_ends_its_request_as_an_interrupt():
+    """The terminal's Ctrl-C reaches the child too: it ends quietly (130; one that arrives while it
+    starts waits for its quiet handler), and the parent's wait for its answer ends as the
+    interrupt it is, not as a failed metric."""
+    import signal
+    meteor = MeteorProcess()
+    try:
+        os.kill(meteor._child.pid, signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            meteor.stats(GTS, RES)
+        assert meteor._child.poll() == 130
+    finally:
+        meteor.close()

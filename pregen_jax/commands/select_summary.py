@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 
 def summary_lines(table, selection, seconds: float, where: str | None = None) -> list[str]:
     """The lines of the answer (``table``: select.tsv; ``selection``: the ``Selection``;
@@ -41,6 +39,7 @@ def summary_lines(table, selection, seconds: float, where: str | None = None) ->
                  f"{selection.seconds['generate']:.1f} s decoding, {selection.seconds['score']:.1f} s scoring, "
                  "the rest reading the " + ("caption files and references" if "references" in table
                                             else "search's data and models"))
+    import numpy as np  # here: importing the CLI stays free of numpy (evaluate starts METEOR's process first)
     completed = int((~np.isnan(selection.scores)).sum()) - race.images_scored if selection.scores is not None else 0
     if completed > 0:
         lines.append(f"then {completed} more images scored (--budget 1 pays for every model on every image), so that "

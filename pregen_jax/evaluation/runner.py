@@ -143,7 +143,9 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
             """The bootstrap's draws and the comparison of the metrics scored here, while METEOR's process
             may still align; its own comparison, after, reads the same draws."""
             counts = drawn_ahead(len(images), plan)
-            return counts, compare_rows(_with_stats(ran), _stats_of(_with_stats(ran), stats, names), plan, counts)
+            compared = compare_rows(_with_stats(ran), _stats_of(_with_stats(ran), stats, names), plan, counts)
+            _installed("pregen-jax"), _installed("pycocoevalcap")  # settings.json's, looked up now
+            return counts, compared
         scorers, unavailable, stats, per_image, corpus, (counts, compared) = _score_all(
             requested, options, started, all_gts, gts, system_res, names, meanwhile)
         with_stats = _with_stats(scorers)
@@ -170,6 +172,17 @@ def _with_stats(scorers: dict) -> dict:
 def _stats_of(metrics: dict, stats: dict, names: list[str]) -> dict:
     """system -> metric -> f64[images, k] of ``metrics``, from ``_score``'s statistics."""
     return {system: {name: stats[system][name] for name in metrics} for system in names}
+
+
+@functools.cache
+def _installed(package: str) -> str:
+    """The installed version of ``package`` ("absent"): looked up once (reading the installed
+    packages' metadata takes tens of milliseconds), while METEOR's process still aligns."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "absent"
 
 
 def _check_metrics(requested: list[str]) -> None:
@@ -290,16 +303,8 @@ def _score(scorers: dict, gts: dict, system_res: list[dict], names: list[str], i
 def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, scorers, unavailable, images,
               jvms: int) -> dict:
     """settings.json; ``scorers``: name -> the metric that ran; ``jvms``: JVMs this run started."""
-    from importlib.metadata import PackageNotFoundError, version
-
     from ..postgen import ptb
     from ..postgen.jvm import java_description
-
-    def installed(package: str) -> str:
-        try:
-            return version(package)
-        except PackageNotFoundError:
-            return "absent"
     return {
         "tokenizer": tokenizer_label(tokenizer),
         "references": {"path": refs.path, "format": refs.format, "images": len(refs.captions)},
@@ -321,7 +326,7 @@ def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, score
                          "multiple_comparisons": "p_holm: p_bootstrap Holm-adjusted over the systems compared with "
                                                  "the first, per metric",
                          "comparisons_per_metric": len(names) - 1},
-        "versions": {"pregen-jax": installed("pregen-jax"), "pycocoevalcap": installed("pycocoevalcap"),
+        "versions": {"pregen-jax": _installed("pregen-jax"), "pycocoevalcap": _installed("pycocoevalcap"),
                      "numpy": np.__version__},
         "jvms_started": jvms,  # by the tokenizer and the metrics of this run (postgen/jvm.py counts them)
         "java": java_description() if jvms else "not used",

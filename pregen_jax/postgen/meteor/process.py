@@ -89,7 +89,10 @@ class MeteorProcess:
                 try:
                     answer, warned = pickle.load(self._child.stdout)
                 except (EOFError, pickle.UnpicklingError) as error:
-                    raise RuntimeError(f"METEOR's process ended without an answer (exit status {self._child.poll()}): "
+                    code = self._exit_status()
+                    if code == 130:  # Ctrl-C ended it (quiet_interrupts_in_worker), and this process with it
+                        raise KeyboardInterrupt from None
+                    raise RuntimeError(f"METEOR's process ended without an answer (exit status {code}): "
                                        "its error is printed above") from (failed[0] if failed else error)
                 for message in warned:  # given here, as if METEOR ran in this process
                     warnings.warn(message, UserWarning, stacklevel=2)
@@ -100,26 +103,38 @@ class MeteorProcess:
         self._pending = receive
         return receive
 
+    def _exit_status(self) -> int | None:
+        """The child's exit status once it has ended (None: still running after CLOSE_SECONDS)."""
+        try:
+            return self._child.wait(CLOSE_SECONDS)
+        except subprocess.TimeoutExpired:
+            return None
+
     def close(self) -> None:
-        """End the child: its input closed, then killed if it has not ended within CLOSE_SECONDS."""
+        """End the child: its input closed (it then exits by itself), reaped by a thread of this
+        process that kills it if it has not ended within CLOSE_SECONDS; the caller does not wait for
+        its exit (tens of milliseconds: its memory unmapped)."""
         child = self._child
-        if child.poll() is None:
-            try:
-                child.stdin.close()
-            except OSError:
-                pass
-            try:
-                child.wait(CLOSE_SECONDS)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
         for stream in (child.stdin, child.stdout):
             if stream is not None and not stream.closed:
-                stream.close()
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        threading.Thread(target=_reaped, args=(child,), name="meteor-reaper", daemon=True).start()
 
     def __del__(self):
         if getattr(self, "_child", None) is not None and self._child.poll() is None:
             self._child.kill()
+
+
+def _reaped(child: subprocess.Popen) -> None:
+    """Wait for ``child`` to end, killing it after CLOSE_SECONDS."""
+    try:
+        child.wait(CLOSE_SECONDS)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def _numba_started_without_scipy() -> None:
