@@ -19,6 +19,7 @@ parent (``processes``), or on ``close``.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import subprocess
@@ -116,7 +117,7 @@ class MeteorProcess:
     def close(self) -> None:
         """End the child: its input closed (it then exits by itself), reaped by a thread of this
         process that kills it if it has not ended within CLOSE_SECONDS; the caller does not wait for
-        its exit (tens of milliseconds: its memory unmapped)."""
+        its exit (tens of milliseconds: its memory unmapped), this process's exit does."""
         child = self._child
         for stream in (child.stdin, child.stdout):
             if stream is not None and not stream.closed:
@@ -124,11 +125,24 @@ class MeteorProcess:
                     stream.close()
                 except OSError:
                     pass
-        threading.Thread(target=_reaped, args=(child,), name="meteor-reaper", daemon=True).start()
+        reaper = threading.Thread(target=_reaped, args=(child,), name="meteor-reaper", daemon=True)
+        reaper.start()
+        _REAPERS[:] = [*(r for r in _REAPERS if r.is_alive()), reaper]
 
     def __del__(self):
         if getattr(self, "_child", None) is not None and self._child.poll() is None:
             self._child.kill()
+
+
+_REAPERS: list[threading.Thread] = []  # closed children's reapers, joined when this process exits
+
+
+@atexit.register
+def _all_reaped() -> None:
+    """At exit, wait for every closed child's end (they are ending already: their input is closed),
+    so that none outlives this process and its CPU time counts as this process's children's."""
+    for reaper in _REAPERS:
+        reaper.join(CLOSE_SECONDS)
 
 
 def _reaped(child: subprocess.Popen) -> None:
