@@ -3,6 +3,7 @@
     python benchmarks/bench_evaluate.py                    # 5,000 and 40,504 images, cold and warm
     python benchmarks/bench_evaluate.py --images 5000      # one size
     python benchmarks/bench_evaluate.py --images 40504 --no-parts
+    python benchmarks/bench_evaluate.py --pairs 4          # alternating whole warm runs: the ratio's spread
 
 Inputs, built in a temporary folder from Flickr8k's captions, as a COCO annotation file and a COCO
 results file:
@@ -40,6 +41,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -323,13 +325,40 @@ def bench_size(images: int, parts: bool) -> dict:
             "warm_peak_mb": runs["warm"][2], "warm_all_mb": runs["warm"][3], "max_abs_diff": worst}
 
 
+def bench_pairs(images: int, pairs: int) -> list[float]:
+    """``pairs`` alternating whole runs, COCOEvalCap then ``evaluate`` warm (its cache filled by a run
+    before), on the same files: each pair's wall ratio, printed as it comes (the host's speed drifts
+    between runs; a pair's two runs are close in time)."""
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        refs, res, what = build_files(folder, images)
+        env = {**os.environ, "PREGEN_JAX_CACHE": str(folder / "cache")}
+        run_child(ours_command(refs, res, folder / "filling"), env)
+        print(f"\n{images:,} images ({what}): alternating pairs, warm")
+        for k in range(pairs):
+            coco = run_child([sys.executable, "-c", COCO_SCRIPT, str(refs), str(res), str(folder / "coco.json")])
+            ours = run_child(ours_command(refs, res, folder / f"out{k}"), env)
+            ratios.append(coco[0] / ours[0])
+            print(f"pair {k}: COCOEvalCap {coco[0]:.2f} s, evaluate {ours[0]:.2f} s (CPU {ours[1]:.2f} s, every process "
+                  f"at once {ours[3]:.0f} MB): {ratios[-1]:.2f}x; load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"median {statistics.median(ratios):.2f}x, range {min(ratios):.2f}-{max(ratios):.2f}x")
+    return ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, nargs="+", default=[SMALL, LARGE],
                         help=f"scored images, one run per size (default {SMALL} {LARGE}); at most {SMALL}: the "
                              "repeated test-set form, above: the unique-sentence form")
     parser.add_argument("--no-parts", action="store_true", help="time only the wholes (cold, warm, COCOEvalCap)")
+    parser.add_argument("--pairs", type=int, default=0, metavar="N",
+                        help="instead: N alternating pairs of whole warm runs (COCOEvalCap, evaluate) per size")
     args = parser.parse_args()
+    if args.pairs:
+        for images in args.images:
+            bench_pairs(images, args.pairs)
+        return
     from pregen_jax.postgen.meteor import DEFAULT_BACKEND
     from pregen_jax.postgen.ptb import DEFAULT_BACKEND as PTB_BACKEND
     print(f"cpus {os.cpu_count()}; evaluate's backends: METEOR {DEFAULT_BACKEND}, PTB {PTB_BACKEND}; "
