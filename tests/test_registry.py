@@ -1,4 +1,6 @@
 """Every registered tier function, built-in or a user's, gets the same checks; extension works."""
+import contextlib
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -50,13 +52,20 @@ def _first_masked(values, mask):
     return jnp.take_along_axis(values, jnp.argmax(mask, -1)[..., None], -1)[..., 0]
 
 
-def test_check_compares_the_unsorted_form_on_shuffled_rows():
-    tiers.register_aggregator("firstmasked", tiers=(4,), unsorted=True)(_first_masked)
+@contextlib.contextmanager
+def _tier4_aggregator(name: str, function, **facts):
+    """``function`` registered as a tier-4 aggregator with an unsorted form while inside."""
+    tiers.register_aggregator(name, tiers=(4,), unsorted=True, **facts)(function)
     try:
+        yield
+    finally:
+        tiers.REGISTRIES[4].remove(name)
+
+
+def test_check_compares_the_unsorted_form_on_shuffled_rows():
+    with _tier4_aggregator("firstmasked", _first_masked):
         with pytest.raises(ValueError, match="unsorted= form on shuffled rows"):
             tiers.check("firstmasked")
-    finally:
-        tiers.REGISTRIES[4].remove("firstmasked")
     with pytest.raises(ValueError, match="unsorted= is for aggregators"):
         tiers.register_filter("keepall", unsorted=True)
 
@@ -69,8 +78,7 @@ def _sum_of_squares(values, mask):
 def test_an_aggregator_with_parts_is_checked_and_swept_once_per_image():
     partial = lambda values, mask: (_sum_of_squares(values, mask),)  # noqa: E731
     good = tiers.Parts(partial, lambda stats, mask: jnp.sum(jnp.where(mask, stats[0], 0.0), -1))
-    tiers.register_aggregator("sumsq", tiers=(4,), unsorted=True, parts=good)(_sum_of_squares)
-    try:
+    with _tier4_aggregator("sumsq", _sum_of_squares, parts=good):
         tiers.check("sumsq")
         rng = np.random.default_rng(3)
         lengths = [rng.integers(1, 6, 3 - (i % 2)) for i in range(12)]  # odd images: 2 references of 3
@@ -82,15 +90,10 @@ def test_an_aggregator_with_parts_is_checked_and_swept_once_per_image():
         space = tiers.DEFAULT_SPACE.extend(dataset_aggregators=["sumsq"])
         by_parts = tiers.sweep(ref_probs, strata, space, method="segments")
         np.testing.assert_allclose(by_parts, tiers.sweep(ref_probs, strata, space, method="mask"), rtol=1e-5)
-    finally:
-        tiers.REGISTRIES[4].remove("sumsq")
     wrong = tiers.Parts(partial, lambda stats, mask: jnp.max(jnp.where(mask, stats[0], 0.0), -1))
-    tiers.register_aggregator("sumsq", tiers=(4,), unsorted=True, parts=wrong)(_sum_of_squares)
-    try:
+    with _tier4_aggregator("sumsq", _sum_of_squares, parts=wrong):
         with pytest.raises(ValueError, match="parts= .* differ from it"):
             tiers.check("sumsq")
-    finally:
-        tiers.REGISTRIES[4].remove("sumsq")
     with pytest.raises(ValueError, match="parts= is for aggregators"):
         tiers.register_filter("keepall", parts=good)
 

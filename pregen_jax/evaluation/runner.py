@@ -142,8 +142,8 @@ def score_files(references, captions, *, split: str = "test", metrics=None, toke
         def meanwhile(ran: dict, stats: dict) -> tuple:
             """The bootstrap's draws and the comparison of the metrics scored here, while METEOR's process
             may still align; its own comparison, after, reads the same draws."""
-            counts = drawn_ahead(len(images), plan)
-            compared = compare_rows(_with_stats(ran), _stats_of(_with_stats(ran), stats, names), plan, counts)
+            counts, here = drawn_ahead(len(images), plan), _with_stats(ran)
+            compared = compare_rows(here, _stats_of(here, stats, names), plan, counts)
             _installed("pregen-jax"), _installed("pycocoevalcap")  # settings.json's, looked up now
             return counts, compared
         scorers, unavailable, stats, per_image, corpus, (counts, compared) = _score_all(

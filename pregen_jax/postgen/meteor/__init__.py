@@ -86,8 +86,9 @@ class METEOR(PostgenMetric):
         return scoring.eval_rows(stats)
 
     def stats_started(self, gts: dict, res: dict):
-        """``PostgenMetric.stats_started``: the native backend segments and lists the new pairs now,
-        in the caller's thread, and aligns them in threads of its own (compiled, no GIL held)."""
+        """``PostgenMetric.stats_started``: the native backend in this process segments and lists the
+        new pairs now, in the caller's thread, and aligns them in threads of its own (compiled, no GIL
+        held); apart, the request is sent to its process now and its rows read when called."""
         if self._python is None:
             return super().stats_started(gts, res)
         warn_separators(gts)
