@@ -247,6 +247,40 @@ def file_digest(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+def file_hash(path) -> str:
+    """sha256 (hex) of a file (a jar, METEOR's paraphrase table, a scorer): worked out once while the
+    file is unchanged, then remembered by this process and, in a note in the cache folder, by later
+    ones. A note is believed only while the file's stat stamp is the same: device, inode, size and
+    the modification and change times in nanoseconds (any write sets the change time, which no
+    program can set back), as git's index does. Reading it back saves METEOR's process 45 ms a run
+    (the 60 MB paraphrase table)."""
+    path = os.path.abspath(path)
+    info = os.stat(path)
+    return _file_hash(path, f"{info.st_dev} {info.st_ino} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns}")
+
+
+@functools.lru_cache(maxsize=64)
+def _file_hash(path: str, stamp: str) -> str:
+    folder = cache_root() / f"v{CACHE_VERSION}"  # used only where it is made already: no warning, no folder
+    note = folder / "file-hashes" / f"{hashlib.sha256(path.encode()).hexdigest()[:32]}.txt"
+    try:
+        noted_stamp, noted = note.read_text(encoding="utf-8").rsplit(" ", 1)
+        if noted_stamp == stamp and len(noted) == 64:
+            return noted
+    except (OSError, ValueError):
+        pass
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if folder.is_dir():
+        try:
+            write_text(f"{stamp} {digest.hexdigest()}", note)
+        except OSError:  # not writable: hashed again next run
+            pass
+    return digest.hexdigest()
+
+
 OUT_MARKER = ".pregen-jax-output"  # in every folder pregen-jax writes as --out: only such folders are replaced
 
 

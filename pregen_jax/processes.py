@@ -18,6 +18,8 @@ import atexit
 import contextlib
 import ctypes
 import functools
+import importlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -76,11 +78,25 @@ _EARLY: dict[str, subprocess.Popen] = {}  # module -> its child, started by star
 
 
 def python_child(module: str) -> subprocess.Popen:
-    """``python -m module`` with pipes for standard input and output, dying with this process, Ctrl-C
-    reported by this one (the child calls ``quiet_interrupts_in_worker``)."""
+    """A Python process running ``module.serve()`` (``served``), with pipes for standard input and
+    output, dying with this process, Ctrl-C reported by this one (the child calls
+    ``quiet_interrupts_in_worker``)."""
     with interrupts_deferred():
-        return popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                     env={**os.environ, PARENT_REPORTS_INTERRUPTS: "1"})
+        return popen([sys.executable, "-c", f"import {__name__}; {__name__}.served({module!r})"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, PARENT_REPORTS_INTERRUPTS: "1"})
+
+
+def served(module: str) -> None:
+    """A child's entry (``python_child``): ``module.serve()``, with the packages between the top one
+    and ``module`` made but not run: their ``__init__`` import what their users need (``postgen``'s:
+    every metric, the settings' pydantic models: 0.1 s), not what the worker reads, and whatever the
+    worker imports from them it imports by its module (``from ..base import x`` runs base.py)."""
+    parts = module.split(".")
+    for k in range(2, len(parts)):
+        name = ".".join(parts[:k])
+        if name not in sys.modules:
+            sys.modules[name] = importlib.util.module_from_spec(importlib.util.find_spec(name))
+    importlib.import_module(module).serve()
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ import pytest
 from pregen_jax import postgen
 from pregen_jax.postgen import wmd as wmd_module
 from pregen_jax.postgen.jvm import find_java
+from pregen_jax.postgen.spice import find_corenlp
 
 GTS = {"a": ["a red ball above a blue box", "a ball and a box"],
        "b": ["a green triangle", "there is a green triangle on the left"],
@@ -140,7 +141,8 @@ def test_missing_java_is_reported_and_the_rest_runs(monkeypatch, tmp_path):
     with postgen.make_metrics(["METEOR", "CIDEr", "SPICE"], postgen.PostgenOptions(backend="coco")) as metrics:
         assert metrics.names == ["CIDEr"]
         assert "java not found" in metrics.unavailable["METEOR"]  # METEOR's jar; its default backend needs no Java
-        assert "java not found" in metrics.unavailable["SPICE"]
+        # SPICE looks for its CoreNLP jars first (no JVM started where they are absent), then for Java
+        assert ("java not found" if find_corenlp() else "CoreNLP 3.6.0 jars not found") in metrics.unavailable["SPICE"]
         table = postgen.score_strata(metrics, GTS, RES, [["a", "b", "c"], ["a"]])
         assert list(table.columns) == ["CIDEr"] and len(table) == 2
 
@@ -157,10 +159,9 @@ def test_missing_glove_is_reported(monkeypatch):
 def test_spice_without_corenlp_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.delenv("PREGEN_JAX_CORENLP", raising=False)
     ok, why = postgen.metric_availability(postgen.PostgenOptions(corenlp_dir=str(tmp_path)))["SPICE"]
+    assert not ok and "Stanford CoreNLP 3.6.0 jars not found" in why and "\n" not in why  # said with or without Java
     if find_java() is None:
-        assert not ok
         return
-    assert not ok and "Stanford CoreNLP 3.6.0 jars not found" in why and "\n" not in why
     with pytest.raises(RuntimeError, match="SPICE unavailable"):
         postgen.SPICE(tmp_path)
 

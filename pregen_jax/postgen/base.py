@@ -23,12 +23,9 @@ the corpus score depends on the rows through their sum only, so a resample is ``
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -207,18 +204,3 @@ def score_strata(metrics, gts: dict, res: dict, strata: list[list]) -> pd.DataFr
     check_inputs(gts, res)
     metrics = getattr(metrics, "metrics", metrics)
     return pd.DataFrame({m.name: np.asarray(m.score_blocks(gts, res, strata)[0], float) for m in metrics})
-
-
-def file_hash(path: str) -> str:
-    """sha256 of a file (a jar, a scorer), worked out once per process while the file is unchanged."""
-    stat = Path(path).stat()
-    return _file_hash(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=64)
-def _file_hash(path: str, mtime_ns: int, size: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -23,8 +23,8 @@ MEASURES = {"REO_R_image": "R_image", "REO_E_image": "E_image", "REO_O_image": "
 
 def _depends_on(options: PostgenOptions) -> dict:
     """What changes REO's scores besides captions, references and images: the scorer's files."""
+    from ..io import file_hash
     from ..reo.scorer import DETECTOR_FILE, SCORER_FILES  # the scorer folder's file names, in one place
-    from .base import file_hash
     folder = Path(options.reo_model)
     files = SCORER_FILES + ((DETECTOR_FILE,) if (folder / DETECTOR_FILE).is_file() else ())
     return {"scorer": [file_hash(str(folder / name)) for name in files]}

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import PostgenMetric, backend_name, file_hash
+from ...io import file_hash
+from ..base import PostgenMetric, backend_name
 from ..registry import register_metric
 from . import scoring
 from .jar import JarMeteor, jar_path, summed_stats, warn_separators

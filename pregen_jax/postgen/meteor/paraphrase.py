@@ -37,8 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...io import cache_folder
-from ..base import file_hash
+from ...io import cache_folder, file_hash
 from .jit import compiled
 from .paraphrase_build import HASH_MULTIPLIER, build_arrays, progress_bar
 from .resources import paraphrase_path

@@ -41,7 +41,8 @@ class MeteorProcess:
 
     def __init__(self):
         self._child = processes.adopt(__name__)  # pregen-search evaluate starts it early (processes.started_early)
-        self._pending: Callable[[], np.ndarray] | None = None
+        self._pending: Callable[[], np.ndarray] | None = None  # the last request's receiver
+        self._writer: threading.Thread | None = None  # the last request's writer
         self.aligned = 0  # distinct (test, reference) pairs the child aligned so far
         # load now (a child that found METEOR's caches loaded already): the inputs are checked by now,
         # so a first run builds the table and compiles while this process tokenizes and scores
@@ -68,14 +69,17 @@ class MeteorProcess:
         return self._sent(("scores", np.ascontiguousarray(sums, np.float64)))()
 
     def _sent(self, request: tuple) -> Callable:
-        """Send ``request`` (an unfinished earlier one is received first: replies come in order) and
-        return the function that receives its reply, once (later calls give the same reply)."""
-        if self._pending is not None:
-            self._pending()
+        """Send ``request`` and return the function that receives its reply, once (later calls give
+        the same reply). Neither waits for an earlier request's reply: requests are written in
+        order (each writer thread after the one before) and replies read in order (receiving a
+        reply first receives the earlier ones), so this process goes on while the child loads."""
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        earlier_writer, earlier_reply = self._writer, self._pending
         failed: list[BaseException] = []
 
         def send() -> None:
+            if earlier_writer is not None:
+                earlier_writer.join()
             try:
                 self._child.stdin.write(payload)
                 self._child.stdin.flush()
@@ -83,10 +87,13 @@ class MeteorProcess:
                 failed.append(error)
         writer = threading.Thread(target=send, name="meteor-request", daemon=True)
         writer.start()
+        self._writer = writer
         received: list = []
 
         def receive():
             if not received:
+                if earlier_reply is not None:
+                    earlier_reply()  # its reply comes first (an error in it is raised here too)
                 if self._pending is receive:
                     self._pending = None
                 writer.join()
@@ -101,8 +108,11 @@ class MeteorProcess:
                 for message in warned:  # given here, as if METEOR ran in this process
                     warnings.warn(message, UserWarning, stacklevel=2)
                 if isinstance(answer, str):
-                    raise RuntimeError(f"METEOR's process: {answer}")
-                received.append(answer)
+                    received.append(RuntimeError(f"METEOR's process: {answer}"))
+                else:
+                    received.append(answer)
+            if isinstance(received[0], RuntimeError):
+                raise received[0]
             return received[0]
         self._pending = receive
         return receive
@@ -237,6 +247,3 @@ def serve() -> None:
         pass
     os._exit(0)  # nothing to finalize: numba's cache is written as functions load, before any reply
 
-
-if __name__ == "__main__":
-    serve()
