@@ -83,9 +83,14 @@ def _candidates(t, r):
                 if h1[i] != h2[j] and _shares(sy1, so1[i], so1[i + 1], sy2, so2[j], so2[j + 1]):
                     _put(out, count, j, 1, i, 1, 2)
                     count += 1
+        # a phrase can occur in a sentence only if its first word does: a 64-bit set of the sentence's
+        # word ids (mod 64) skips the scan for most paraphrase entries (about 67 a sentence)
+        held1, held2 = _held(p1), _held(p2)
         for j in range(n2):
             for e in range(eo2[j], eo2[j + 1]):
                 k0, k1 = ew2[e], ew2[e + 1]
+                if k1 > k0 and not (held1 >> (w2[k0] & 63)) & 1:
+                    continue
                 for i in range(n1):
                     ok = True
                     for k in range(k1 - k0):
@@ -98,6 +103,8 @@ def _candidates(t, r):
         for i in range(n1):
             for e in range(eo1[i], eo1[i + 1]):
                 k0, k1 = ew1[e], ew1[e + 1]
+                if k1 > k0 and not (held2 >> (w1[k0] & 63)) & 1:
+                    continue
                 for j in range(n2):
                     ok = True
                     for k in range(k1 - k0):
@@ -110,6 +117,15 @@ def _candidates(t, r):
     m = out[:count]
     order = np.argsort(m[:, 0], kind="mergesort")  # per ref start, in the order found
     return m[order]
+
+
+@compiled
+def _held(ids) -> np.uint64:
+    """The bits ``id mod 64`` of ``ids``, set (a superset test of membership)."""
+    held = np.uint64(0)
+    for k in range(len(ids)):
+        held |= np.uint64(1) << np.uint64(ids[k] & 63)
+    return held
 
 
 @compiled
@@ -169,6 +185,7 @@ def _search(m, n1, n2, weights):
         widest = max(widest, first[j + 1] - first[j])
     buffers = np.empty((2, BEAM * (widest + 2), len(start)), np.int64)  # the paths, two buffers in turn
     paths = buffers[0]
+    keys, ranks = np.empty(buffers.shape[1], np.int64), np.empty(buffers.shape[1], np.int64)  # _ranked's room
     paths[0, :] = start
     alive = 1
     parent = np.empty(len(start), np.int64)
@@ -178,7 +195,7 @@ def _search(m, n1, n2, weights):
     node_parent = np.empty(BEAM * (len(m) + 1), np.int64)
     nodes = np.zeros(1, np.int64)
     for current in range(n2 + 1):
-        order = _ranked(paths, alive)
+        order = _ranked(paths, alive, keys, ranks)
         nxt = buffers[(current + 1) % 2]
         count = 0
         for rank in range(min(BEAM, alive)):
@@ -220,7 +237,7 @@ def _search(m, n1, n2, weights):
             nxt[0, :] = paths[order[0]]
             count = 1
         paths, alive = nxt, count
-    best = paths[_ranked(paths, alive)[0]]
+    best = paths[_ranked(paths, alive, keys, ranks)[0]]
     taken = 0
     node = best[NODE]
     while node >= 0:
@@ -235,14 +252,20 @@ def _search(m, n1, n2, weights):
 
 
 @compiled
-def _ranked(paths, alive):
-    """Path order, best first: more weighted matches, then fewer chunks, then less distance; ties
-    keep their order (a stable sort, as Java's)."""
-    key = np.empty(alive, np.int64)
+def _ranked(paths, alive, key, order):
+    """Path order, best first, into ``order[:alive]`` (``key``: room for as many keys): more weighted
+    matches, then fewer chunks, then less distance; ties keep their order (a stable sort, as
+    Java's). Few paths are alive at a time: an insertion sort in place, no array made."""
     for p in range(alive):
         key[p] = (-(paths[p, M1] + paths[p, M2]) * (np.int64(1) << 42) + paths[p, CHUNK] * (np.int64(1) << 21)
                   + paths[p, DISTANCE])
-    return np.argsort(key, kind="mergesort")
+        order[p] = p
+        q = p
+        while q > 0 and key[order[q - 1]] > key[p]:  # strictly greater: an equal key stays behind (stable)
+            order[q] = order[q - 1]
+            q -= 1
+        order[q] = p
+    return order
 
 
 @compiled

@@ -134,10 +134,21 @@ class ParaphraseTable:
 
 @compiled
 def _span_rows(ids, first_prefix, first_key, max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids, entry_offsets):
+    """i64[rows, 4]: ``ParaphraseTable.span_rows`` of one sentence (``_span_rows_into`` a new array)."""
+    rows, count = _span_rows_into(ids, first_prefix, first_key, max_phrase, keys, prefix_keys, phrase_offsets,
+                                  phrase_ids, entry_offsets, np.empty((4 * len(ids) + 1, 4), np.int64), 0)
+    return rows[:count].copy()
+
+
+@compiled
+def _span_rows_into(ids, first_prefix, first_key, max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids,
+                    entry_offsets, rows, count):
     """The table's trie walk from each start: stop where no phrase has the prefix so far. The first
-    step of each start is ``first_prefix``, ``first_key`` (``ParaphraseTable.first_words`` of ``ids``)."""
+    step of each start is ``first_prefix``, ``first_key`` (``ParaphraseTable.first_words`` of ``ids``).
+    Each phrase found is written as a row (start, length, first entry, end entry) at ``rows[count]``
+    (``rows`` grown by doubling where full); returns (rows, rows used): many sentences' rows go one
+    after another into one array, without a list or an array per sentence."""
     n = len(ids)
-    out = []
     for start in range(n):
         key = np.uint64(0)
         for length in range(1, min(max_phrase, n - start) + 1):
@@ -162,11 +173,14 @@ def _span_rows(ids, first_prefix, first_key, max_phrase, keys, prefix_keys, phra
             for q in range(length):
                 same = same and phrase_ids[phrase_offsets[k] + q] == ids[start + q]
             if same:
-                out.append((start, length, entry_offsets[k], entry_offsets[k + 1]))
-    rows = np.empty((len(out), 4), np.int64)
-    for r in range(len(out)):
-        rows[r, 0], rows[r, 1], rows[r, 2], rows[r, 3] = out[r]
-    return rows
+                if count == len(rows):
+                    grown = np.empty((2 * len(rows) + 1, 4), np.int64)
+                    grown[:count] = rows[:count]
+                    rows = grown
+                rows[count, 0], rows[count, 1], rows[count, 2], rows[count, 3] = (start, length, entry_offsets[k],
+                                                                                  entry_offsets[k + 1])
+                count += 1
+    return rows, count
 
 
 @compiled
