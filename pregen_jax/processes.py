@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import ctypes
 import functools
+import gc
 import importlib
 import importlib.util
 import os
@@ -207,3 +208,18 @@ def quiet_interrupts_in_worker() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
         accept_interrupts()
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Inside: Python's cycle collector off (as it was after). For code that makes millions of small
+    acyclic objects (token tuples, lists, dicts), which the collector would scan again and again
+    for no garbage: about a quarter of METEOR's statistics on 5,000 Flickr8k segments, a tenth of
+    evaluate's own CPU (0.13 s at 5,000 images, 0.66 s at 40,504), its peak memory the same."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

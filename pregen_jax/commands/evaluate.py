@@ -52,11 +52,11 @@ METEOR_PROCESS = "pregen_jax.postgen.meteor.process"  # METEOR's native backend 
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..processes import started_early
+    from ..processes import collector_paused, started_early
     meteor = args.metrics is None or "METEOR" in (m.strip() for m in args.metrics.split(","))
     # METEOR's process loads (numba, its tables) while this one imports, reads and tokenizes; score_files
     # adopts it (METEOR.apart), or it ends with the command
-    with started_early(METEOR_PROCESS) if meteor else contextlib.nullcontext():
+    with started_early(METEOR_PROCESS) if meteor else contextlib.nullcontext(), collector_paused():
         return _evaluated(args)
 
 

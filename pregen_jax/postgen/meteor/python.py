@@ -15,8 +15,6 @@ under their licence, LGPL-2.1-only (docs/licensing.md); the memos are this packa
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...processes import cores_here
+from ...processes import collector_paused, cores_here
 from . import fast, packed, paraphrase, scoring
 from .jar import score_line
 from .jit import compiling_message, mark_compiled
@@ -117,7 +115,7 @@ class PythonMeteor:
         self.load()
         if self._pending is not None:
             self._pending()
-        with _collector_paused():
+        with collector_paused():
             segments = [_segment(gts[i], res[i][0]) for i in gts]
             if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
                 self._pairs.clear()
@@ -132,7 +130,7 @@ class PythonMeteor:
         def finish() -> np.ndarray:
             if self._pending is finish:
                 self._pending = None
-            with _collector_paused():
+            with collector_paused():
                 for batch, future in zip(batches, aligned):
                     self._store(batch, *future.result())
                 aligned.clear()
@@ -187,20 +185,6 @@ def _first_best(scores: np.ndarray, counts: np.ndarray) -> np.ndarray:
     segment = np.repeat(np.arange(len(counts)), counts)
     order = np.lexsort((position, -scores, segment))
     return order[np.cumsum(counts) - counts]
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Python's cycle collector off while memos fill with small acyclic tuples (it would scan them
-    again and again: about a quarter of the time on 5,000 Flickr8k segments)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
 
 
 def alignment(meteor: PythonMeteor, test: str, reference: str) -> list[tuple[int, int, int, int, int]]:
