@@ -32,7 +32,9 @@ The parts (warm, in this process, on the same tokenized strings): the PTB tokeni
 (BLEU-1..4 as one; METEOR made and run in this process), METEOR as evaluate runs it (in a process
 of its own, started and loaded in the timing: the whole run starts it earlier, beside its own
 imports and reading), and evaluate's significance (``compare``: bootstrap intervals) alone.
-The machine may be shared: the load average is printed with the numbers.
+The machine may be shared: the load average is printed with the numbers. Flickr8k's files are read
+from ``../shared/data/flickr8k`` beside the checkout, or from ``$PREGEN_JAX_SHARED_DATA/flickr8k``
+(a lent GPU machine: ``benchmarks/device_evaluate.sh``).
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = Path(os.environ.get("PREGEN_JAX_SHARED_DATA") or ROOT.parent / "shared" / "data")  # flickr8k/ under it
 METRICS = ["Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr"]
 SMALL, LARGE = 5000, 40504
 
