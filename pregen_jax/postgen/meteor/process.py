@@ -20,6 +20,7 @@ parent (``processes``), or on ``close``.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import pickle
 import subprocess
@@ -194,6 +195,7 @@ def _answer_requests(requests, replies) -> None:
             meteor = PythonMeteor()
             if _loads_quietly(meteor):
                 meteor.load()
+                gc.freeze()  # numba's and the tables' millions of objects: never scanned by the collector again
         except Exception as error:  # said in answer to every request
             problem = f"{type(error).__name__}: {error}"
         while True:
@@ -204,7 +206,9 @@ def _answer_requests(requests, replies) -> None:
             answer = problem
             if problem is None:
                 try:
-                    meteor.load()  # loaded already, unless it had to wait for this first request
+                    if not meteor.loaded:  # loaded already, unless it had to wait for this first request
+                        meteor.load()
+                        gc.freeze()
                     if kind == "stats":
                         references, captions = data
                         rows = meteor.stats(dict(enumerate(references)), dict(enumerate(captions)))

@@ -69,6 +69,11 @@ class PythonMeteor:
         self._pending: Callable[[], np.ndarray] | None = None  # an unfinished ``stats_started``
         self.aligned = 0  # distinct pairs aligned so far
 
+    @property
+    def loaded(self) -> bool:
+        """Whether ``load`` has run."""
+        return self._analyzer is not None
+
     def load(self) -> None:
         """Load the resources (synonyms, the compiled paraphrase table and search, compiling them the
         first time on a machine)."""
