@@ -4,6 +4,7 @@
     python benchmarks/bench_evaluate.py --images 5000      # one size
     python benchmarks/bench_evaluate.py --images 40504 --no-parts
     python benchmarks/bench_evaluate.py --pairs 4          # alternating whole warm runs: the ratio's spread
+    python benchmarks/bench_evaluate.py --images 5000 --blas-threads 0 1 4   # many cores: BLAS threads capped
 
 Inputs, built in a temporary folder from Flickr8k's captions, as a COCO annotation file and a COCO
 results file:
@@ -348,6 +349,31 @@ def bench_pairs(images: int, pairs: int) -> list[float]:
     return ratios
 
 
+def bench_blas_threads(images: int, settings: list[int], repeats: int) -> None:
+    """``evaluate`` warm (its cache filled by a run before) with numpy's BLAS threads capped
+    (``OPENBLAS_NUM_THREADS`` etc.; 0: not set, as numpy decides: one a core), the settings in
+    turn, ``repeats`` times: wall and CPU of each run, then each setting's median. For machines of
+    many cores, where idle BLAS threads cost CPU time and the bootstrap's products gain from them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        refs, res, what = build_files(folder, images)
+        base = {key: value for key, value in os.environ.items() if not key.endswith("_NUM_THREADS")}
+        base["PREGEN_JAX_CACHE"] = str(folder / "cache")
+        run_child(ours_command(refs, res, folder / "filling"), base)
+        print(f"\n{images:,} images ({what}): evaluate warm, numpy's BLAS threads capped (0: not set); {os.cpu_count()} cpus")
+        walls: dict[int, list[tuple[float, float]]] = {n: [] for n in settings}
+        for k in range(repeats):
+            for threads in settings:
+                env = {**base, **({name: str(threads) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                                  "MKL_NUM_THREADS")} if threads else {})}
+                wall, cpu, _, _ = run_child(ours_command(refs, res, folder / f"out{k}-{threads}"), env)
+                walls[threads].append((wall, cpu))
+                print(f"run {k} threads {threads}: {wall:.2f} s, CPU {cpu:.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
+        for threads, runs in walls.items():
+            print(f"threads {threads}: median wall {statistics.median(w for w, _ in runs):.2f} s, "
+                  f"median CPU {statistics.median(c for _, c in runs):.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, nargs="+", default=[SMALL, LARGE],
@@ -356,7 +382,14 @@ def main() -> None:
     parser.add_argument("--no-parts", action="store_true", help="time only the wholes (cold, warm, COCOEvalCap)")
     parser.add_argument("--pairs", type=int, default=0, metavar="N",
                         help="instead: N alternating pairs of whole warm runs (COCOEvalCap, evaluate) per size")
+    parser.add_argument("--blas-threads", type=int, nargs="+", metavar="N",
+                        help="instead: evaluate warm with numpy's BLAS threads capped at each N in turn (0: not "
+                             "set), --pairs times (default 3) per size")
     args = parser.parse_args()
+    if args.blas_threads:
+        for images in args.images:
+            bench_blas_threads(images, args.blas_threads, args.pairs or 3)
+        return
     if args.pairs:
         for images in args.images:
             bench_pairs(images, args.pairs)
