@@ -169,3 +169,19 @@ def test_evaluate_with_an_unwritable_cache_folder_scores_with_one_warning(tmp_pa
     assert "METEOR" in done.stdout
     warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
     assert len(warned) == 1 and "not writable" in warned[0], done.stderr
+
+
+def test_the_synonyms_are_kept_and_read_back_equal(tmp_path, monkeypatch):
+    from pregen_jax.postgen.meteor import resources
+    monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path))
+    resources.synonyms.cache_clear()
+    try:
+        built = resources.synonyms()
+        [kept] = (tmp_path / f"v{io.CACHE_VERSION}").glob("meteor-synonyms-*.marshal")
+        resources.synonyms.cache_clear()
+        assert resources.synonyms() == built  # read back from the cache folder
+        kept.write_bytes(b"damaged")
+        resources.synonyms.cache_clear()
+        assert resources.synonyms() == built and kept.read_bytes() != b"damaged"  # built again, kept again
+    finally:
+        resources.synonyms.cache_clear()
