@@ -23,3 +23,15 @@ def test_every_subcommand_has_help(capsys):
     aliases = {"score": "predict"}  # the old name, kept for one version
     for name, sub in subcommands.items():
         assert sub.format_help().startswith(f"usage: pregen-search {aliases.get(name, name)}")
+
+
+def test_evaluate_caps_numpys_blas_threads_before_numpy_starts(tmp_path):
+    """evaluate sets OPENBLAS_NUM_THREADS (where unset) before numpy is first imported, which reads it."""
+    code = ("import os, sys\nos.environ.pop('OPENBLAS_NUM_THREADS', None)\n"
+            "from pregen_jax import cli\nfrom pregen_jax.commands import evaluate\n"
+            "seen = []\n"
+            "evaluate._evaluated = lambda args: seen.append(('numpy' in sys.modules, os.environ['OPENBLAS_NUM_THREADS']))\n"
+            "cli.main(['evaluate', '--references', 'r.json', '--captions', 'c.json'])\n"
+            "print(seen)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[(False, '4')]", done.stdout + done.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 
 from .base import WORDS, Command, seed, warnings_as_lines
@@ -51,8 +52,23 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 METEOR_PROCESS = "pregen_jax.postgen.meteor.process"  # METEOR's native backend in a process of its own
 
 
+BLAS_THREADS = 4
+"""numpy's BLAS threads in evaluate, unless the environment sets them (``OPENBLAS_NUM_THREADS``,
+``MKL_NUM_THREADS``): its products (the bootstrap's sums) are small, and one idle thread a core
+spins. On 16 cores at 5,000 images: wall medians 1.52 / 1.38 s and CPU 7.2 / 3.7 s with the
+threads unset / 4 (benchmarks/README.md, ``bench_evaluate.py --blas-threads``)."""
+
+
+def _blas_threads_capped() -> None:
+    """Cap numpy's BLAS threads at BLAS_THREADS where the user has not chosen: read when numpy is
+    first imported, which in ``pregen-search evaluate`` is after this."""
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, str(BLAS_THREADS))
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..processes import collector_paused, started_early
+    _blas_threads_capped()
     meteor = args.metrics is None or "METEOR" in (m.strip() for m in args.metrics.split(","))
     # METEOR's process loads (numba, its tables) while this one imports, reads and tokenizes; score_files
     # adopts it (METEOR.apart), or it ends with the command
