@@ -12,6 +12,10 @@
 #   bash benchmarks/device_evaluate.sh probe            # the machine and what is staged; nothing run
 #   bash benchmarks/device_evaluate.sh --images 5000    # any bench_evaluate.py arguments
 # PYTHON (default python3) and SITE can be set, to try it here.
+# The tool removes a carried folder from the machine when the next call does not carry it, so each
+# call keeps a copy of what it was carried in $STAGE (/tmp/stage, outside the tree) and puts back
+# what is missing: call 1 `probe` carrying .dev1, call 2 `--images 5000` carrying .dev2 (within the
+# 30 s the machine stays warm), later calls carry nothing ($SITE is installed by then).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -41,6 +45,12 @@ EOF
   echo "code sha256 $(find pregen_jax benchmarks -name '*.py' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)" \
        "(pregen_jax and benchmarks *.py)"
 }
+
+STAGE=${STAGE:-/tmp/stage}
+mkdir -p "$STAGE"
+for d in .dev1 .dev2; do
+  if [ -d "$d" ]; then cp -r "$d" "$STAGE/"; elif [ -d "$STAGE/$d" ]; then cp -r "$STAGE/$d" .; fi
+done
 
 if [ "${1:-}" = probe ]; then
   machine
