@@ -137,21 +137,10 @@ def _pack(flat, lengths, w_hash, w_stem, w_syn_offsets, w_syn, w_table, w_functi
                 synsets[at3] = w_syn[x]
                 at3 += 1
             syn_offsets[base2 + q + 1] = at3 - offsets[s, 3]
-        # the sentence's entries (ParaphraseTable.gather): per start, cumulative; each entry's phrase
-        # length and its paraphrase's words, offsets local to the sentence
-        base6, e, w = offsets[s, 6], offsets[s, 7], offsets[s, 9]
-        base8, first_word = offsets[s, 8], offsets[s, 9]
-        for r in range(row_start[s], row_start[s + 1]):
-            per_start[base6 + rows[r, 0] + 1] += rows[r, 3] - rows[r, 2]
-            for entry in range(rows[r, 2], rows[r, 3]):
-                phrase_lengths[e] = rows[r, 1]
-                for q in range(para_offsets[entry], para_offsets[entry + 1]):
-                    entry_words[w] = para_ids[q]
-                    w += 1
-                e += 1
-                word_offsets[base8 + e - offsets[s, 7]] = w - first_word
-        for q in range(n):
-            per_start[base6 + q + 1] += per_start[base6 + q]
+        o = offsets  # the sentence's entries as ParaphraseTable.gather lays them out, in its slices
+        paraphrase._entries_into(rows, row_start[s], row_start[s + 1], para_offsets, para_ids,
+                                 per_start[o[s, 6]:o[s + 1, 6]], phrase_lengths[o[s, 7]:o[s + 1, 7]],
+                                 word_offsets[o[s, 8]:o[s + 1, 8]], entry_words[o[s, 9]:o[s + 1, 9]])
         start += n
     data = (w_hash[flat], w_stem[flat], syn_offsets, synsets, table_ids, w_function[flat], per_start,
             phrase_lengths, word_offsets, entry_words)

@@ -185,25 +185,38 @@ def _span_rows_into(ids, first_prefix, first_key, max_phrase, keys, prefix_keys,
 
 @compiled
 def _gather_rows(words, rows, para_offsets, para_ids):
-    per_start = np.zeros(words + 1, np.int64)
-    total_words = 0
+    """``ParaphraseTable.gather``'s arrays of one sentence's ``span_rows`` (made here, ``_entries_into``)."""
+    entries, total_words = 0, 0
     for r in range(len(rows)):
-        per_start[rows[r, 0] + 1] += rows[r, 3] - rows[r, 2]
+        entries += rows[r, 3] - rows[r, 2]
         total_words += para_offsets[rows[r, 3]] - para_offsets[rows[r, 2]]
-    per_start = np.cumsum(per_start)
-    lengths = np.empty(per_start[-1], np.int64)
-    word_offsets = np.zeros(per_start[-1] + 1, np.int64)
+    per_start = np.zeros(words + 1, np.int64)
+    lengths = np.empty(entries, np.int64)
+    word_offsets = np.zeros(entries + 1, np.int64)
     out = np.empty(total_words, np.int64)
+    _entries_into(rows, 0, len(rows), para_offsets, para_ids, per_start, lengths, word_offsets, out)
+    return per_start, lengths, word_offsets, out
+
+
+@compiled
+def _entries_into(rows, first_row, end_row, para_offsets, para_ids, per_start, lengths, word_offsets, words):
+    """One sentence's paraphrase entries, ``rows[first_row:end_row]`` (by start), written as ``gather``
+    lays them out: entry offsets per start (``per_start``, i64[words + 1], zeros given), each entry's
+    reference phrase length (``lengths``), word offsets (``word_offsets``, i64[entries + 1], zeros
+    given) and the paraphrases' words (``words``); offsets local to the sentence. Used for one
+    sentence (``_gather_rows``) and for slices of many sentences' arrays (``packed._pack``)."""
     e, w = 0, 0
-    for r in range(len(rows)):
+    for r in range(first_row, end_row):
+        per_start[rows[r, 0] + 1] += rows[r, 3] - rows[r, 2]
         for entry in range(rows[r, 2], rows[r, 3]):
             lengths[e] = rows[r, 1]
             for q in range(para_offsets[entry], para_offsets[entry + 1]):
-                out[w] = para_ids[q]
+                words[w] = para_ids[q]
                 w += 1
             e += 1
             word_offsets[e] = w
-    return per_start, lengths, word_offsets, out
+    for q in range(len(per_start) - 1):
+        per_start[q + 1] += per_start[q]
 
 
 class _Words:
