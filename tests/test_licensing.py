@@ -36,6 +36,8 @@ COCO = "2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam"  # c
 FOLLOWED = {
     "pregen_jax/postgen/bleu.py": ("MIT", (COCO,), ("David Chiang", "Hao Fang", "Tsung-Yi Lin")),
     "pregen_jax/postgen/cider.py": ("BSD-2-Clause-Views", (COCO,), ("Ramakrishna Vedantam", "Tsung-Yi Lin")),
+    "pregen_jax/rewards/bleu.py": ("MIT", (COCO,), ("David Chiang", "Hao Fang", "Tsung-Yi Lin")),
+    "pregen_jax/rewards/cider.py": ("BSD-2-Clause-Views", (COCO,), ("Ramakrishna Vedantam", "Tsung-Yi Lin")),
     "pregen_jax/postgen/rouge.py": ("BSD-2-Clause-Views", (COCO,), ("Ramakrishna Vedantam",)),
     "pregen_jax/postgen/ptb/punctuation.py": ("BSD-2-Clause-Views", (COCO,), ("Hao Fang", "Tsung-Yi Lin")),
     "pregen_jax/postgen/wmd.py": ("LGPL-2.1-only AND MIT", ("2018 RaRe Technologies s.r.o.", "2016-2023 POT contributors"),
