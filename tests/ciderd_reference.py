@@ -53,11 +53,18 @@ class CachedCiderD(CiderScorer):
         scores = np.array(self.compute_cider())
         return scores.mean(), scores
 
+    def empty(self) -> "CachedCiderD":
+        """A scorer with no pairs sharing this one's frequencies (ciderD's ``copy_empty``, once per step)."""
+        new = object.__new__(CachedCiderD)
+        new.__dict__.update(self.__dict__, crefs=[], ctest=[])
+        return new
+
 
 def cider_d(samples, image_index, references: list[list[str]], df: dict, images: int,
-            end: int = 0) -> np.ndarray:
-    """f64[B]: each sampled row's CIDEr-D against its image's reference strings, ids to strings included."""
-    scorer = CachedCiderD(df, images)
+            end: int = 0, scorer: CachedCiderD | None = None) -> np.ndarray:
+    """f64[B]: each sampled row's CIDEr-D against its image's reference strings, ids to strings
+    included (``scorer``: one built before, whose frequencies are reused)."""
+    scorer = (scorer or CachedCiderD(df, images)).empty()
     for row, image in zip(np.asarray(samples), np.asarray(image_index)):
         scorer += (array_to_str(row, end), references[image])
     return scorer.compute_score()[1]
