@@ -20,12 +20,13 @@ from .commands import (
     predict,
     rank,
     run,
+    scst,
     select,
     unit_tests,
 )
 
 # The subcommands in the order --help lists them.
-COMMANDS = (demo, run, rank, predict, select, evaluate, export_references, mutt, unit_tests, judgments, doctor)
+COMMANDS = (demo, run, rank, predict, select, evaluate, export_references, scst, mutt, unit_tests, judgments, doctor)
 
 
 class _Parser(argparse.ArgumentParser):
