@@ -66,10 +66,20 @@ def evaluate(model, params, features, gts, vocab) -> dict:
     """Test CIDEr-D (postgen, evaluate's scorer) and the share of bad endings, beam 3."""
     captions = generate_captions(model, params, features, vocab, beam_width=3, max_len=50, min_len=5, progress=False)
     res = {i: [" ".join(c)] for i, c in enumerate(captions)}
-    cider = postgen.score("CIDEr", gts, res)[0]
+    cider, per_image = postgen.score("CIDEr", gts, res)
     bad = np.mean([bool(c) and c[-1] in BAD_ENDINGS for c in captions])
     return {"cider": round(float(cider), 4), "bad_endings": round(float(bad), 4),
-            "distinct": len({r[0] for r in res.values()}), "example": res[0][0]}
+            "distinct": len({r[0] for r in res.values()}), "example": res[0][0],
+            "per_image": [round(float(v), 6) for v in per_image]}
+
+
+def paired_interval(a, b, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of mean(a - b) over the test images (paired by image;
+    the document frequencies held at the whole test set's)."""
+    diff = np.asarray(a) - np.asarray(b)
+    draws = np.random.default_rng(seed).integers(0, len(diff), (resamples, len(diff)))
+    means = diff[draws].mean(1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
 def main(argv=None) -> int:
@@ -132,15 +142,19 @@ def print_table(path: Path) -> int:
     """The README's table: per architecture and seed, CIDEr-D and bad endings of kept / ce / scst."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     cells = {(r["arch"], r["seed"], r["model"]): r for r in rows}
-    print("| arch | seed | CIDEr-D kept | CIDEr-D CE continued | CIDEr-D SCST | bad endings kept / CE / SCST | SCST above both |")
-    print("|---|---|---|---|---|---|---|")
+    print("| arch | seed | CIDEr-D kept | CIDEr-D CE continued | CIDEr-D SCST | SCST - CE [95% CI] | "
+          "bad endings kept / CE / SCST | distinct captions kept / CE / SCST | SCST above both |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for arch, seed in dict.fromkeys((r["arch"], r["seed"]) for r in rows):
         kept, ce, scst = (cells.get((arch, seed, m)) for m in ("kept", "ce", "scst"))
         if not (kept and ce and scst):
             continue
         above = scst["cider"] > max(kept["cider"], ce["cider"])
+        low, high = paired_interval(scst["per_image"], ce["per_image"])
         print(f"| {arch} | {seed} | {kept['cider']:.4f} | {ce['cider']:.4f} | **{scst['cider']:.4f}** | "
-              f"{kept['bad_endings']:.1%} / {ce['bad_endings']:.1%} / {scst['bad_endings']:.1%} | {'yes' if above else 'NO'} |")
+              f"{scst['cider'] - ce['cider']:+.4f} [{low:+.4f}, {high:+.4f}] | "
+              f"{kept['bad_endings']:.1%} / {ce['bad_endings']:.1%} / {scst['bad_endings']:.1%} | "
+              f"{kept['distinct']} / {ce['distinct']} / {scst['distinct']} | {'yes' if above else 'NO'} |")
     return 0
 
 

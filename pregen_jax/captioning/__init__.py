@@ -1,6 +1,7 @@
 """Caption generators, split as the flax examples are: ``models`` (the four RNN architectures and
 their sizes, ``RnnConfig``), ``transformer`` (the transformer and its sizes, ``TransformerConfig``), ``registry`` (architectures by name), ``input_pipeline``
-(padded, length-bucketed batches), ``decode`` (teacher forcing, greedy, beam search),
+(padded, length-bucketed batches), ``decode`` (teacher forcing, greedy, beam search), ``scst``
+(self-critical fine-tuning on the device rewards of ``pregen_jax.rewards``),
 ``train`` (training with checkpoints and resume, through ``training``), and ``evaluate`` (a model
 on a whole split: reference probabilities and captions)."""
 from . import registry, transformer  # noqa: F401  (transformer registers "transformer")
