@@ -111,7 +111,8 @@ def _edge_cases():
     return references, rows, image
 
 
-@pytest.mark.parametrize(("count_end", "precision"), [(True, "x64"), (False, "x64"), (True, "x32")])
+@pytest.mark.parametrize(("count_end", "precision"), [(True, "x64"), pytest.param(False, "x64", marks=pytest.mark.slow),
+                                                      (True, "x32")])
 def test_edge_cases_equal_the_python_rewards(count_end, precision, request):
     request.getfixturevalue(precision)
     references, rows, image = _edge_cases()
@@ -173,3 +174,5 @@ def test_bad_references_are_refused():
         CiderD([[[1, 2]]], vocab_size=70_000)
     with pytest.raises(ValueError, match="no images"):
         CiderD([])
+    with pytest.raises(ValueError, match="pad_id"):  # id + 1 = 0 would read as "no token"
+        CiderD([[[1, 2]]], pad_id=-1)

@@ -28,6 +28,7 @@ def reference_sentences(references: Sequence[Sequence[Sequence[int]]], pad_id: i
     """
     if len(references) == 0:
         raise ValueError(f"{source}: no images")
+    check_ids(np.array([pad_id]), f"{source}: pad_id")
     counts = np.fromiter(map(len, references), np.int64, len(references))
     if (counts == 0).any():
         raise ValueError(f"{source}: image {int(np.argmin(counts))} has no references")
