@@ -111,7 +111,7 @@ def per_metric_api(gts, systems) -> dict:
     for m, res in systems.items():
         out[m] = {}
         for name in NAMES:
-            corpus, per_image = postgen.score(name, gts, res)
+            corpus, per_image = postgen.score(name, gts, res, tokenizer="alnum-lower")
             out[m][name] = (corpus, np.asarray(per_image))
     return out
 

@@ -320,7 +320,7 @@ def array_postgen(gts: dict, res: dict) -> dict[str, float] | None:
     if not hasattr(postgen, "score_systems"):
         return None
     start = time.perf_counter()
-    postgen.score_systems(["CIDEr", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"], gts, {"beam3": res})
+    postgen.score_systems(["CIDEr", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4"], gts, {"beam3": res}, tokenizer="alnum-lower")
     times = {"CIDEr+BLEU": time.perf_counter() - start}
     start = time.perf_counter()
     with postgen.make_metrics(["METEOR"]) as metrics:

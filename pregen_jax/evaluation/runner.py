@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import postgen
-from ..captionfiles import ReferenceSet, read_references
+from ..captionfiles import ReferenceSet
 from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
 from .checks import input_notes
-from .inputs import ResultsFile, read_results, scored_images
+from .inputs import IN_MEMORY, ResultsFile, references_given, results_given, scored_images, systems_given
+from .results import Result
 from .significance import Resampling, compare_rows, drawn_ahead
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
@@ -65,12 +66,22 @@ class Evaluation:
     unavailable: dict
     notes: list
 
+    def __str__(self) -> str:
+        """The table ``pregen-search evaluate`` prints (``outputs.render``)."""
+        from .outputs import render
+        return render(self)
+
     def rows(self) -> list[dict]:
         """``table``'s rows as dicts (a cell that does not apply is absent), in its order: metric by metric."""
         metric_order = {m: k for k, m in enumerate(self.metrics)}
         system_order = {s: k for k, s in enumerate(self.systems)}
         rows = sorted(self.compared + self.scores_only, key=lambda r: (metric_order[r["metric"]], system_order[r["system"]]))
         return [{**row, "tokenizer": self.tokenizer} for row in rows]
+
+    @property
+    def results(self) -> list[Result]:
+        """``rows()`` as objects: each score with its interval and tests (``results.Result``)."""
+        return [Result.of_row(row) for row in self.rows()]
 
     @functools.cached_property
     def table(self) -> pd.DataFrame:
@@ -96,38 +107,51 @@ class Evaluation:
         return pd.concat(frames, ignore_index=True)
 
 
-def evaluate(references, captions, **options) -> pd.DataFrame:
-    """The corpus table of ``captions`` (one COCO results file, or a list of them) against
-    ``references``: ``score_files(...).table``. See ``score_files`` for the options."""
-    return score_files(references, captions, **options).table
+def evaluate(references, captions, *, names=None, split: str = "test", metrics=None, tokenizer: str | None = None,
+             idf_from: str = "scored", seed: int = 0, resamples: int = 1000, trials: int = 10000,
+             corenlp_dir: str = "", stopwords: str = "") -> Evaluation:
+    """``pregen-search evaluate`` as a function, with its defaults: ``str()`` of the result is the
+    table the command prints; ``.results`` the scores, intervals and tests as objects.
+
+    ``references``: a file (COCO annotations, a Karpathy-split JSON, an ``export-references``
+    JSONL) or a mapping image id -> reference strings; ``captions``: a results file or in-memory
+    captions (image id -> caption, or a COCO results list), or a list of them (the first is the
+    baseline the others are compared with); ``names``: the systems' names (default: the files'
+    stems; ``captions``, ``captions_2``, ... for captions in memory). The other options are the
+    command's (``--seed``, ``--resamples``, ``--trials``, ...); see ``score_files``.
+    """
+    return score_files(references, captions, names=names, split=split, metrics=metrics, tokenizer=tokenizer,
+                       idf_from=idf_from, plan=Resampling(resamples, trials, seed),
+                       options=postgen.PostgenOptions(corenlp_dir=corenlp_dir, stopwords=stopwords))
 
 
-def score_files(references, captions, *, split: str = "test", metrics=None, tokenizer: str | None = None,
+def score_files(references, captions, *, names=None, split: str = "test", metrics=None, tokenizer: str | None = None,
                 idf_from: str = "scored", plan: Resampling = Resampling(),
                 options: postgen.PostgenOptions = postgen.PostgenOptions()) -> Evaluation:
-    """Score results files against references, COCOEvalCap's way.
+    """Score results files (or captions in memory) against references, COCOEvalCap's way.
 
     ``references``: a COCO annotation file, a Karpathy-split JSON (its ``split``) or an
-    ``export-references`` JSONL; ``captions``: a results file or a list (the first is the
-    baseline the others are compared with); ``metrics``: names (default: COCOEvalCap's set;
+    ``export-references`` JSONL, or a mapping image id -> reference strings; ``captions``: a
+    results file or in-memory captions, or a list of them (the first is the baseline the others
+    are compared with; ``evaluate``); ``metrics``: names (default: COCOEvalCap's set;
     SPICE left out with a note where it cannot run); ``tokenizer``: ``ptb`` (default),
     ``alnum-lower`` or ``none``; references an export wrote default to the tokenizer it records
     (``alnum-lower``: their strings are its tokens; ``ptb`` refused);
     ``idf_from``: CIDEr-D's document frequencies from the ``scored`` images (COCOEvalCap) or
     ``all`` images of REFS; ``plan``: bootstrap resamples, randomization trials, seed.
     """
-    refs = read_references(references, split)
-    paths = [captions] if isinstance(captions, (str, Path)) else list(captions)
-    if not paths:
-        raise ValueError("no results file given")
+    refs = references_given(references, split)
+    given = systems_given(captions)
+    paths = [str(system) if isinstance(system, (str, Path)) else f"captions {k + 1} ({IN_MEMORY})"
+             for k, system in enumerate(given)]
     tokenizer = tokenizer or refs.tokenizer or "ptb"  # an export's own tokenizer, applied to the captions too
     check_tokenizer(tokenizer, refs.tokenized, refs.path)
     if idf_from not in IDF_RULES:
         raise ValueError(f"--idf-from {idf_from}: choose from {', '.join(IDF_RULES)}")
     requested = list(metrics) if metrics else list(COCO_METRICS)
     _check_metrics(requested)
-    systems = [read_results(path, refs) for path in paths]
-    names = _system_names(paths)
+    systems = [results_given(system, refs, k) for k, system in enumerate(given)]
+    names = _system_names(given, names)
     images = scored_images(refs, systems)
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
@@ -194,10 +218,19 @@ def _check_metrics(requested: list[str]) -> None:
         raise ValueError(f"--metrics names a metric twice: {', '.join(requested)}")
 
 
-def _system_names(paths: list) -> list[str]:
-    """Each results file's name in tables: its stem, or its path where stems repeat."""
-    stems = [Path(p).stem for p in paths]
-    names = stems if len(set(stems)) == len(stems) else [str(p) for p in paths]
+def _system_names(systems: list, names=None) -> list[str]:
+    """Each system's name in tables: ``names`` where given, else a results file's stem (its path where
+    stems repeat), ``captions`` (``captions_2``, ...) for captions in memory."""
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != len(systems) or len(set(names)) != len(names):
+            raise ValueError(f"names: {len(systems)} distinct names needed, one per system (got {names})")
+        return names
+    paths = [s if isinstance(s, (str, Path)) else None for s in systems]
+    stems = [Path(p).stem if p is not None else "captions" if k == 0 else f"captions_{k + 1}"
+             for k, p in enumerate(paths)]
+    names = stems if len(set(stems)) == len(stems) else [str(p) if p is not None else stem
+                                                          for p, stem in zip(paths, stems)]
     if len(set(names)) != len(names):
         raise ValueError(f"the same results file is given twice: {', '.join(map(str, paths))}")
     return names

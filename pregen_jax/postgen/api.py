@@ -1,9 +1,10 @@
 """The functional API, as aac-metrics offers it: ``score(name, gts, res, **options) -> (corpus, per_image)``.
 
 ``gts``: image id -> reference strings; ``res``: image id -> [one candidate string]. Strings are
-tokenized as the package tokenizer does (``datasets.tokenize``: lower-case alphanumeric runs,
-joined by single spaces), which leaves already tokenized strings as they are, so on those the
-scores equal pycocoevalcap's.
+tokenized by ``tokenizer`` (``postgen.tokenizers``): ``"ptb"`` by default, COCO's PTBTokenizer as
+``pregen-search evaluate`` and COCOEvalCap apply it, so the scores are theirs; ``"alnum-lower"``
+(the package tokenizer: lower-case alphanumeric runs, the default before 0.2.0) or ``"none"``
+(the strings as given; ``tokenize=False`` says the same).
 
 CIDEr-D, BLEU-1..4 and ROUGE-L run on their native, array backends (``backend="coco"`` runs
 pycocoevalcap instead); ``score_systems`` scores many candidate sets against one set of
@@ -27,6 +28,7 @@ from .recent import CACHE
 from .registry import check_metric_names, make_metrics
 from .rouge import rouge_l
 from .text import is_tokenized
+from .tokenizers import DEFAULT_TOKENIZER, check_tokenizer_name, tokenize_all
 
 ARRAY_METRICS = ("CIDEr", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L")
 
@@ -40,20 +42,23 @@ def tokenized(strings: list[str]) -> list[str]:
 
 
 def score(name: str, gts: dict, res: dict, backend: str = "native", idf_from: dict | None = None,
-          tokenize: bool = True, **options) -> tuple[float, list[float]]:
+          tokenize: bool = True, tokenizer: str = DEFAULT_TOKENIZER, **options) -> tuple[float, list[float]]:
     """(corpus score, per-image scores in ``gts`` order) of metric ``name``: its ``compute_score``.
 
     ``backend``: ``"native"`` (default) or ``"coco"`` (the reference toolkit; every metric); ``idf_from``: CIDEr's
-    reference set for document frequencies; ``options``: ``PostgenOptions`` fields (``stopwords``,
-    ``corenlp_dir``, ``reo_model``) for the toolkit metrics. Inputs are checked and tokenized once
-    (kept in the cache by content), so BLEU, ROUGE-L and CIDEr-D scored in turn on the same
-    captions share one tokenization and one encoded corpus.
+    reference set for document frequencies; ``tokenizer``: ``"ptb"`` (default: ``evaluate``'s and
+    COCOEvalCap's), ``"alnum-lower"`` (the default before 0.2.0) or ``"none"`` (``tokenize=False``
+    is ``"none"`` too); ``options``: ``PostgenOptions`` fields (``stopwords``, ``corenlp_dir``,
+    ``reo_model``) for the toolkit metrics. Inputs are checked and tokenized once (kept in the cache
+    by content), so BLEU, ROUGE-L and CIDEr-D scored in turn on the same captions share one
+    tokenization and one encoded corpus.
     """
     backend = backend_name(backend, "score")
+    tokenizer = check_tokenizer_name(tokenizer) if tokenize else "none"
     if idf_from is not None and name != "CIDEr":
         raise ValueError(f"idf_from applies to CIDEr only, not {name}")
     check_metric_names([name])
-    gts, res, idf_from = _checked(gts, res, idf_from, tokenize)
+    gts, res, idf_from = _checked(gts, res, idf_from, tokenizer)
     with make_metrics([name], PostgenOptions(**options, backend=backend)) as metrics:
         if not metrics.metrics:
             raise RuntimeError(f"{name} unavailable: {metrics.unavailable[name]}")
@@ -65,36 +70,37 @@ def score(name: str, gts: dict, res: dict, backend: str = "native", idf_from: di
         return float(metric.aggregate(stats)), metric.per_image(stats).tolist()
 
 
-def _checked(gts: dict, res: dict, idf_from: dict | None, tokenize: bool) -> tuple[dict, dict, dict | None]:
-    """(gts, res, idf_from) checked and, with ``tokenize``, tokenized: kept by content in the cache,
+def _checked(gts: dict, res: dict, idf_from: dict | None, tokenizer: str) -> tuple[dict, dict, dict | None]:
+    """(gts, res, idf_from) checked and tokenized by ``tokenizer``: kept by content in the cache,
     as a copy (the caller's dictionaries may change after the call)."""
-    if not tokenize:
+    if tokenizer == "none":
         check_inputs(gts, res)
         return gts, res, idf_from
 
     def build():
         check_inputs(gts, res)
-        out = _tokenized(gts, res, idf_from)
+        out = _tokenized(gts, res, idf_from, tokenizer)
         return tuple(None if d is None else {i: list(v) for i, v in d.items()} for d in out)
     from .cider import inputs_key
-    return CACHE.get(("tokenized", inputs_key(gts, res, idf_from)), build)
+    return CACHE.get(("tokenized", tokenizer, inputs_key(gts, res, idf_from)), build)
 
 
 def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
-                  tokenize: bool = True) -> dict:
+                  tokenize: bool = True, tokenizer: str = DEFAULT_TOKENIZER) -> dict:
     """{system: {metric: (corpus score, f64[I] per-image scores in ``gts`` order)}} for array metrics.
 
-    ``systems``: system name -> ``res`` (image id -> [candidate]) over the images of ``gts``.
-    The references are split, numbered and counted once for all systems.
+    ``systems``: system name -> ``res`` (image id -> [candidate]) over the images of ``gts``;
+    ``tokenizer`` as ``score``'s. The references are split, numbered and counted once for all systems.
     """
+    tokenizer = check_tokenizer_name(tokenizer) if tokenize else "none"
     unknown = [n for n in names if n not in ARRAY_METRICS]
     if unknown:
         raise ValueError(f"score_systems: {unknown[0]!r} has no array form; choose from {', '.join(ARRAY_METRICS)}")
     for system, res in systems.items():
         check_inputs(gts, res, f"system {system}" if system is not None else "captions")
-    if tokenize:
-        gts, _, idf_from = _tokenized(gts, {}, idf_from)
-        systems = {s: _tokenized({}, res, None)[1] for s, res in systems.items()}
+    if tokenizer != "none":
+        gts, _, idf_from = _tokenized(gts, {}, idf_from, tokenizer)
+        systems = {s: _tokenized({}, res, None, tokenizer)[1] for s, res in systems.items()}
     from .cider import _corpus_of
     ids = list(gts)
     images = len(ids)
@@ -120,20 +126,24 @@ def score_systems(names, gts: dict, systems: dict, idf_from: dict | None = None,
     return results
 
 
-def _tokenized(gts: dict, res: dict, idf_from: dict | None) -> tuple[dict, dict, dict | None]:
+def _tokenized(gts: dict, res: dict, idf_from: dict | None, tokenizer: str) -> tuple[dict, dict, dict | None]:
+    """(gts, res, idf_from) tokenized by ``tokenizer`` (``ptb`` or ``alnum-lower``), the references
+    and captions in one run of it."""
     refs = [r for image_refs in gts.values() for r in image_refs]
     cands = [c[0] if c else "" for c in res.values()]
-    if all(not strings or is_tokenized("\n".join(strings), len(strings)) for strings in (refs, cands)) and (
-            idf_from is None or idf_from is gts):  # already tokenized: the inputs as they are, not copied
-        return gts, res, idf_from
-    keys = list(gts)
-    refs = tokenized([r for i in keys for r in gts[i]])
+    if tokenizer == "alnum-lower" and all(not strings or is_tokenized("\n".join(strings), len(strings))
+                                          for strings in (refs, cands)) and (idf_from is None or idf_from is gts):
+        return gts, res, idf_from  # already its tokens: the inputs as they are, not copied
+    keys, res_keys = list(gts), list(res)
+    strings = [r for i in keys for r in gts[i]] + [res[i][0] if res[i] else "" for i in res_keys]
+    if tokenizer == "alnum-lower":
+        strings = tokenized(strings)
+    else:
+        strings = tokenize_all(strings, tokenizer)
     out, at = {}, 0
     for i in keys:
-        out[i], at = refs[at:at + len(gts[i])], at + len(gts[i])
-    res_keys = list(res)
-    cands = tokenized([res[i][0] if res[i] else "" for i in res_keys])
-    res = {i: [c] if res[i] else [] for i, c in zip(res_keys, cands)}
+        out[i], at = strings[at:at + len(gts[i])], at + len(gts[i])
+    res = {i: [c] if res[i] else [] for i, c in zip(res_keys, strings[at:])}
     if idf_from is not None:
-        idf_from = _tokenized(idf_from, {}, None)[0]
+        idf_from = _tokenized(idf_from, {}, None, tokenizer)[0]
     return out, res, idf_from

@@ -140,7 +140,8 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
         gts = {int(i): all_gts[int(i)] for i in images}
         res = {int(i): [_as_text(caption)] for i, caption in zip(images, captions)}
         idf = {"idf_from": idf_gts} if metric == "CIDEr" else {}
-        _, per_image = postgen.score(metric, gts, res, **idf, tokenize=not tokenized, **(options or {}))
+        _, per_image = postgen.score(metric, gts, res, **idf, tokenizer="none" if tokenized else "alnum-lower",
+                                      **(options or {}))
         seconds["score"] += time.perf_counter() - start
         seen[c, np.asarray(images)] = per_image
         return np.asarray(per_image, np.float64)

@@ -185,7 +185,7 @@ def module_digest(fn: Callable) -> str:
         except TypeError:
             path = None
     try:
-        return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16] if path else ""
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else ""
     except OSError:
         return ""
 
