@@ -197,7 +197,7 @@ def largest_difference(coco: dict, out: Path) -> float:
     """Largest |ours - COCOEvalCap| over every corpus and per-image score."""
     import numpy as np
     import pandas as pd
-    scores = json.loads((out / "scores.json").read_text())
+    scores = next(iter(json.loads((out / "scores.json").read_text())["systems"].values()))  # one system
     per_image = pd.read_csv(out / "per_image.tsv", sep="\t").set_index("image_id")
     worst = 0.0
     for metric in METRICS:

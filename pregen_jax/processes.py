@@ -132,6 +132,11 @@ def _end_unadopted(module: str | None = None) -> None:
         if child is not None:
             child.kill()
             child.wait()
+            for stream in (child.stdin, child.stdout):  # closed here: else unclosed files (ResourceWarning)
+                try:
+                    stream.close()
+                except OSError:  # a pipe the dead child left unread
+                    pass
 
 
 def watch_parent(parent: int | None = None) -> threading.Thread:

@@ -15,7 +15,8 @@ python3 -m venv "$venv_dir/venv"
     echo "# The versions tested: scripts/lock.sh wrote this from a new virtual environment with"
     echo "# pip install -e \".[test,java,docs]\" ($("$venv_dir/venv/bin/python" --version), $(uname -sm))."
     echo "# Installed with: pip install -c constraints.txt -e \".[test,java]\". Move it with scripts/lock.sh."
-    "$venv_dir/venv/bin/python" -m pip freeze --exclude-editable --disable-pip-version-check | grep -vi '^pregen[-_]jax' | LC_ALL=C sort -f
+    # --all: setuptools too (the test extra's: tests/test_wheel.py builds the wheel with it), pip itself left out
+    "$venv_dir/venv/bin/python" -m pip freeze --all --exclude-editable --disable-pip-version-check | grep -vi '^pregen[-_]jax' | grep -vi '^pip==' | LC_ALL=C sort -f
 } > constraints.txt.new
 mv constraints.txt.new constraints.txt
 echo "lock: wrote constraints.txt ($(grep -vc '^#' constraints.txt) packages); git diff constraints.txt shows what moved"

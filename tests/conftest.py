@@ -53,7 +53,7 @@ def java_on_path(monkeypatch):
 
 
 def _pycocoevalcap_meteor_closes_its_pipes() -> None:
-    """pycocoevalcap's ``Meteor.__del__`` closes its jar's stdin, not its stdout: an unclosed file,
+    """pycocoevalcap's ``Meteor.__del__`` closes its jar's stdin, not its stdout and stderr: unclosed files,
     which the tests' ``error::ResourceWarning`` (pyproject.toml) would fail some later test on.
     Patched for good (not undone after the test): a Meteor may be collected after its test ends."""
     from pycocoevalcap.meteor.meteor import Meteor
@@ -64,6 +64,7 @@ def _pycocoevalcap_meteor_closes_its_pipes() -> None:
     def closing(self):
         leaky(self)
         self.meteor_p.stdout.close()
+        self.meteor_p.stderr.close()
     closing.closes_stdout = True
     Meteor.__del__ = closing
 

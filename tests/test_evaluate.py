@@ -160,7 +160,8 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
     printed = capsys.readouterr().out
     assert "tokenizer: alnum-lower" in printed and "p_bs" in printed
     scores = json.loads((out / "scores.json").read_text())
-    assert scores["tokenizer"].startswith("alnum-lower") and set(scores["res0"]) == {"Bleu_4", "CIDEr", "ROUGE_L"}
+    assert scores["tokenizer"].startswith("alnum-lower") and set(scores["systems"]["res0"]) == {"Bleu_4", "CIDEr", "ROUGE_L"}
+    assert scores["version"] == 2 and scores["signatures"]["CIDEr"].startswith("CIDEr|cider-d:sigma6:x10|df:scored|nrefs:3|")
     per_image = pd.read_csv(out / "per_image.tsv", sep="\t")
     assert list(per_image.columns) == ["image_id", "Bleu_4", "CIDEr", "ROUGE_L", "system", "tokenizer"]
     table = pd.read_csv(out / "significance.tsv", sep="\t")

@@ -79,3 +79,44 @@ def test_captions_in_memory_are_checked_as_files_are():
         evaluate(refs, {1000: 3}, metrics=["CIDEr"])
     with pytest.raises(ValueError, match=r"references \(in memory\): image 1: expected a list of reference strings"):
         evaluate({1: [2]}, a, metrics=["CIDEr"])
+
+
+def test_every_score_carries_its_signature(tmp_path):
+    """One line per metric pins how it was computed; scores.json holds them, one schema for one or many systems."""
+    from pregen_jax import __version__
+    from pregen_jax.evaluation.outputs import scores_json
+    from pregen_jax.postgen import ptb
+    refs, a, b = _captions(12)
+    refs[1000] = refs[1000][:3]
+    one = evaluate(refs, a, metrics=METRICS)
+    assert one.signatures["CIDEr"] == (f"CIDEr|cider-d:sigma6:x10|df:scored|nrefs:3-4|tok:ptb-{ptb.DEFAULT_BACKEND}|"
+                                       f"backend:native|pregen-jax:{__version__}")
+    assert one.signature_lines() == [f"signature: {one.signatures[m]}" for m in METRICS]
+    assert str(one).splitlines()[-3:] == one.signature_lines()
+    assert [r.signature for r in one.results] == [one.signatures[m] for m in METRICS]
+    other = evaluate(refs, a, metrics=["CIDEr", "Bleu_4"], tokenizer="alnum-lower", idf_from="all")
+    assert "|df:all|" in other.signatures["CIDEr"] and "|tok:alnum-lower|" in other.signatures["Bleu_4"]
+    two = evaluate(refs, [a, b], metrics=METRICS)
+    for result, systems in ((one, ["captions"]), (two, ["captions", "captions_2"])):
+        written = scores_json(result)
+        assert set(written) == {"version", "systems", "signatures", "tokenizer", "images_scored"}
+        assert list(written["systems"]) == systems and written["signatures"] == one.signatures
+        assert written["systems"]["captions"]["CIDEr"] == one.results[-1].score
+
+
+def test_results_keyed_by_imgid_or_file_name_match_a_karpathy_json_without_coco_ids(tmp_path):
+    """Flickr's Karpathy JSONs have a sequential ``imgid`` and a ``filename``, no COCO id: results keyed
+    by either match, and the key used is stated."""
+    refs, a, _ = _captions(6)
+    karpathy = {"dataset": "flickr8k", "images": [
+        {"filename": f"{i}_photo.jpg", "imgid": k, "split": "test", "sentences": [{"raw": r} for r in texts]}
+        for k, (i, texts) in enumerate(refs.items())]}
+    (tmp_path / "karpathy.json").write_text(json.dumps(karpathy))
+    by_imgid = [{"image_id": k, "caption": a[i]} for k, i in enumerate(refs)]
+    by_name = [{"image_id": f"{i}_photo.jpg", "caption": a[i]} for i in refs]
+    imgid = evaluate(tmp_path / "karpathy.json", by_imgid, metrics=["CIDEr"])
+    name = evaluate(tmp_path / "karpathy.json", by_name, metrics=["CIDEr"])
+    assert imgid.results[0].score == name.results[0].score == evaluate(refs, a, metrics=["CIDEr"]).results[0].score
+    assert imgid.settings["captions_keyed_by"] == {"captions": "imgid (matched to REFS's filename)"}
+    assert name.settings["captions_keyed_by"] == {"captions": "filename"}
+    assert any("image ids are Karpathy imgid (matched to REFS's filename)" in note for note in imgid.notes)

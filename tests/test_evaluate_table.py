@@ -5,6 +5,7 @@ import pytest
 
 from pregen_jax.cli import main
 from pregen_jax.evaluation.outputs import aligned_columns
+from tests.conftest import ROOT
 from tests.test_caption_fit import _toy
 
 
@@ -38,4 +39,5 @@ def test_the_printed_table_is_aligned_under_its_header(tmp_path, capsys, systems
             assert len(row) == len(header)
     if systems > 1:
         assert lines[2 + 2 * systems].startswith("95% BCa bootstrap intervals; d: difference to a ")
-    assert lines[-1] == "words: docs/glossary.md"  # the output's words explained (as select, predict, run)
+    from pregen_jax.commands.base import GLOSSARY
+    assert lines[-1] == f"words: {GLOSSARY}" and GLOSSARY.read_text() == (ROOT / "docs" / "glossary.md").read_text()

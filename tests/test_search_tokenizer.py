@@ -60,7 +60,7 @@ def test_a_search_scores_as_evaluate_does_with_its_tokenizer(tmp_path, capsys, t
         assert cli.main(["evaluate", "--references", str(tmp_path / "refs.json"), "--captions",
                          str(tmp_path / f"res{m}.json"), "--metrics", "CIDEr", "--tokenizer", tokenizer,
                          "--out", str(tmp_path / f"ev{m}")]) == 0
-        expected = json.loads((tmp_path / f"ev{m}" / "scores.json").read_text())["CIDEr"]
+        expected = json.loads((tmp_path / f"ev{m}" / "scores.json").read_text())["systems"][f"res{m}"]["CIDEr"]
         assert models.loc[arch, "CIDEr"] == pytest.approx(expected, abs=1e-9)  # models.tsv: 10 digits
     # predict --captions measures a file as evaluate scores it, with the search's tokenizer (its own text)
     from pregen_jax.evaluation import score_files

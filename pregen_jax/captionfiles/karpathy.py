@@ -26,6 +26,9 @@ class KarpathyImage:
       cocoid: COCO's id of the image, where the entry has one.
       split: ``train``, ``val``, ``test`` or ``restval`` (as the file writes it).
       texts: the image's reference sentences, in file order.
+      imgid: the entry's ``imgid`` where its id is its ``filename`` (Karpathy's sequential number,
+        which results files key images by too), else None.
+      id_field: where ``image_id`` came from: ``filename``, ``imgid`` or ``position``.
     """
 
     position: int
@@ -33,6 +36,8 @@ class KarpathyImage:
     cocoid: int | None
     split: str
     texts: list[str]
+    imgid: int | str | None = None
+    id_field: str = "filename"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +81,11 @@ def read_karpathy(path, data=None) -> KarpathyFile:
         if cocoid is not None and (isinstance(cocoid, bool) or not isinstance(cocoid, int)):
             raise ValueError(f"{path}: image {image_id!r}: 'cocoid' = {json.dumps(cocoid)[:60]}: must be an integer")
         texts = [_text(path, image_id, k, s) for k, s in enumerate(entry["sentences"])]
-        images.append(KarpathyImage(n, image_id, cocoid, entry["split"], texts))
+        imgid = entry.get("imgid") if entry.get("filename") else None
+        if isinstance(imgid, bool) or not isinstance(imgid, (int, str)) or imgid == "":
+            imgid = None
+        id_field = next((key for key in ("filename", "imgid") if entry.get(key) not in (None, "")), "position")
+        images.append(KarpathyImage(n, image_id, cocoid, entry["split"], texts, imgid, id_field))
     return KarpathyFile(str(path), name, images)
 
 

@@ -28,9 +28,11 @@ class ReferenceSet:
       path: the file; format: one of ``FORMATS``.
       captions: image id -> its reference strings, in file order (dict order: REFS's image order).
       tokenizer: the tokenizer that already made the strings (an export records it), None: raw text.
-      aliases: another id of an image -> its key (a Karpathy JSON keyed by ``cocoid``: each
-        image's ``filename``), so captions keyed either way match.
+      aliases: another id of an image (as a string) -> its key (a Karpathy JSON keyed by ``cocoid``:
+        each image's ``filename``; keyed by ``filename``: its ``imgid``), so captions keyed either way match.
       split: the Karpathy split read (None for the other formats).
+      key_name: what the keys are (``id``: COCO's image id; ``cocoid``, ``filename``, ``imgid``, ...);
+        alias_name: what the aliases are (None: there are none).
     """
 
     path: str
@@ -39,6 +41,8 @@ class ReferenceSet:
     tokenizer: str | None = None
     aliases: dict = dataclasses.field(default_factory=dict)
     split: str | None = None
+    key_name: str = "image_id"
+    alias_name: str | None = None
 
     @property
     def tokenized(self) -> bool:
@@ -94,7 +98,7 @@ def _coco_annotations(path: Path, data) -> ReferenceSet:
     listed = [i for i in dict.fromkeys(order) if i in captions]
     seen = set(listed)  # once: a set per annotation made this quadratic (22 s at 40,504 images)
     ordered = {i: captions[i] for i in listed + [i for i in captions if i not in seen]}
-    return ReferenceSet(str(path), "coco", ordered)
+    return ReferenceSet(str(path), "coco", ordered, key_name="id")
 
 
 def _grouped_annotations(annotations: list) -> dict | None:
@@ -118,7 +122,8 @@ def _grouped_annotations(annotations: list) -> dict | None:
 
 def _karpathy(corpus: KarpathyFile, split: str) -> ReferenceSet:
     """One split of a Karpathy-split JSON: images keyed by ``cocoid`` where present (their ``image_id``
-    an alias), else by ``image_id`` (``filename``)."""
+    an alias), else by ``image_id`` (``filename``; its ``imgid`` an alias: Flickr's files have no COCO
+    id, and results files key their images by either)."""
     captions: dict = {}
     aliases: dict = {}
     for image in corpus.images:
@@ -128,12 +133,19 @@ def _karpathy(corpus: KarpathyFile, split: str) -> ReferenceSet:
         if key in captions:
             raise ValueError(f"{corpus.path}: image {key!r} appears twice (image entry {image.position})")
         captions[key] = image.texts
-        if key != image.image_id:
-            aliases[image.image_id] = key
+        alias = image.image_id if image.cocoid is not None else image.imgid
+        if alias is not None and str(alias) != str(key):
+            aliases[str(alias)] = key
     if not captions:
         splits = sorted({image.split for image in corpus.images})
         raise ValueError(f"{corpus.path}: no image in split {split!r} (--split; it has {', '.join(splits)})")
-    return ReferenceSet(corpus.path, "karpathy", captions, aliases=aliases, split=split)
+    chosen = [image for image in corpus.images if image.split == split]
+    fields = {"cocoid" if image.cocoid is not None else image.id_field for image in chosen}
+    alias_fields = {image.id_field if image.cocoid is not None else "imgid" for image in chosen
+                    if (image.image_id if image.cocoid is not None else image.imgid) is not None}
+    return ReferenceSet(corpus.path, "karpathy", captions, aliases=aliases, split=split,
+                        key_name=" or ".join(sorted(fields)),
+                        alias_name=" or ".join(sorted(alias_fields)) if aliases else None)
 
 
 def _references_jsonl(path: Path) -> ReferenceSet:

@@ -5,8 +5,12 @@ import argparse
 import contextlib
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
-GLOSSARY = "docs/glossary.md"  # the words outputs use (strata, tier space, prior_rank, assist, ...)
+# The words outputs use (strata, tier space, prior_rank, assist, ...): docs/glossary.md, which the
+# package carries (pregen_jax/glossary.md links to it in a checkout; a wheel holds the page itself),
+# so the path printed exists wherever the package is installed
+GLOSSARY = Path(__file__).resolve().parents[1] / "glossary.md"
 WORDS = f"words: {GLOSSARY}"  # the last line a command's output ends with
 
 

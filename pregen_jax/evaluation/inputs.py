@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..captionfiles import CaptionRows, ReferenceSet, match_captions, read_caption_file, read_references
+from ..captionfiles import CaptionRows, ReferenceSet, match_captions, parse_captions, read_references
 from ..captionfiles.references import check_image_id
 
 IN_MEMORY = "in memory"  # how outputs name references and captions given as Python objects
@@ -21,16 +21,31 @@ IN_MEMORY = "in memory"  # how outputs name references and captions given as Pyt
 
 @dataclasses.dataclass(frozen=True)
 class ResultsFile:
-    """One captions file: image id (REFS's key) -> its caption, in file order."""
+    """One captions file: image id (REFS's key) -> its caption, in file order; ``keyed_by``: how its
+    ids matched REFS's images (``keyed_by``'s words)."""
 
     path: str
     captions: dict
+    keyed_by: str = ""
 
 
 def read_results(path, references: ReferenceSet) -> ResultsFile:
     """A captions file in any form, each image in REFS, once (a subset of REFS's images is allowed:
     COCOEvalCap scores the images of the results)."""
-    return ResultsFile(str(path), read_caption_file(path, references))
+    found = parse_captions(path)
+    captions = match_captions(found, list(references.captions), references.source, references.aliases, False)
+    return ResultsFile(str(path), captions, keyed_by(found, references))
+
+
+def keyed_by(found: CaptionRows, references: ReferenceSet) -> str:
+    """How the rows' image ids matched REFS's images: REFS's own key (``id``, ``cocoid``, ``filename``,
+    ...), its alias (a Karpathy JSON's ``filename`` or ``imgid``), or the line order."""
+    if found.form == "lines":
+        return "line order (REFS's image order)"
+    first = found.rows[0][1]
+    if first not in references.captions and str(first) in references.aliases:
+        return f"{references.alias_name} (matched to REFS's {references.key_name})"
+    return references.key_name
 
 
 def references_given(references, split: str = "test") -> ReferenceSet:
@@ -86,7 +101,7 @@ def results_given(system, references: ReferenceSet, k: int) -> ResultsFile:
         raise ValueError(f"{source}: no captions")
     found = CaptionRows(source, IN_MEMORY, rows)
     return ResultsFile(source, match_captions(found, list(references.captions), references.source,
-                                              references.aliases, complete=False))
+                                              references.aliases, complete=False), keyed_by(found, references))
 
 
 def _is_results_list(value) -> bool:

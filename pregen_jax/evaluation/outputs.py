@@ -1,7 +1,8 @@
 """What ``pregen-search evaluate`` writes and prints; every output names the tokenizer.
 
-- ``scores.json``: metric -> corpus score, as ``COCOEvalCap.eval`` (one results file), or results
-  file -> that mapping (several), with ``"tokenizer"`` beside them.
+- ``scores.json``: one schema for one or several results files (``SCORES_VERSION``): ``systems``,
+  system -> metric -> corpus score (each system's mapping is ``COCOEvalCap.eval``), ``signatures``,
+  metric -> its signature, the tokenizer and the images scored (docs/reference/outputs.md).
 - ``per_image.tsv``: ``image_id`` then one column per metric, as ``evalImgs`` (with ``system``
   when several results files are scored), then ``tokenizer``; full float precision.
 - ``significance.tsv`` (several results files): the corpus table with intervals and p-values.
@@ -25,12 +26,18 @@ if TYPE_CHECKING:  # Evaluation.__str__ renders with this module's render
     from .runner import Evaluation
 
 
+SCORES_VERSION = 2
+"""scores.json's schema: 2 since 0.2.0 (before: metric -> score for one results file, results file ->
+that mapping for several, with ``tokenizer`` beside them)."""
+
+
 def scores_json(evaluation: Evaluation) -> dict:
-    by_system: dict = {}
+    """scores.json: the same keys for one results file or several."""
+    by_system: dict = {system: {} for system in evaluation.systems}
     for row in evaluation.rows():
-        by_system.setdefault(row["system"], {})[row["metric"]] = float(row["score"])
-    scores = next(iter(by_system.values())) if len(by_system) == 1 else by_system
-    return {**scores, "tokenizer": evaluation.settings["tokenizer"]}
+        by_system[row["system"]][row["metric"]] = float(row["score"])
+    return {"version": SCORES_VERSION, "systems": by_system, "signatures": dict(evaluation.signatures),
+            "tokenizer": evaluation.settings["tokenizer"], "images_scored": evaluation.settings["images_scored"]}
 
 
 def write_evaluation(evaluation: Evaluation, staging: Path) -> list[str]:

@@ -16,7 +16,7 @@ class Result:
       interval: (low, high), the 95% BCa bootstrap interval; None for a metric without statistics.
       diff: score minus the first system's; diff_interval: its 95% interval (inverting ``p_bootstrap``).
       p_bootstrap, p_holm, p_randomization: the paired tests against the first system.
-      tokenizer: the tokenizer's short name.
+      tokenizer: the tokenizer's short name; signature: how the score was computed (``postgen.signature``).
     """
 
     system: str
@@ -29,6 +29,7 @@ class Result:
     p_holm: float | None = None
     p_randomization: float | None = None
     tokenizer: str = ""
+    signature: str = ""
 
     @classmethod
     def of_row(cls, row: dict) -> Result:
@@ -39,4 +40,4 @@ class Result:
         pair = lambda low, high: None if given(low) is None else (given(low), given(high))
         return cls(row["system"], row["metric"], float(row["score"]), pair("low", "high"), given("diff"),
                    pair("diff_low", "diff_high"), given("p_bootstrap"), given("p_holm"), given("p_randomization"),
-                   row.get("tokenizer", ""))
+                   row.get("tokenizer", ""), row.get("signature", ""))

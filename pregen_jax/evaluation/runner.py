@@ -20,6 +20,7 @@ from .. import postgen
 from ..captionfiles import ReferenceSet
 from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
+from ..postgen.signature import refs_per_image, signature
 from .checks import input_notes
 from .inputs import IN_MEMORY, ResultsFile, references_given, results_given, scored_images, systems_given
 from .results import Result
@@ -47,6 +48,7 @@ class Evaluation:
         JVM ran and which Java, document-frequency rule, ...).
       unavailable: metric -> why it could not run here (one line).
       notes: warnings to show the user (empty captions, intervals not available, ...).
+      signatures: metric -> the line that pins how its scores were computed (``postgen.signature``).
 
     As tables (pandas loads on first use; ``pregen-search evaluate`` writes without it):
       table: one row per (system, metric): score, its 95% interval, and against the first system
@@ -65,18 +67,24 @@ class Evaluation:
     settings: dict
     unavailable: dict
     notes: list
+    signatures: dict = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
-        """The table ``pregen-search evaluate`` prints (``outputs.render``)."""
+        """The table ``pregen-search evaluate`` prints (``outputs.render``), then each metric's signature."""
         from .outputs import render
-        return render(self)
+        return "\n".join([render(self), *self.signature_lines()])
+
+    def signature_lines(self) -> list[str]:
+        """One line per metric: ``signature: METRIC|...`` (sacreBLEU's idea: how the number was computed)."""
+        return [f"signature: {self.signatures[m]}" for m in self.metrics if m in self.signatures]
 
     def rows(self) -> list[dict]:
         """``table``'s rows as dicts (a cell that does not apply is absent), in its order: metric by metric."""
         metric_order = {m: k for k, m in enumerate(self.metrics)}
         system_order = {s: k for k, s in enumerate(self.systems)}
         rows = sorted(self.compared + self.scores_only, key=lambda r: (metric_order[r["metric"]], system_order[r["system"]]))
-        return [{**row, "tokenizer": self.tokenizer} for row in rows]
+        return [{**row, "tokenizer": self.tokenizer, "signature": self.signatures.get(row["metric"], "")}
+                for row in rows]
 
     @property
     def results(self) -> list[Result]:
@@ -156,7 +164,8 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
-    notes = input_notes(refs, systems, images) + _empty_caption_notes(systems)
+    notes = input_notes(refs, systems, images) + _empty_caption_notes(systems) + [
+        f"{s.path}: image ids are Karpathy {s.keyed_by}" for s in systems if "matched to" in s.keyed_by]
     jvms_before = jvms_started()
     beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
     # made first, apart: METEOR's own process loads (numba, its tables) while this one tokenizes
@@ -173,6 +182,7 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
         scorers, unavailable, stats, per_image, corpus, (counts, compared) = _score_all(
             requested, options, started, all_gts, gts, system_res, names, meanwhile)
         with_stats = _with_stats(scorers)
+        nrefs = refs_per_image(gts)
         late = {name: metric for name, metric in with_stats.items() if name in beside}
         compared += compare_rows(late, _stats_of(late, stats, names), plan, counts if isinstance(counts, list) else None)
     order = {name: k for k, name in enumerate(scorers)}
@@ -184,8 +194,12 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
         notes.append(f"no intervals or p-values for {', '.join(m for m in scorers if m not in with_stats)} "
                      "(they declare no per-image statistics: PostgenMetric.has_stats)")
     settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
+    settings["captions_keyed_by"] = {name: system.keyed_by for name, system in zip(names, systems)}
+    signatures = {name: signature(name, tokenizer=tokenizer, nrefs=nrefs, backend=getattr(metric, "backend", None),
+                                  idf_from=idf_from) for name, metric in scorers.items()}
+    settings["signatures"] = signatures
     return Evaluation(compared, scores_only, per_image, images, names, list(scorers), tokenizer, settings, unavailable,
-                      notes)
+                      notes, signatures)
 
 
 def _with_stats(scorers: dict) -> dict:

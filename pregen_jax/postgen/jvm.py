@@ -243,6 +243,7 @@ class JavaProcess:
                 pass
             process.kill()
             process.wait()
+            process.stdout.close()  # its pipe too: left to the collector it is an unclosed file (ResourceWarning)
 
     def __del__(self):
         if hasattr(self, "_lock"):

@@ -58,7 +58,7 @@ def stopwords_source(options: PostgenOptions) -> str:
         return options.stopwords
     if SHARED_STOPWORDS.is_file():
         return f"{SHARED_STOPWORDS} (the 2018 NLTK list)"
-    return "none (no stop-word file configured and ../shared/data/wmd is absent)"
+    return "none (no stop-word file configured: --stopwords FILE, or [postgen] stopwords in a config)"
 
 
 def resolve_stopwords(options: PostgenOptions) -> tuple[frozenset[str], str]:
