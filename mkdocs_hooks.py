@@ -7,6 +7,10 @@ that no page defines ``r`` or ``selection.race.picked``, and a strict build fail
 cross-reference, so only those warnings are dropped: a one-letter index, or a target that a
 doctest line (``>>>`` or ``...``) of the docstring the warning names contains. Every other
 unresolved reference still fails the build.
+
+The API pages (docs/reference/api/*.md) hold their names twice: the ``:::`` line, which
+mkdocstrings renders on the site, and a plain-text copy for reading them without the site
+(scripts/api_pages.py writes it between two markers); the site leaves the copy out.
 """
 import logging
 import re
@@ -37,3 +41,11 @@ def on_startup(command, dirty) -> None:
     # the plugin's loggers (one per module) are created on import: filter the named one of each
     for name in ("plugin", "references", "backlinks"):
         logging.getLogger(f"mkdocs.plugins.mkdocs_autorefs._internal.{name}").addFilter(_NotALink())
+
+
+_API_COPY = re.compile(r"<!-- api: written by scripts/api_pages\.py.*?<!-- api: end -->", re.S)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    """An API page without its plain-text copy (the site renders the ``:::`` line)."""
+    return _API_COPY.sub("", markdown)

@@ -31,3 +31,15 @@ def test_the_glossary_explains_the_words_outputs_use():
     for word in ("post-gen", "pre-gen", "tier names", "tier space", "strata", "decoding unknown", "calibration models",
                  "prior_rank", "assist", "MCB set", "own-image rank", "p_holm", "fingerprint", "units"):
         assert word in headings, word
+
+
+def test_the_api_pages_plain_text_copy_is_current():
+    """docs/reference/api/*.md read without the site: each holds its names' signatures and docstrings
+    as text (scripts/api_pages.py writes them); a changed docstring or signature needs the script rerun."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("api_pages", ROOT / "scripts" / "api_pages.py")
+    api_pages = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(api_pages)
+    assert api_pages.main(["--check"]) == 0, "run: python3 scripts/api_pages.py"
+    text = (ROOT / "docs" / "reference" / "api" / "evaluation.md").read_text()
+    assert "function evaluate(references, captions, *, names=None, split: 'str' = 'test'" in text

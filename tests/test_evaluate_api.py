@@ -120,3 +120,14 @@ def test_results_keyed_by_imgid_or_file_name_match_a_karpathy_json_without_coco_
     assert imgid.settings["captions_keyed_by"] == {"captions": "imgid (matched to REFS's filename)"}
     assert name.settings["captions_keyed_by"] == {"captions": "filename"}
     assert any("image ids are Karpathy imgid (matched to REFS's filename)" in note for note in imgid.notes)
+
+
+def test_select_prints_and_writes_the_races_signature(tmp_path, capsys):
+    import pandas as pd
+    refs, a, b = _captions(20)
+    refs_path, paths = _files(tmp_path, refs, {"a": a, "b": b})
+    assert main(["select", "--references", str(refs_path), "--captions", *map(str, paths), "--metric", "CIDEr",
+                 "--budget", "1", "--out", str(tmp_path / "out")]) == 0
+    written = pd.read_csv(tmp_path / "out" / "select.tsv", sep="\t")["signature"]
+    assert set(written) == {evaluate(refs, a, metrics=["CIDEr"], idf_from="all").signatures["CIDEr"]}
+    assert f"signature: {written[0]}" in capsys.readouterr().out.splitlines()

@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     with warnings_as_lines():
         table, selection, notes, where = (_race_files(args, settings) if args.search is None
                                           else _race_search(args, settings))
-    for note in notes:
+    for note in [*notes, f"signature: {table['signature'].iloc[0]}"]:  # how every score of the race is computed
         print(note)
     with io.staged_folder(out) as staging:
         io.write_tsv(table, staging / "select.tsv")

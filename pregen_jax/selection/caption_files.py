@@ -20,7 +20,7 @@ from ..evaluation.inputs import read_results, scored_images
 from ..evaluation.tokenizers import check_tokenizer, tokenize_all
 from ..pipeline.config import model_label
 from ..ranking.racing import RaceSettings
-from .race import Candidate, Selection, check_metric, lookup, race_candidates
+from .race import Candidate, Selection, check_metric, lookup, race_candidates, race_signature
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,4 +87,5 @@ def select_files(references: ReferenceSet, paths, metric: str, settings: RaceSet
     table["images"] = len(found.images)
     table["references"] = references.source
     table["tokenizer"] = found.tokenizer
+    table["signature"] = race_signature(metric, found.tokenizer, found.references)
     return table, selection, found

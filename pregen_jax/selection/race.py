@@ -162,3 +162,11 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
 def lookup(captions: Sequence) -> Callable[[np.ndarray], list]:
     """``generate`` for a model that exists only as captions (one per image of the split)."""
     return lambda images: [captions[int(i)] for i in images]
+
+
+def race_signature(metric: str, tokenizer: str, references) -> str:
+    """How a race's scores are computed (``postgen.signature``): the array backend, CIDEr-D's document
+    frequencies from every image of the split (each image scored gets its whole-split score)."""
+    from ..postgen.signature import refs_per_image, signature
+    return signature(metric, tokenizer=tokenizer, nrefs=refs_per_image(dict(enumerate(references))),
+                     backend="native", idf_from="all")

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..pipeline.config import model_label
 from ..ranking.racing import RaceSettings
-from .race import Candidate, check_metric, lookup, race_candidates
+from .race import Candidate, check_metric, lookup, race_candidates, race_signature
 
 
 def logged_perplexity(path) -> float:
@@ -146,4 +146,5 @@ def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), caption
         table[f"race_{key}"] = value
     table["split"] = split
     table["tokenizer"] = run.tokenizer
+    table["signature"] = race_signature(metric, run.tokenizer, references)
     return table, selection, notes
