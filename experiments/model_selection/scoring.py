@@ -145,7 +145,8 @@ class Scorer:
         sub_captions, times["generate_subset"] = timed(generate_captions, model, params, val.features[rows], vocab,
                                                        beam_width=3, batch_size=len(rows), progress=False)
         (cider_subset, _), times["cider_subset"] = timed(postgen.score, "CIDEr", references(val, rows),
-                                                         candidates(val, sub_captions, rows), idf_from=gts)
+                                                         candidates(val, sub_captions, rows), idf_from=gts,
+                                                         tokenizer="alnum-lower")  # the dataset's own tokens
         scores = {"pregen": np.asarray(pregen[0], np.float64), "perplexity": perplexity(ref_probs),
                   "cider": cider, "cider_per_image": np.asarray(per_image, np.float64), "meteor": meteor,
                   "cider_subset": cider_subset, "mean_caption_length": np.mean([len(c) for c in captions]),
