@@ -74,8 +74,10 @@ def _main(argv) -> int:
         print("pregen-search: interrupted", file=sys.stderr)
         return 130
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    from .progress import no_progress
     try:
-        return args.func(args)
+        with no_progress(getattr(args, "no_progress", False)):  # every bar, in workers and deep in metrics too
+            return args.func(args)
     except (ValueError, OSError) as err:
         message = " ".join(str(err).split())  # one line, whatever the message held
         print(f"pregen-search {args.command}: error: {message}", file=sys.stderr)

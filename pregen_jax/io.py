@@ -326,17 +326,18 @@ DISPOSABLE = (("cache", "xla"),)  # what a run writes before any work: XLA's com
 @contextlib.contextmanager
 def claimed_out_folder(out):
     """``claim_out_folder``, undone on error when this claim created ``out`` and nothing but the
-    marker and compiled programs went in: a rejected input leaves no folder behind."""
+    marker, staging folders and compiled programs went in: a rejected input, or a run that fails
+    however (a full disk while writing the marker or the outputs, a signal), leaves no folder behind."""
     out = Path(out)
     created = out  # the outermost folder this claim creates
     while not created.parent.exists():
         created = created.parent
     fresh = not out.exists()
-    claim_out_folder(out)
     try:
+        claim_out_folder(out)
         yield out
     except BaseException:
-        if fresh and _holds_only_disposables(out):
+        if fresh and out.is_dir() and _holds_only_disposables(out):
             shutil.rmtree(created, ignore_errors=True)
         raise
 
@@ -356,20 +357,21 @@ def staged_folder(out, keep: tuple[str, ...] = ()):
 
     Every entry of ``out`` except those named in ``keep`` (a cache, say) is replaced, so
     outputs of an earlier run that this one does not write (a post-gen metric dropped from
-    the config, say) do not linger. On error ``out`` is left as it was.
+    the config, say) do not linger. On error ``out`` is left as it was: removed, staging and
+    all, where this call created it (``claimed_out_folder``).
     """
-    out = claim_out_folder(out)
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
-    try:
-        yield staging
-        trash = Path(tempfile.mkdtemp(dir=out, prefix=".old-"))
-        for entry in list(out.iterdir()):
-            if (entry.name in keep or entry.name == OUT_MARKER or entry in (staging, trash)
-                    or entry.name.startswith((".staging-", ".old-"))):
-                continue
-            entry.rename(trash / entry.name)
-        for entry in list(staging.iterdir()):
-            entry.rename(out / entry.name)
-        shutil.rmtree(trash, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with claimed_out_folder(out) as out:
+        staging = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
+        try:
+            yield staging
+            trash = Path(tempfile.mkdtemp(dir=out, prefix=".old-"))
+            for entry in list(out.iterdir()):
+                if (entry.name in keep or entry.name == OUT_MARKER or entry in (staging, trash)
+                        or entry.name.startswith((".staging-", ".old-"))):
+                    continue
+                entry.rename(trash / entry.name)
+            for entry in list(staging.iterdir()):
+                entry.rename(out / entry.name)
+            shutil.rmtree(trash, ignore_errors=True)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)

@@ -18,6 +18,7 @@ from jax.sharding import PartitionSpec as P
 from tqdm.auto import tqdm
 
 from ..datasets import UNK, Vocabulary
+from ..progress import bar_disabled
 from ..refprobs import RefProbs, reference_fingerprint
 from . import decode
 from .input_pipeline import bucket_width, count_unknown, encode_references, padded_ids
@@ -127,7 +128,7 @@ def reference_probs(model: Captioner, params, features: np.ndarray, captions, vo
     batch_size = parallel.round_up(batch_size)
     probs_fn, params = _per_device("probs", model, parallel.mesh, ()), parallel.replicate(params)
     batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
-    for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=not progress, leave=False):
+    for batch in tqdm(batches, desc="reference probabilities", unit="batch", disable=bar_disabled(progress), leave=False):
         width = bucket_width(int(lengths[batch].max()))
         rows = np.zeros(batch_size, np.int64)                           # padding rows repeat reference 0
         rows[:len(batch)] = batch
@@ -174,7 +175,7 @@ def generate_captions(model: Captioner, params, features: np.ndarray, vocab: Voc
     params = parallel.replicate(params)
     captions, steps = [], []
     batches = range(0, len(features), batch_size)
-    for start in tqdm(batches, desc=f"generation (beam {beam_width})", unit="batch", disable=not progress, leave=False):
+    for start in tqdm(batches, desc=f"generation (beam {beam_width})", unit="batch", disable=bar_disabled(progress), leave=False):
         chunk = features[start:start + batch_size]
         padded = np.zeros((batch_size, chunk.shape[1]), chunk.dtype)
         padded[:len(chunk)] = chunk

@@ -19,6 +19,7 @@ import optax
 from flax import serialization
 from tqdm.auto import tqdm
 
+from ..progress import bar_disabled
 from ..training import checkpoints
 from .corpus import CaptionDataset
 
@@ -65,7 +66,7 @@ def _train_encoder(pixels, labels, epochs, batch_size, seed, progress):
     for epoch in range(epochs):
         order = rng.permutation(len(pixels))
         batches = [order[s:s + batch_size] for s in range(0, len(order) - batch_size + 1, batch_size)]
-        bar = tqdm(batches, desc=f"image encoder epoch {epoch + 1}/{epochs}", disable=not progress, leave=False)
+        bar = tqdm(batches, desc=f"image encoder epoch {epoch + 1}/{epochs}", disable=bar_disabled(progress), leave=False)
         for k, batch in enumerate(bar):
             params, opt_state, loss = step(params, opt_state, pixels[batch], labels[batch].astype(np.float32))
             if k % 20 == 0:

@@ -28,6 +28,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .. import io, ranking
+from ..progress import bar_disabled
 from . import flow, sources
 from .cache import ReadOnlyCache, StageCache
 from .config import ID_COLUMNS, SearchConfig
@@ -339,7 +340,7 @@ def _evaluate_mine(search: Search, units: list, mine: list[int], cache: StageCac
     with started_in_order([units[position] for position in mine], lambda unit: flow.start_unit(unit, ctx), trainers,
                           ctx.stop) as started:
         for index, models in tqdm(started, total=len(mine), desc="models", unit="unit",
-                                  disable=not search.settings.progress):
+                                  disable=bar_disabled(search.settings.progress)):
             core_free = not hold_postgen or trained_after[index] < trainers  # a trainer has no unit left
             if core_free:
                 hand_over()  # the workers start on these while this thread decodes

@@ -23,6 +23,7 @@ import numpy as np
 from flax import serialization
 from tqdm.auto import tqdm
 
+from ..progress import bar_disabled
 from . import checkpoints
 
 CHECKPOINT = "checkpoint.msgpack"
@@ -135,7 +136,7 @@ def _train_epoch(task: Task, schedule: Schedule, params, opt_state, epoch: int, 
     """One pass over the epoch's minibatches -> (params, opt_state, the losses read)."""
     batches = task.batches(epoch)
     bar = tqdm(batches, desc=f"{schedule.description} epoch {epoch}/{schedule.epochs}".strip(), unit="batch",
-               disable=not progress, leave=False)
+               disable=bar_disabled(progress), leave=False)
     start, losses = time.perf_counter(), []
     for index, batch in enumerate(bar):
         if schedule.stop is not None and schedule.stop.is_set():

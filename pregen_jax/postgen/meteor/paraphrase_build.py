@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...progress import bar_disabled
+
 BLOCK = 1 << 21  # decompressed bytes per step (its Python objects, about 20 times that, live one step)
 SPACE, NEWLINE = 32, 10
 ROWS = 1 << 18  # rows per step of a gather (bounds its temporaries)
@@ -224,9 +226,11 @@ def _check_no_collisions(keys: np.ndarray, offsets: np.ndarray, ids: np.ndarray)
 
 
 def progress_bar(description: str):
-    """A ``progress(done, total)`` callable drawing a tqdm bar on stderr, and its closer."""
+    """A ``progress(done, total)`` callable drawing a tqdm bar on stderr, and its closer (the bar off
+    under ``--no-progress`` and where stderr is not a terminal: ``progress.bar_disabled``)."""
     from tqdm.auto import tqdm
-    bar = tqdm(total=0, desc=description, unit="B", unit_scale=True, file=sys.stderr, leave=False)
+    bar = tqdm(total=0, desc=description, unit="B", unit_scale=True, file=sys.stderr, leave=False,
+               disable=bar_disabled())
 
     def update(done: int, total: int) -> None:
         bar.total = total
