@@ -136,9 +136,9 @@ def write_text(text: str, path) -> None:
     write_bytes(text.encode("utf-8"), path)
 
 
-def write_tsv(frame, path) -> None:
-    """A pandas DataFrame as TSV (10 significant digits), written atomically."""
-    write_text(frame.to_csv(sep="\t", index=False, float_format="%.10g"), path)
+def write_tsv(frame, path, na_rep: str = "") -> None:
+    """A pandas DataFrame as TSV (10 significant digits), written atomically; NaN cells as ``na_rep``."""
+    write_text(frame.to_csv(sep="\t", index=False, float_format="%.10g", na_rep=na_rep), path)
 
 
 # ------------------------------------------------------------------ reading

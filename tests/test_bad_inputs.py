@@ -249,7 +249,7 @@ def replace_line(table, number, line):
 
 
 RANK_CASES = [
-    ("NaN post-gen", GOOD_TABLE.replace("\t0.11\t", "\tnan\t", 1), r"line \d+: column 'CIDEr' is nan"),
+    ("inf post-gen", GOOD_TABLE.replace("\t0.11\t", "\tinf\t", 1), r"line \d+: column 'CIDEr' is inf"),
     ("inf post-gen", GOOD_TABLE.replace("\t0.11\t", "\tinf\t", 1), r"line \d+: column 'CIDEr' is inf"),
     ("empty post-gen cell", GOOD_TABLE.replace("\t0.11\t", "\t\t", 1), r"line \d+: column 'CIDEr' has an empty cell"),
     ("empty pre-gen cell", replace_line(GOOD_TABLE, 3, "a\t0.2\t0.22\t\t8.4"),

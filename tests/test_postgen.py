@@ -81,9 +81,22 @@ def test_wmd_array_backend_equals_gensim_bit_for_bit():
         ["dog", "dog", "cat"], ["cat", "runs"])
 
 
-def test_wmd_only_stopwords_scores_zero():
-    metric = postgen.WMD(stopwords={"a", "the"})
-    assert metric.compute_score({"x": ["a ball"]}, {"x": ["a the a"]})[1] == [0.0]
+def test_wmd_unscorable_images_score_zero_and_a_set_of_only_them_nan():
+    """Issue 52: a stratum of the quick demo whose 60 captions were all "a of a of a" (stop words
+    only: every distance infinite) had WMD exactly 0.0. Each such image scores 0 (the 2018 exp(-inf),
+    the worst caption in a mean or a paired test); a set of only such images has no score (NaN)."""
+    metric = postgen.WMD(stopwords={"a", "the", "of"})
+    gts = {"x": ["a ball"], "y": ["a red ball"], "z": ["the dog"]}
+    res = {"x": ["a the a"], "y": ["a of a"], "z": ["a dog"]}
+    corpus, per_image = metric.compute_score(gts, res)
+    assert per_image[:2] == [0.0, 0.0] and per_image[2] == pytest.approx(1.0)
+    assert corpus == pytest.approx(1 / 3)  # the unscorable count as 0 beside a scorable one
+    by_block, _ = metric.score_blocks(gts, res, [["x", "y"], ["y", "z"], ["x", "y", "z"]])
+    assert np.isnan(by_block[0]) and by_block[1] == pytest.approx(0.5) and by_block[2] == pytest.approx(corpus)
+    stats = metric.stats(gts, res)
+    resampled = metric.from_sums(np.array([[2.0, 1.0, 0.0], [0.0, 0.0, 3.0]]) @ stats, 3)
+    assert np.isnan(resampled[0]) and resampled[1] == pytest.approx(1.0)  # a resample of no scorable image
+    np.testing.assert_array_equal(metric.aggregate(stats[np.array([[0, 1, 0], [2, 0, 1]])]), [np.nan, 1 / 3])
 
 
 @needs_java

@@ -47,6 +47,27 @@ def test_rank_orders_and_excludes_with_reasons():
     assert reasons == {"sum_sum_pplx_prefix0": "inf or NaN in group a", "max_max_count_none": "constant in group a"}
 
 
+def test_a_nan_post_gen_row_is_left_out_of_that_metric_alone(tmp_path, capsys):
+    """Issue 52: a stratum none of whose captions WMD can score is NaN; its row leaves WMD's
+    correlations (noted), not WMD from the ranking, and stays in every other metric's."""
+    table = toy_table()
+    table["WMD"] = np.where(np.arange(12) == 4, np.nan, table["CIDEr"] ** 2)
+    pregen = ranking.pregen_columns(table)
+    result = ranking.rank(table, ["CIDEr", "WMD"], pregen, group_by="dataset")
+    alone = ranking.rank(table.drop(index=4), ["WMD"], pregen, group_by="dataset")
+    pd.testing.assert_frame_equal(result.correlations["WMD"], alone.correlations["WMD"])
+    assert result.correlations["CIDEr"].equals(ranking.rank(table, ["CIDEr"], pregen, "dataset").correlations["CIDEr"])
+    assert result.excluded_postgen == {} and list(result.rows_left_out) == ["WMD"]
+    assert result.rows_left_out["WMD"].startswith("1 of 12 rows NaN")
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False, na_rep="nan")  # as table.tsv writes it
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "out"), "--group-by", "dataset"]) == 0
+    assert "note: WMD: 1 of 12 rows NaN" in capsys.readouterr().err
+    excluded = pd.read_csv(tmp_path / "out" / "excluded.tsv", sep="\t")
+    assert excluded[excluded["kind"] == "post-gen rows"]["name"].tolist() == ["WMD"]
+    assert ranking.render.split_excluded(excluded)[3] == {"WMD": result.rows_left_out["WMD"]}
+
+
 def test_rank_reproduces_2018_table():
     table = ranking.read_table(shared("pregen-metrics-2018", "data.txt"))
     result = ranking.rank(table, ["METEOR", "CIDEr", "SPICE", "WMD"], ranking.pregen_columns(table), "dataset")

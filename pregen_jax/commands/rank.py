@@ -45,6 +45,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.table}: {'; '.join(result.excluded_postgen.values())}")
     for why in result.excluded_postgen.values():
         print(f"warning: {why}; ranked against the other post-gen columns", file=sys.stderr)
+    for post, why in result.rows_left_out.items():
+        print(f"note: {post}: {why}", file=sys.stderr)
     tokenizer = (", ".join(map(str, table["tokenizer"].unique())) if "tokenizer" in table.columns
                  else "as in the input table (no tokenizer column)")
     model_level = {}

@@ -211,10 +211,11 @@ class FinishedSearch:
     @functools.cached_property
     def ranking(self) -> ranking.Ranking:
         """The ranking as ``ranking.rank`` returned it (correlations, exclusions, groups)."""
-        excluded, excluded_postgen, _ = render.split_excluded(self._tsv("excluded.tsv"))
+        excluded, excluded_postgen, _, rows_left_out = render.split_excluded(self._tsv("excluded.tsv"))
         first = next(iter(self.correlations.values()), pd.DataFrame())
         groups = [c.removesuffix("_R^2") for c in first.columns if c.endswith("_R^2")] or [ALL]
-        return ranking.Ranking(self.correlations, excluded, groups, self.manifest.get("group_by"), excluded_postgen)
+        return ranking.Ranking(self.correlations, excluded, groups, self.manifest.get("group_by"), excluded_postgen,
+                               rows_left_out)
 
     @property
     def late_steps(self) -> dict[str, dict[str, str]]:

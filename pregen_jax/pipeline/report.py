@@ -81,7 +81,7 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
     decided = late.run("model-level decisions", lambda: model_level(result, config.pregen.group_by or None,
                                                                      config.seed), default=None)
     with io.staged_folder(result.out, keep=("cache", *UNIT_TEST_FILES)) as staging:
-        io.write_tsv(result.table, staging / "table.tsv")
+        io.write_tsv(result.table, staging / "table.tsv", na_rep="nan")  # a number `rank` reads, not an empty cell
         np.save(staging / "reference_lengths.npy", result.reference_lengths)
         io.write_text(config.to_toml(), staging / "config.toml")
         if result.vocab is not None:

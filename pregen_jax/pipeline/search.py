@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import io, ranking
+from .. import io, postgen, ranking
 from ..progress import bar_disabled
 from . import flow, sources
 from .cache import ReadOnlyCache, StageCache
@@ -238,6 +238,12 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
     for name, why in metrics.unavailable.items():
         if cluster.is_main:
             tqdm.write(f"{name} unavailable: {why}")
+    stopwords, source = postgen.resolve_stopwords(config.postgen.options) if "WMD" in metrics.names else ({""}, "")
+    if not stopwords and cluster.is_main:
+        # every WMD value moves with the stop words (the quick demo's whole-set WMD 0.18 with the 2018 list, 0.59
+        # without): a checkout without ../shared/data/wmd must not pass for one with it
+        tqdm.write(f"warning: WMD scores with no stop words ({source}); its values differ from a run with the 2018 "
+                   "NLTK list: set [postgen] stopwords to a file")
     search = Search(config, data, flow.FlowSettings(config, metrics, space, space_key(space), progress))
     mine = cluster.mine(range(len(units)))
     if workers is None:
@@ -276,6 +282,8 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
                       default=None) or ranking.empty_ranking(group_by)
     for why in result.excluded_postgen.values():
         print(f"warning: {why}; left out of the ranking (report.md, excluded.tsv)", file=sys.stderr)
+    for post, why in result.rows_left_out.items():
+        print(f"note: {post}: {why} (report.md, excluded.tsv)", file=sys.stderr)
     timings["ranking"] = time.perf_counter() - start
     assert list(table.columns[:len(ID_COLUMNS)]) == list(ID_COLUMNS)
     facts = dict(data.facts, tokenizer=SEARCH_TOKENIZERS[config.postgen.tokenizer],

@@ -197,6 +197,13 @@ class WMD(PostgenMetric):
     ``backend``: "native" solves each pair's transport problem directly (``wmdistance``), "coco"
     calls gensim's ``wmdistance``; the same numbers. Distances are kept for the run, so models
     that write the same caption for an image share its solves.
+
+    An image is *unscorable* when every distance is infinite (its caption, or each reference, has
+    no word with a vector once stop words are dropped: "a of a of a"). Its own score is 0, as the
+    2018 scorer's exp(-inf), so that in a mean or a paired test such a caption counts as the worst;
+    but a set of images none of which is scorable (a stratum of such captions) has no score: NaN,
+    not 0.0. A scorable pair's similarity is at least exp(-2) (unit vectors lie at most 2 apart and
+    the transport moves mass 1), so a row of 0 is exactly an unscorable image.
     """
 
     name = "WMD"
@@ -229,6 +236,24 @@ class WMD(PostgenMetric):
     @classmethod
     def from_options(cls, name, options):
         return cls(resolve_stopwords(options)[0], options.backend)
+
+    def from_sums(self, sums: np.ndarray, images) -> np.ndarray:
+        """f64[...]: the mean similarity of rows summing to ``sums`` (f64[..., 1]); NaN where none
+        of them is scorable (their sum is 0: see the class)."""
+        total = np.asarray(sums, np.float64)[..., 0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, total / images, np.nan)
+
+    def aggregate(self, stats: np.ndarray) -> np.ndarray:
+        """f64[...]: the mean of ``stats`` (f64[..., images, 1]) in numpy's pairwise order, as every
+        mean metric; NaN where no row is scorable."""
+        values = np.asarray(stats, np.float64)[..., 0]
+        return np.where((values > 0).any(axis=-1), values.mean(axis=-1), np.nan)
+
+    def per_image(self, stats: np.ndarray) -> np.ndarray:
+        """f64[images]: each image's similarity, 0 for an unscorable one (the 2018 scorer's
+        exp(-inf)); not NaN, so that means over images and paired tests count it as the worst."""
+        return np.asarray(stats, np.float64)[:, 0].copy()
 
     def _checked_stats(self, gts, res):
         content = lambda text: [w for w in text.split() if w not in self.stopwords]  # noqa: E731

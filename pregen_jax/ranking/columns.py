@@ -59,8 +59,8 @@ def rank_columns(path, table: pd.DataFrame, *, post: Sequence[str] | None = None
     ignored = _named_columns(path, table, ignore, "--ignore", exclude=found + post)
     _refuse_unknown_columns(path, table, {*id_columns, *KNOWN_TEXT_COLUMNS, *found, *post, *ignored, group_by},
                             known, id_columns)
-    check_numeric(table, post, finite=True)
-    check_numeric(table, found, finite=False)
+    check_numeric(table, post, allow_inf=False)
+    check_numeric(table, found, allow_inf=True)
     return RankColumns(found, post)
 
 

@@ -32,6 +32,8 @@ def summary_markdown(ranking: Ranking, top: int = 10, tokenizer: str | None = No
         lines.append("Left out because: " + "; ".join(f"{k}: {v}" for k, v in counts.items()) + ".")
     for post, why in ranking.excluded_postgen.items():
         lines.append(f"\n**{post} not ranked against:** {why} (listed in `excluded.tsv`).")
+    for post, why in ranking.rows_left_out.items():
+        lines.append(f"\n**{post}:** {why} (listed in `excluded.tsv`).")
     for post, df in ranking.correlations.items():
         lines += ["", f"{sub} {post}", "", "| rank | pre-gen metric | R^2 (all) | R (all) |", "|---|---|---|---|"]
         for i, row in df.head(top).iterrows():
@@ -52,21 +54,24 @@ def excluded_frame(ranking: Ranking, steps: dict[str, str] | None = None) -> pd.
     or ``step`` for a step of the run that did not apply or failed), ``reason``."""
     rows = [(name, "pre-gen", why) for name, why in zip(ranking.excluded["pregen"], ranking.excluded["reason"])]
     rows += [(name, "post-gen", why) for name, why in ranking.excluded_postgen.items()]
+    rows += [(name, "post-gen rows", why) for name, why in ranking.rows_left_out.items()]
     rows += [(name, "step", why) for name, why in (steps or {}).items()]
     return pd.DataFrame(rows, columns=["name", "kind", "reason"])
 
 
-def split_excluded(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
+def split_excluded(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str, str], dict[str, str]]:
     """excluded.tsv read back: (pre-gen exclusions as ``Ranking.excluded``, post-gen name -> why,
-    step -> why). Files written before the ``kind`` column hold pre-gen rows only."""
+    step -> why, post-gen name -> its NaN rows left out). Files written before the ``kind`` column
+    hold pre-gen rows only."""
     if "kind" not in frame.columns:
-        return frame, {}, {}
+        return frame, {}, {}, {}
     def of(kind):
         return frame[frame["kind"] == kind]
     pre = of("pre-gen")
     excluded = pd.DataFrame({"pregen": pre["name"].astype(str).tolist(), "reason": pre["reason"].astype(str).tolist()})
     return (excluded, dict(zip(of("post-gen")["name"], of("post-gen")["reason"])),
-            dict(zip(of("step")["name"], of("step")["reason"])))
+            dict(zip(of("step")["name"], of("step")["reason"])),
+            dict(zip(of("post-gen rows")["name"], of("post-gen rows")["reason"])))
 
 
 def write_ranking(ranking: Ranking, folder: Path, tokenizer: str, source: str,

@@ -36,8 +36,10 @@ class Ranking:
       excluded: DataFrame with columns ``pregen``, ``reason``.
       groups: the group names in column order (``all`` last).
       group_by: the column that defined the groups, or None.
-      excluded_postgen: post-gen name -> why it was not ranked against (constant or
-        non-finite in some group); it has no entry in ``correlations``.
+      excluded_postgen: post-gen name -> why it was not ranked against (constant, inf or too few
+        rows in some group); it has no entry in ``correlations``.
+      rows_left_out: post-gen name -> how many of its rows are NaN (data points it cannot score),
+        which its correlations leave out, the other rows ranked as usual.
     """
 
     correlations: dict[str, pd.DataFrame]
@@ -45,6 +47,7 @@ class Ranking:
     groups: list[str]
     group_by: str | None = None
     excluded_postgen: dict[str, str] = dataclasses.field(default_factory=dict)
+    rows_left_out: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -107,8 +110,9 @@ def rank(table: pd.DataFrame, postgen: list[str], pregen: list[str], group_by: s
 
     Args:
       table: one row per data point (model x stratum).
-      postgen: post-gen column names (e.g. ["METEOR", "CIDEr"]); one that is not finite or does
-        not vary within some group is left out (``excluded_postgen``, with the reason).
+      postgen: post-gen column names (e.g. ["METEOR", "CIDEr"]); its NaN rows (data points it
+        cannot score) are left out of its correlations (``rows_left_out``); one with inf, or that does
+        not vary within some group, is left out (``excluded_postgen``, with the reason).
       pregen: pre-gen column names; those non-finite or constant in some group are left out
         (the spec's rule), with the reason.
       group_by: optional column whose values define groups (e.g. "dataset"); ``all`` is
@@ -122,17 +126,25 @@ def rank(table: pd.DataFrame, postgen: list[str], pregen: list[str], group_by: s
     if not postgen:
         raise ValueError("no post-gen columns to rank against")
     groups = group_rows(table, group_by)
-    targets, excluded_postgen = {}, {}
+    targets, excluded_postgen, rows_left_out = {}, {}, {}
     for post in postgen:
         target = table[post].to_numpy(np.float64)
-        for group, rows in groups.items():
-            if not np.isfinite(target[rows]).all():
-                excluded_postgen.setdefault(post, f"post-gen column {post!r} has NaN or inf values (group {group})")
+        scored = {group: rows & ~np.isnan(target) for group, rows in groups.items()}
+        for group, rows in scored.items():
+            if np.isinf(target[rows]).any():
+                excluded_postgen.setdefault(post, f"post-gen column {post!r} has inf values (group {group})")
+            elif rows.sum() < MIN_GROUP_ROWS:
+                excluded_postgen.setdefault(post, f"post-gen column {post!r} has {int(rows.sum())} row(s) that are "
+                                                  f"not NaN in group {group}; correlations need {MIN_GROUP_ROWS}")
             elif np.ptp(target[rows]) == 0:
                 excluded_postgen.setdefault(post, f"post-gen column {post!r} is constant in group {group}: "
                                                   "nothing to correlate with")
         if post not in excluded_postgen:
-            targets[post] = target
+            targets[post] = target, scored
+        if np.isnan(target).any():
+            rows_left_out[post] = (f"{int(np.isnan(target).sum())} of {len(target)} rows NaN (data points {post} "
+                                   "cannot score: e.g. a stratum of WMD whose captions have no word with a vector), "
+                                   "left out of its correlations")
 
     values = table[pregen].to_numpy(np.float64)
     reasons = _exclusions(values, list(pregen), groups)
@@ -142,9 +154,9 @@ def rank(table: pd.DataFrame, postgen: list[str], pregen: list[str], group_by: s
                          f"of {', '.join(groups)}")
     kept_names = [pregen[c] for c in kept]
     correlations = {}
-    for post, target in targets.items():
+    for post, (target, scored) in targets.items():
         frame = {"pregen": kept_names}
-        for group, rows in groups.items():
+        for group, rows in scored.items():
             r, p = pearson(values[rows][:, kept], target[rows])
             frame[f"{group}_R^2"] = r ** 2
             frame[f"{group}_R"] = r
@@ -152,7 +164,7 @@ def rank(table: pd.DataFrame, postgen: list[str], pregen: list[str], group_by: s
         correlations[post] = (pd.DataFrame(frame).sort_values(f"{ALL}_R^2", ascending=False, kind="stable")
                               .reset_index(drop=True))
     excluded = pd.DataFrame({"pregen": list(reasons), "reason": list(reasons.values())})
-    return Ranking(correlations, excluded, list(groups), group_by, excluded_postgen)
+    return Ranking(correlations, excluded, list(groups), group_by, excluded_postgen, rows_left_out)
 
 
 def empty_ranking(group_by: str | None = None, excluded_postgen: dict[str, str] | None = None) -> Ranking:

@@ -93,18 +93,19 @@ def _where(table: pd.DataFrame, row: int) -> str:
     return f"row {row}"
 
 
-def check_numeric(table: pd.DataFrame, columns, finite: bool) -> None:
-    """Every cell of ``columns`` must be a number (and finite, with ``finite``); else ValueError naming it."""
+def check_numeric(table: pd.DataFrame, columns, allow_inf: bool) -> None:
+    """Every cell of ``columns`` must be a number (not inf, without ``allow_inf``: post-gen values,
+    which may be NaN where the metric could not score a data point); else ValueError naming it."""
     for column in columns:
         numeric, parsed, empty = _parse(table[column])
         if not parsed.all():
             row = int(np.argmax(~parsed))
             what = "an empty cell" if empty[row] else f"{table[column].iloc[row]!r}, not a number"
             raise ValueError(f"{_where(table, row)}: column {column!r} has {what}")
-        if finite and not np.isfinite(numeric).all():
-            row = int(np.argmax(~np.isfinite(numeric)))
+        if not allow_inf and np.isinf(numeric).any():
+            row = int(np.argmax(np.isinf(numeric)))
             raise ValueError(f"{_where(table, row)}: column {column!r} is {numeric[row]}; post-gen values must be "
-                             "finite numbers")
+                             "finite numbers, or NaN where the metric could not score the data point")
         table[column] = numeric
 
 
