@@ -29,7 +29,7 @@ def test_the_glossary_explains_the_words_outputs_use():
     from pregen_jax.commands.base import GLOSSARY
     headings = "\n".join(line for line in (ROOT / GLOSSARY).read_text().splitlines() if line.startswith("#"))
     for word in ("post-gen", "pre-gen", "tier names", "tier space", "strata", "decoding unknown", "calibration models",
-                 "prior_rank", "assist", "MCB set", "own-image rank", "p_holm", "fingerprint", "units"):
+                 "prior_rank", "assist", "MCB set", "misplaced share", "p_adj", "fingerprint", "units"):
         assert word in headings, word
 
 

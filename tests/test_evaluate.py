@@ -172,8 +172,15 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
         p_bootstrap, p_randomization = p_values_by_loop(a, b, Resampling(trials=2000))
         assert second.loc[metric, "p_bootstrap"] == pytest.approx(p_bootstrap, abs=1e-12)
         assert second.loc[metric, "p_randomization"] == pytest.approx(p_randomization, abs=1e-12)
-        assert second.loc[metric, "p_holm"] == second.loc[metric, "p_bootstrap"]  # one comparison: Holm is p
+    # one family, the 3 metrics' comparisons: adjusted p at least the raw one, its interval agreeing with it
+    assert (second["p_adjusted"] >= second["p_bootstrap"]).all() and (second["p_stepdown"] <= second["p_adjusted"]).all()
+    assert (((second["diff_low"] > 0) | (second["diff_high"] < 0)) == (second["p_adjusted"] < 0.05)).all()
     settings = json.loads((out / "settings.json").read_text())
+    family = settings["significance"]["family"]
+    assert (family["family"], family["comparisons"], family["family_size"]) == ("all", 3, 3)
+    assert "(3 comparisons)" in printed and "p_adj" in printed and "p_stepdown" in printed
+    check = settings["misplaced_captions"]["res1"]  # recorded whether flagged or not
+    assert check["images_checked"] == 150 and not check["flagged"] and 0 <= check["misplaced_share"] <= 0.1
     assert settings["significance"]["randomization_trials"] == 2000 and settings["significance"]["seed"] == 0
     assert settings["java"] == "not used"  # array metrics and no PTB: no JVM to name
     ptb_only = score_files(refs, paths[:1], metrics=["CIDEr"], tokenizer="ptb")

@@ -10,10 +10,11 @@ by the paired bootstrap and by approximate randomization. Statistics are compute
 images (alnum-lower tokens: no JVM); a replication only resamples rows, through the metrics'
 own ``from_sums``.
 
-Then each part of the resampling against an independent computation (issues 41-43): Holm against
-its loop, the difference interval against the test it inverts, BCa against
-``scipy.stats.bootstrap(method="BCa")`` on the same resamples, the bootstrap counts' moments and
-memory, the two seed streams; and (slow) the family-wise error of Holm with five equal systems.
+Then each part of the resampling against an independent computation (issues 41-43, 49): max-T's
+adjusted and step-down p-values against their loops, every simultaneous interval against its
+adjusted p-value, BCa against ``scipy.stats.bootstrap(method="BCa")`` on the same resamples, the
+bootstrap counts' moments and memory, the two seed streams. The family-wise error with equal
+systems: experiments/evaluate_family.
 """
 import numpy as np
 import pytest
@@ -150,32 +151,78 @@ class _Ratio:
         return self.from_sums(np.asarray(rows).sum(axis=0), len(rows))
 
 
-def test_holm_equals_its_step_down_definition():
-    from pregen_jax.evaluation.significance import holm
-    np.testing.assert_allclose(holm(np.array([0.01, 0.04, 0.03, 0.005])), [0.03, 0.06, 0.06, 0.02])
-    rng = np.random.default_rng(0)
-    for m in (1, 2, 4, 7):
-        p = rng.uniform(0, 0.2, m)
-        order = np.argsort(p)
-        expected = np.empty(m)
-        running = 0.0
-        for rank, i in enumerate(order):  # the textbook loop: running max of (m - rank) p_(rank), capped at 1
-            running = max(running, min(1.0, (m - rank) * p[i]))
-            expected[i] = running
-        np.testing.assert_allclose(holm(p), expected, rtol=0, atol=1e-15)
+def _family_draws(rng, resamples: int = 1000):
+    """(f64[B, m] resampled differences, f64[m] observed): m comparisons on several scales, correlated
+    (a shared factor, as the same resampled images give), some null, some not, one that never varies."""
+    m = int(rng.integers(2, 12))
+    shared_factor = rng.normal(size=(resamples, 1))
+    scale = rng.choice([0.002, 0.02, 0.3], m)
+    observed = rng.normal(0, 1, m) * scale * rng.choice([0.5, 3], m)
+    draws = observed + scale * (0.7 * shared_factor + 0.7 * rng.normal(size=(resamples, m)))
+    if rng.random() < 0.3:
+        draws[:, 0], observed[0] = 0.0, 0.0  # a system equal to the first on every image: no spread
+    return draws, observed
 
 
-def test_the_difference_interval_excludes_zero_exactly_when_the_bootstrap_p_is_at_most_005():
-    from pregen_jax.evaluation.significance import difference_interval
+def test_every_simultaneous_interval_excludes_zero_exactly_when_its_adjusted_p_is_below_005():
+    from pregen_jax.evaluation.family import max_t
     rng = np.random.default_rng(1)
-    agree = 0
-    for _ in range(400):
-        resampled = rng.normal(rng.uniform(-0.05, 0.05), 0.02, 1000) * rng.choice([1, 3])
-        observed = float(np.mean(resampled) + rng.normal(0, 0.002))
-        low, high = difference_interval(resampled, observed)
-        assert low <= observed <= high
-        agree += (bootstrap_p(resampled, observed) <= 0.05) == (not low <= 0 <= high)
-    assert agree == 400
+    rejected = total = 0
+    for _ in range(300):
+        draws, observed = _family_draws(rng)
+        found = max_t(draws, observed)
+        excludes = (found.low > 0) | (found.high < 0)
+        np.testing.assert_array_equal(excludes, found.p < 0.05)
+        assert ((found.low <= observed) & (observed <= found.high)).all()
+        assert (found.p_stepdown <= found.p).all() and (found.p <= 1).all()
+        rejected, total = rejected + int(excludes.sum()), total + len(observed)
+    assert 0.1 * total < rejected < 0.9 * total  # both outcomes well represented
+
+
+def test_max_t_of_one_comparison_is_the_bootstrap_test_and_its_p_values_are_the_definitions():
+    """One comparison: max-T's p is the paired bootstrap's; several: each p by a loop over the
+    resamples, and the step-down's by its definition (Romano and Wolf 2005, the maximum over the
+    comparisons not yet rejected)."""
+    from pregen_jax.evaluation.family import max_t
+    rng = np.random.default_rng(2)
+    one = rng.normal(0.01, 0.02, (1000, 1))
+    assert max_t(one, np.array([0.03])).p[0] == bootstrap_p(one[:, 0], 0.03)
+    draws, observed = _family_draws(np.random.default_rng(3))
+    found = max_t(draws, observed)
+    sd = draws.std(axis=0, ddof=1)
+    varies = sd > 0
+    t = np.where(varies, np.abs(observed) / np.where(varies, sd, 1), 0.0)
+    centred = np.where(varies, np.abs(draws - observed) / np.where(varies, sd, 1), 0.0)
+    for j in range(len(observed)):
+        assert found.p[j] == (1 + sum(row.max() >= t[j] for row in centred)) / (1 + len(draws))
+    order = np.argsort(-t, kind="stable")
+    running = 0.0
+    for k, j in enumerate(order):
+        rest = order[k:]
+        running = max(running, (1 + sum(row[rest].max() >= t[j] for row in centred)) / (1 + len(draws)))
+        assert found.p_stepdown[j] == running
+
+
+def test_families_all_and_per_metric_and_their_sizes():
+    from pregen_jax.evaluation.family import adjust_rows
+    rng = np.random.default_rng(4)
+    rows, draws = [], {}
+    for metric in ("Bleu_4", "CIDEr"):
+        rows.append({"system": "a", "metric": metric})
+        for system in ("b", "c", "d"):
+            draws[system, metric] = rng.normal(0, 0.01, 1000)
+            rows.append({"system": system, "metric": metric, "diff": float(rng.normal(0, 0.01))})
+    every = adjust_rows([dict(r) for r in rows], draws, "all")
+    assert (every["comparisons"], every["family_size"], every["families"]) == (6, 6, 1)
+    each = adjust_rows(by_metric := [dict(r) for r in rows], draws, "metric")
+    assert (each["comparisons"], each["family_size"], each["families"]) == (6, 3, 2)
+    adjust_rows(together := [dict(r) for r in rows], draws, "all")
+    for small, large in zip(by_metric, together):
+        assert ("p_adjusted" in small) == ("diff" in small)
+        if "diff" in small:  # a smaller family never needs a larger correction
+            assert small["p_adjusted"] <= large["p_adjusted"] and small["diff_high"] <= large["diff_high"]
+    with pytest.raises(ValueError, match="--family pairs: choose from all, metric"):
+        adjust_rows(rows, draws, "pairs")
 
 
 def test_too_few_resamples_or_trials_are_refused_in_one_line(capsys):
@@ -246,9 +293,8 @@ def test_changing_resamples_keeps_the_randomization_p_and_a_system_equals_itself
     two = compare(metrics, stats, Resampling(resamples=2000, trials=999)).set_index("system")
     assert (one.loc[["b", "c"], "p_randomization"] == two.loc[["b", "c"], "p_randomization"]).all()
     assert (one.loc[["b", "c"], "p_bootstrap"] != two.loc[["b", "c"], "p_bootstrap"]).any()
-    from pregen_jax.evaluation.significance import holm
-    np.testing.assert_array_equal(one.loc[["b", "c"], "p_holm"], holm(one.loc[["b", "c"], "p_bootstrap"].to_numpy()))
-    assert (one.loc[["b", "c"], "p_holm"] >= one.loc[["b", "c"], "p_bootstrap"]).all()
+    assert (one.loc[["b", "c"], "p_adjusted"] >= one.loc[["b", "c"], "p_bootstrap"]).all()
+    assert (one.loc[["b", "c"], "p_stepdown"] <= one.loc[["b", "c"], "p_adjusted"]).all()
 
 
 @pytest.mark.parametrize("statistic", ["mean", "ratio"])
@@ -273,59 +319,3 @@ def test_bca_equals_scipy_bootstrap_on_the_same_resamples(statistic):
                                    confidence_level=0.95).confidence_interval
     np.testing.assert_allclose(ours, (theirs.low, theirs.high), rtol=1e-12)
     assert ours[1] - float(metric.aggregate(rows)) > float(metric.aggregate(rows)) - ours[0]  # skewed: not symmetric
-
-
-FAMILY_MODELS = ("init_1", "pre_1", "par_1", "merge_1", "init_2")
-FAMILY_REPLICATIONS = 1000
-
-
-def family_wise_error(replications: int = FAMILY_REPLICATIONS, images: int = 500) -> dict:
-    """{metric: (replications with any Holm-adjusted p_bootstrap <= 0.05, the same for the raw p_bootstrap,
-    for the raw p_randomization)}: 5 systems of equal quality compared with the first, each made
-    image by image from the where-image2 models' captions of that image, dealt out to the 5 systems
-    in a random order (so no system is better than another), on ``images`` of the 1,000 Flickr8k
-    test images drawn afresh each replication, with ``compare`` as ``evaluate`` runs it."""
-    from pregen_jax.datasets import tokenize
-    from pregen_jax.evaluation import Resampling, compare
-    folder = shared("where-image2-captions")
-    names = folder.joinpath("imgs_flickr8k.txt").read_text().split()
-    references: dict = {}
-    for line in shared("flickr8k", "Flickr8k.token.txt").read_text(encoding="utf-8").splitlines():
-        key, caption = line.split("\t")
-        references.setdefault(key.split("#")[0], []).append(" ".join(tokenize(caption)))
-    gts = {k: references[name] for k, name in enumerate(names)}
-    captions = [folder.joinpath(f"flickr8k_{model}.txt").read_text(encoding="utf-8").splitlines()
-                for model in FAMILY_MODELS]
-    metrics = {name: postgen.REGISTRY[name].factory(postgen.PostgenOptions()) for name in METRICS}
-    stats = {name: np.stack([np.asarray(metric.stats(gts, {k: [" ".join(tokenize(c[k]))] for k in gts}), np.float64)
-                             for c in captions]) for name, metric in metrics.items()}   # f64[models, images, k]
-    rng = np.random.default_rng(41)
-    errors = {name: np.zeros(3, int) for name in METRICS}
-    with threadpool_limits(1):
-        for replication in range(replications):
-            sample = rng.choice(len(names), images, replace=False)
-            dealt = rng.permuted(np.tile(np.arange(len(FAMILY_MODELS)), (images, 1)), axis=1)  # [image, system] -> model
-            systems = {f"s{j}": {name: stats[name][dealt[:, j], sample] for name in METRICS}
-                       for j in range(len(FAMILY_MODELS))}
-            table = compare(metrics, systems, Resampling(resamples=1000, trials=999, seed=replication))
-            compared = table[table["system"] != "s0"]
-            for name, rows in compared.groupby("metric"):
-                errors[name] += [(rows["p_holm"] <= 0.05).any(), (rows["p_bootstrap"] <= 0.05).any(),
-                                 (rows["p_randomization"] <= 0.05).any()]
-    return errors
-
-
-@pytest.mark.slow
-def test_holm_keeps_the_family_wise_error_of_five_equal_systems_at_005(capsys):
-    """FWER at most 0.05 within its Monte Carlo margin: the Clopper-Pearson 95% interval of the
-    share of replications with any false rejection reaches down to 0.05 or below."""
-    from scipy.stats import binomtest
-    errors = family_wise_error()
-    for name, (holm_count, raw_count, randomization_count) in errors.items():
-        low, high = binomtest(int(holm_count), FAMILY_REPLICATIONS).proportion_ci(0.95, method="exact")
-        with capsys.disabled():
-            print(f"\n{name}: family-wise error over 4 comparisons with the first of 5 equal systems, "
-                  f"{FAMILY_REPLICATIONS} replications of 500 images: Holm p_bootstrap {holm_count / FAMILY_REPLICATIONS:.3f} "
-                  f"[{low:.3f}, {high:.3f}]; unadjusted p_bootstrap {raw_count / FAMILY_REPLICATIONS:.3f}, "
-                  f"unadjusted p_randomization {randomization_count / FAMILY_REPLICATIONS:.3f}")
-        assert low <= 0.05, (name, holm_count)

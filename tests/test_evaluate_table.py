@@ -38,6 +38,9 @@ def test_the_printed_table_is_aligned_under_its_header(tmp_path, capsys, systems
         if "[" in row[score_end:] and systems > 1 and row.count("[") == 2:
             assert len(row) == len(header)
     if systems > 1:
-        assert lines[2 + 2 * systems].startswith("95% BCa bootstrap intervals; d: difference to a ")
+        footer = lines[2 + 2 * systems]
+        assert footer.startswith("95% BCa bootstrap intervals; d: difference to a ")
+        assert (f"family of comparisons: every comparison printed (each system after the first against the first, on "
+                f"every metric with intervals) ({2 * (systems - 1)} comparisons)") in footer
     from pregen_jax.commands.base import GLOSSARY
     assert lines[-1] == f"words: {GLOSSARY}" and GLOSSARY.read_text() == (ROOT / "docs" / "glossary.md").read_text()

@@ -244,7 +244,7 @@ def test_predict_measures_captions_of_too_few_images_without_the_own_image_check
     assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
                      "--captions", str(tmp_path / "flickr.txt")]) == 0
     captured = capsys.readouterr()
-    assert "own-image rank" not in captured.err and "measured" in captured.out
+    assert "bottom-half share" not in captured.err and "measured" in captured.out
     assert "os.fork()" not in captured.err
 
 

@@ -1,16 +1,18 @@
 """How well the own-image check (pregen_jax/datasets/caption_fit.py) tells captions of other images
-from real models' captions: false alarms on real captions, detection of wrong files, its cost.
+from real models' captions: false alarms on real files, detection of wrong files, the misplaced
+share's estimate, how the share moves with a model's quality, the check's cost.
 
-    python experiments/caption_check/run.py [--seeds 100] [--demo RUN_FOLDER] [--out DIR]
+    python experiments/caption_check/run.py [--draws 20] [--demo RUN_FOLDER] [--out DIR]
 
-Real captions: the 12 where-image2 models (Tanti et al. 2018) and one held-out human caption per
-image on the 1,000 Flickr8k test images; with ``--demo``, the test captions of a finished demo's
-models and each test image's reference k held out from the other four (shapes). Wrong files, made from each real file: shifted by one image (both ways); a
-share of the images (10%, 25%, 50%) given other images' captions of the same file; another
-dataset's captions (MUTT's original sentences, SICK); Flickr8k's human captions of other
-(training) images. Each (file, seed) draws its own sample and decoys (the check's ``seed``) and,
-for the random corruptions, its own corruption. Also the real files on fewer images (random
-subsets), and the check's seconds at 40,000 images.
+Real files (the false-alarm side): the 12 where-image2 models (Tanti et al. 2018) and one held-out
+human caption per image on the 1,000 Flickr8k test images, whole and on ``--draws`` random image
+subsets of 50, 100, 200 and 500 images each; with ``--demo``, a finished demo's models, final and
+first-epoch snapshots (weak checkpoints; GRUs and transformers), and each test image's reference
+k held out from the other four (shapes), the same way. Wrong files, made from each where-image2
+model (the detection side): shifted by one image (both ways); 5%, 10%, 25% or 50% of the images
+given other images' captions of the same file (moved among themselves); another dataset's
+captions (MUTT's original sentences, SICK); Flickr8k's human captions of other (training) images;
+``--draws`` draws of each random kind.
 """
 from __future__ import annotations
 
@@ -27,10 +29,9 @@ import pandas as pd
 
 from pregen_jax import io
 from pregen_jax.datasets import read_flickr8k, tokenize
-from pregen_jax.datasets.caption_fit import MIN_OWN_IMAGE_RANK, caption_fit
+from pregen_jax.datasets.caption_fit import CAP, Q0, caption_fit, judged, own_image_ranks, threshold
 
 MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)]
-SUBSETS = (10, 20, 50, 100)
 
 
 def flickr8k(shared: Path) -> tuple[dict[str, list], dict[str, list[str]], list[str]]:
@@ -98,67 +99,87 @@ def corrupt(kind: str, captions: list, rng: np.random.Generator, pools: dict[str
     return [pool[i] for i in rng.choice(len(pool), n, replace=len(pool) < n)]
 
 
-def measure(references: dict[str, list], files: dict[str, list], sources: dict[str, str], seeds: int,
-            pools: dict[str, list[str]], dataset: str) -> list[dict]:
+SIZES = (50, 100, 200, 500)  # random image subsets of each real file, beside the whole file
+KINDS = ("shift+1", "shift-1", "wrong5", "wrong10", "wrong25", "wrong50", "mutt", "flickr8k-other-images")
+
+
+def null_files(references: dict[str, list], files: dict[str, list], sources: dict[str, str], draws: int,
+               dataset: str) -> list[dict]:
+    """Real files, as they are: each whole file, and ``draws`` random image subsets of each size in SIZES."""
     rows = []
-    kinds = ["real", "shift+1", "shift-1", "wrong10", "wrong25", "wrong50", *pools]
     for name, captions in files.items():
-        for kind in kinds:
+        rng = np.random.default_rng(zlib.crc32(f"null {name}".encode()))
+        subsets = [np.arange(len(captions))] + [np.sort(rng.choice(len(captions), size, replace=False))
+                                                for size in SIZES if size < len(captions) for _ in range(draws)]
+        for kept in subsets:
+            fit = caption_fit([references[name][i] for i in kept], [captions[i] for i in kept])
+            rows.append({"dataset": dataset, "source": sources[name], "file": name, "images": len(kept),
+                         **fit.summary()})
+    return rows
+
+
+def wrong_files(references: dict[str, list], files: dict[str, list], sources: dict[str, str], draws: int,
+                pools: dict[str, list[str]], dataset: str) -> list[dict]:
+    """Each real file made wrong (``corrupt``), ``draws`` times per kind: flagged or not, and the estimated
+    misplaced share against the true one (``wrongP``: P% of the images moved; shifts, other datasets: 100%)."""
+    rows = []
+    for name, captions in files.items():
+        for kind in KINDS:
             rng = np.random.default_rng(zlib.crc32(f"{name} {kind}".encode()))
-            for seed in range(seeds):
-                made = captions if kind == "real" else corrupt(kind, captions, rng, pools)
-                rows.append({"dataset": dataset, "source": sources[name], "file": name, "kind": kind, "seed": seed,
-                             "own_image_rank": caption_fit(references[name], made, seed=seed).own_image_rank})
+            true = int(kind.removeprefix("wrong")) / 100 if kind.startswith("wrong") else 1.0
+            for draw in range(1 if kind.startswith("shift") else draws):
+                fit = caption_fit(references[name], corrupt(kind, captions, rng, pools))
+                rows.append({"dataset": dataset, "source": sources[name], "file": name, "kind": kind, "draw": draw,
+                             "true_share": true, "estimate_unclipped": (fit.bottom_half - Q0) / (0.5 - Q0),
+                             **fit.summary()})
     return rows
 
 
-def subsets(references: dict[str, list], files: dict[str, list], sources: dict[str, str], seeds: int,
-            dataset: str) -> list[dict]:
-    """Real files on fewer images: each (file, seed) a random subset of the images (real files only)."""
+def cost(references, captions, sizes=(1000, CAP, 5000, 10000), repeats: int = 3) -> dict[int, float]:
+    """Median seconds of ``own_image_ranks`` on ``sizes`` images (the Flickr8k lists repeated; the check
+    itself stops at CAP: the larger sizes show what going past it would cost)."""
+    seconds = {}
+    for size in sizes:
+        refs = [references[i % len(references)] for i in range(size)]
+        caps = [captions[i % len(captions)] for i in range(size)]
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            judged(own_image_ranks(refs, caps))
+            times.append(time.perf_counter() - start)
+        seconds[size] = float(np.median(times))
+    return seconds
+
+
+def quality(references: dict[str, list], files: dict[str, list]) -> pd.DataFrame:
+    """Each whole file's share and the check's verdict beside its CIDEr-D (alnum-lower tokens; the
+    held-out human captions against the other four references): how the share moves with quality."""
+    from pregen_jax import postgen
     rows = []
     for name, captions in files.items():
-        if sources[name] == "model" and dataset == "demo":  # the demo's models ignore their images: not real here
-            continue
-        rng = np.random.default_rng(zlib.crc32(name.encode()))
-        for size in SUBSETS:
-            for seed in range(seeds):
-                kept = rng.choice(len(captions), size, replace=False)
-                fit = caption_fit([references[name][i] for i in kept], [captions[i] for i in kept], seed=seed,
-                                  min_images=2)  # the check itself says nothing under MIN_IMAGES: why
-                rows.append({"dataset": dataset, "source": sources[name], "file": name, "images": size, "seed": seed,
-                             "own_image_rank": fit.own_image_rank})
-    return rows
+        gts = {i: [" ".join(tokenize(r if isinstance(r, str) else " ".join(r))) for r in refs]
+               for i, refs in enumerate(references[name])}
+        res = {i: [" ".join(tokenize(c))] for i, c in enumerate(captions)}
+        fit = caption_fit(references[name], captions)
+        rows.append({"file": name, "cider": float(postgen.score("CIDEr", gts, res)[0]),
+                     "distinct_captions": len(set(captions)), **fit.summary()})
+    return pd.DataFrame(rows).sort_values("cider")
 
 
-def cost(references, captions, images: int = 40_000, repeats: int = 5) -> float:
-    """Median seconds of one check at ``images`` images (the Flickr8k lists repeated)."""
-    refs = [references[i % len(references)] for i in range(images)]
-    caps = [captions[i % len(captions)] for i in range(images)]
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        caption_fit(refs, caps)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
-def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset and kind: files, draws, the share flagged, the range and 1st/99th percentiles of the measure."""
-    keys = ["dataset", "source", "kind"]
-    grouped = rows.groupby(keys, sort=False)["own_image_rank"]
-    return pd.DataFrame({
-        "files": rows.groupby(keys, sort=False)["file"].nunique(),
-        "draws": grouped.size(),
-        "flagged": grouped.apply(lambda v: float((v < MIN_OWN_IMAGE_RANK).mean())),
-        "min": grouped.min(), "p1": grouped.quantile(0.01), "median": grouped.median(),
-        "p99": grouped.quantile(0.99), "max": grouped.max()}).reset_index()
+def _table(frame: pd.DataFrame, keys: list[str]) -> str:
+    return frame.groupby(keys, sort=False).agg(**{
+        "files": ("file", "size"), "flagged": ("flagged", "mean"), "share_min": ("bottom_half_share", "min"),
+        "share_median": ("bottom_half_share", "median"), "share_max": ("bottom_half_share", "max"),
+        "threshold": ("flagged_above", "median")}).reset_index().to_string(index=False,
+                                                                          float_format=lambda x: f"{x:.3f}")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=100, help="draws per file and kind (default 100)")
+    parser.add_argument("--draws", type=int, default=20, help="draws per file and kind or subset size (default 20)")
     parser.add_argument("--demo", default=None, help="a finished demo's run folder: its models' captions too")
-    parser.add_argument("--out", default=None, help="write caption_check.tsv, subsets.tsv here")
+    parser.add_argument("--demo-only", action="store_true", help="with --demo: the demo's files alone")
+    parser.add_argument("--out", default=None, help="write null.tsv, wrong.tsv here")
     args = parser.parse_args(argv)
     shared = io.shared_data()
     if not (shared / "where-image2-captions").is_dir():
@@ -167,27 +188,44 @@ def main(argv=None) -> int:
     references, files, train = flickr8k(shared)
     pools = {"mutt": mutt_sentences(shared), "flickr8k-other-images": train}
     sources = {name: "human" if name.startswith("human") else "model" for name in files}
-    rows = measure(references, files, sources, args.seeds, pools, "flickr8k")
-    small = subsets(references, files, sources, args.seeds, "flickr8k")
+    null, wrong = [], []
+    if not args.demo_only:
+        null = null_files(references, files, sources, args.draws, "flickr8k")
+        wrong = wrong_files(references, {n: c for n, c in files.items() if n in MODELS}, sources, args.draws, pools,
+                            "flickr8k")
     if args.demo:
         demo_refs, demo_captions, demo_sources = demo_files(Path(args.demo))
-        rows += measure(demo_refs, demo_captions, demo_sources, args.seeds, pools, "demo")
-        small += subsets(demo_refs, demo_captions, demo_sources, args.seeds, "demo")
-    table, small = pd.DataFrame(rows), pd.DataFrame(small)
-    pd.set_option("display.width", 200)
-    print(f"threshold: own-image rank < {MIN_OWN_IMAGE_RANK}")
-    print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    by_size = small.groupby(["dataset", "source", "images"])["own_image_rank"]
-    print(pd.DataFrame({"draws": by_size.size(), "flagged": by_size.apply(lambda v: float((v < MIN_OWN_IMAGE_RANK).mean())),
-                        "min": by_size.min(), "p1": by_size.quantile(0.01), "median": by_size.median()})
-          .reset_index().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    seed0 = table[(table["kind"] == "real") & (table["seed"] == 0)]
-    print("the commands' draw (seed 0) per real file:",
-          ", ".join(f"{d} {f} {v:.3f}" for d, f, v in zip(seed0["dataset"], seed0["file"], seed0["own_image_rank"])))
-    print(f"seconds at 40,000 images: {cost(references['init_1'], files['init_1']):.4f}")
+        null += null_files(demo_refs, demo_captions, demo_sources, args.draws, "demo")
+        print(quality(demo_refs, demo_captions)[["file", "cider", "distinct_captions", "bottom_half_share",
+                                                 "flagged", "misplaced_share"]]
+              .to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    null, wrong = pd.DataFrame(null), pd.DataFrame(wrong)
     if args.out:
-        io.write_tsv(table, Path(args.out) / "caption_check.tsv")
-        io.write_tsv(small, Path(args.out) / "subsets.tsv")
+        io.write_tsv(null, Path(args.out) / "null.tsv")
+        io.write_tsv(wrong, Path(args.out) / "wrong.tsv")
+    pd.set_option("display.width", 200)
+    print(f"null files (real captions): {len(null)}; flagged {int(null['flagged'].sum())} "
+          f"({null['flagged'].mean():.2%}); threshold {threshold(1000):.4f} at 1,000 images, {threshold(CAP):.4f} at "
+          f"{CAP:,}")
+    print(_table(null, ["dataset", "source", "images"]))
+    whole = null[null["images"] == null.groupby("file")["images"].transform("max")]
+    print("whole files:", ", ".join(f"{f} {s:.3f}" for f, s in zip(whole["file"], whole["bottom_half_share"])))
+    if args.demo_only:
+        return 0
+    print(_table(wrong, ["dataset", "kind"]))
+    moved = wrong[wrong["kind"].str.startswith("wrong")]
+    error = moved["estimate_unclipped"] - moved["true_share"]
+    covered = (moved["misplaced_share_95"].str[0] <= moved["true_share"]) & (
+        moved["true_share"] <= moved["misplaced_share_95"].str[1])
+    print(moved.assign(error=error, within=error.abs() <= 0.05, covered=covered).groupby("kind", sort=False).agg(
+        draws=("error", "size"), mean_estimate=("estimate_unclipped", "mean"), sd=("estimate_unclipped", "std"),
+        within_005=("within", "mean"), interval_covers=("covered", "mean"), flagged=("flagged", "mean"))
+        .reset_index().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print("the where-image2 models and the human caption:")
+    print(quality(references, files)[["file", "cider", "bottom_half_share", "misplaced_share"]]
+          .to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print("seconds (median of 3):", ", ".join(f"{n:,} images {s:.3f}" for n, s in
+                                              cost(references["init_1"], files["init_1"]).items()))
     return 0
 
 

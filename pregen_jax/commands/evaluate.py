@@ -43,6 +43,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="bootstrap resamples (default 1000, at least 1000)")
     parser.add_argument("--trials", type=_at_least(999), default=10000,
                         help="approximate-randomization trials (default 10000, at least 999)")
+    parser.add_argument("--family", default="all", choices=("all", "metric"),
+                        help="the comparisons adjusted together (max-T): all, every comparison printed (default: "
+                             "systems after the first x metrics); metric, each metric's on its own")
     parser.add_argument("--corenlp-dir", default="", help="SPICE: folder with the Stanford CoreNLP 3.6.0 jars")
     parser.add_argument("--stopwords", default="", help="WMD: stop-word file")
     parser.add_argument("--out", default=None, help="folder for scores.json, per_image.tsv, settings.json "
@@ -87,7 +90,8 @@ def _evaluated(args: argparse.Namespace) -> int:
     with warnings_as_lines():  # e.g. a cache folder that cannot be written, a reference holding METEOR's '|||'
         evaluation = evaluate(args.references, args.captions, split=args.split, metrics=metrics,
                               tokenizer=args.tokenizer, idf_from=args.idf_from, seed=args.seed,
-                              resamples=args.resamples, trials=args.trials, corenlp_dir=args.corenlp_dir,
+                              resamples=args.resamples, trials=args.trials, family=args.family,
+                              corenlp_dir=args.corenlp_dir,
                               stopwords=args.stopwords)  # the Python API: the same function, the same table
     for name, why in evaluation.unavailable.items():
         print(f"warning: {name} not scored: {why}", file=sys.stderr)

@@ -1,24 +1,28 @@
 """What ``evaluate`` says about its inputs before the scores: a results file that covers only part
 of REFS's images (COCOEvalCap scores that subset without a word), and captions that look like
-captions of other images (``datasets.caption_fit``'s own-image rank)."""
+captions of other images (``datasets.caption_fit``: the estimated share misplaced)."""
 from __future__ import annotations
 
 from ..captionfiles import ReferenceSet
-from ..datasets.caption_fit import caption_fit
+from ..datasets.caption_fit import CaptionFit, caption_fit
 from .inputs import ResultsFile
 
 
-def input_notes(refs: ReferenceSet, systems: list[ResultsFile], images: list) -> list[str]:
+def caption_checks(refs: ReferenceSet, systems: list[ResultsFile], images: list) -> list[CaptionFit | None]:
+    """Each results file's own-image check on the images scored (None: too few images to say)."""
+    references = [refs.captions[i] for i in images]
+    return [caption_fit(references, [system.captions[i] for i in images]) for system in systems]
+
+
+def input_notes(refs: ReferenceSet, systems: list[ResultsFile], images: list, fits: list[CaptionFit | None]) -> list[str]:
     """One line per finding: the share of REFS's images scored (when not all), then each results
-    file whose captions fit their own images hardly better than other images'."""
+    file flagged by its check (``fits``, ``caption_checks``'s) as holding captions of other images."""
     notes = []
     if len(images) < len(refs.captions):
         notes.append(f"{systems[0].path}: covers {len(images):,} of the {len(refs.captions):,} images of {refs.path}: "
                      "scored on those only, as COCOEvalCap does (a score on part of the images is not the "
                      "whole set's)")
-    references = [refs.captions[i] for i in images]
-    for system in systems:
-        fit = caption_fit(references, [system.captions[i] for i in images])
+    for system, fit in zip(systems, fits):
         line = fit.warning(str(system.path)) if fit is not None else None
         if line is not None:
             notes.append(line)

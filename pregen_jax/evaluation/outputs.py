@@ -78,7 +78,8 @@ def _floats(values) -> list[str]:
 def render(evaluation: Evaluation) -> str:
     """The corpus table for the terminal: one row per metric and system, in aligned columns (score
     and 95% interval; with several systems, each after the first against the first: ``d``, its
-    interval, ``p_bs``, ``p_holm`` and ``p_ar``), then a line saying what the numbers are."""
+    simultaneous interval, ``p_adj``, ``p_stepdown``, ``p_bs`` and ``p_ar``), then a line saying what
+    the numbers are, naming the family of comparisons and its size."""
     systems = evaluation.systems
     settings = evaluation.settings
     lines = [f"tokenizer: {settings['tokenizer']}; {settings['images_scored']} images; "
@@ -91,18 +92,23 @@ def render(evaluation: Evaluation) -> str:
         shown = r["metric"]
         if _given(r.get("diff")):
             row.update({"d": f"{r['diff']:+.4f}", "d 95% interval": f"[{r['diff_low']:+.4f}, {r['diff_high']:+.4f}]",
-                        "p_bs": f"{r['p_bootstrap']:.4f}", "p_holm": f"{r['p_holm']:.4f}",
-                        "p_ar": f"{r['p_randomization']:.4f}"})
+                        "p_adj": f"{r['p_adjusted']:.4f}", "p_stepdown": f"{r['p_stepdown']:.4f}",
+                        "p_bs": f"{r['p_bootstrap']:.4f}", "p_ar": f"{r['p_randomization']:.4f}"})
         rows.append(row)
     columns = ["metric", *(["system"] if len(systems) > 1 else []), "score", "95% interval",
-               *(["d", "d 95% interval", "p_bs", "p_holm", "p_ar"] if len(systems) > 1 else [])]
+               *(["d", "d 95% interval", "p_adj", "p_stepdown", "p_bs", "p_ar"] if len(systems) > 1 else [])]
     lines.extend(aligned_columns(rows, columns, left={"metric", "system"}))
     if len(systems) > 1:
         plan = settings["significance"]
-        lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} with the 95% interval of the "
-                     f"paired bootstrap test p_bs ({plan['bootstrap_resamples']} resamples); p_holm: p_bs Holm-adjusted "
-                     f"over the {len(systems) - 1} comparison(s) with {systems[0]} per metric; p_ar: approximate "
-                     f"randomization ({plan['randomization_trials']} trials), unadjusted; seed {plan['seed']}")
+        family = plan["family"]
+        size = (f"{family['comparisons']} comparisons" if family["family"] == "all" else
+                f"{family['families']} families of {family['family_size']} comparisons")
+        lines.append(f"95% BCa bootstrap intervals; d: difference to {systems[0]} with its 95% interval, simultaneous "
+                     f"over the family of comparisons: {family['described']} ({size}); the interval excludes 0 exactly "
+                     f"when p_adj < 0.05 (single-step max-T on {plan['bootstrap_resamples']} bootstrap resamples "
+                     "shared by every system and metric); p_stepdown: step-down max-T over the same family (no "
+                     "matching interval); unadjusted: p_bs (paired bootstrap) and p_ar (approximate randomization, "
+                     f"{plan['randomization_trials']} trials); seed {plan['seed']}")
     return "\n".join(lines)
 
 

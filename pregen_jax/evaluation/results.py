@@ -14,8 +14,10 @@ class Result:
     Attributes:
       system, metric: which; score: the corpus score (f64, the toolkit's scale).
       interval: (low, high), the 95% BCa bootstrap interval; None for a metric without statistics.
-      diff: score minus the first system's; diff_interval: its 95% interval (inverting ``p_bootstrap``).
-      p_bootstrap, p_holm, p_randomization: the paired tests against the first system.
+      diff: score minus the first system's; diff_interval: its 95% interval, simultaneous over the family
+        of comparisons (max-T: excludes 0 exactly when ``p_adjusted < 0.05``).
+      p_adjusted: ``p_bootstrap`` adjusted over the family (single-step max-T); p_stepdown: step-down max-T;
+      p_bootstrap, p_randomization: the paired tests against the first system, unadjusted.
       tokenizer: the tokenizer's short name; signature: how the score was computed (``postgen.signature``).
     """
 
@@ -26,7 +28,8 @@ class Result:
     diff: float | None = None
     diff_interval: tuple[float, float] | None = None
     p_bootstrap: float | None = None
-    p_holm: float | None = None
+    p_adjusted: float | None = None
+    p_stepdown: float | None = None
     p_randomization: float | None = None
     tokenizer: str = ""
     signature: str = ""
@@ -39,5 +42,6 @@ class Result:
             return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
         pair = lambda low, high: None if given(low) is None else (given(low), given(high))
         return cls(row["system"], row["metric"], float(row["score"]), pair("low", "high"), given("diff"),
-                   pair("diff_low", "diff_high"), given("p_bootstrap"), given("p_holm"), given("p_randomization"),
+                   pair("diff_low", "diff_high"), given("p_bootstrap"), given("p_adjusted"), given("p_stepdown"),
+                   given("p_randomization"),
                    row.get("tokenizer", ""), row.get("signature", ""))

@@ -21,7 +21,8 @@ from ..captionfiles import ReferenceSet
 from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
 from ..postgen.signature import refs_per_image, signature
-from .checks import input_notes
+from .checks import caption_checks, input_notes
+from .family import adjust_rows
 from .inputs import IN_MEMORY, ResultsFile, references_given, results_given, scored_images, systems_given
 from .results import Result
 from .significance import Resampling, compare_rows, drawn_ahead
@@ -117,7 +118,7 @@ class Evaluation:
 
 def evaluate(references, captions, *, names=None, split: str = "test", metrics=None, tokenizer: str | None = None,
              idf_from: str = "scored", seed: int = 0, resamples: int = 1000, trials: int = 10000,
-             corenlp_dir: str = "", stopwords: str = "") -> Evaluation:
+             family: str = "all", corenlp_dir: str = "", stopwords: str = "") -> Evaluation:
     """``pregen-search evaluate`` as a function, with its defaults: ``str()`` of the result is the
     table the command prints; ``.results`` the scores, intervals and tests as objects.
 
@@ -126,10 +127,10 @@ def evaluate(references, captions, *, names=None, split: str = "test", metrics=N
     captions (image id -> caption, or a COCO results list), or a list of them (the first is the
     baseline the others are compared with); ``names``: the systems' names (default: the files'
     stems; ``captions``, ``captions_2``, ... for captions in memory). The other options are the
-    command's (``--seed``, ``--resamples``, ``--trials``, ...); see ``score_files``.
+    command's (``--seed``, ``--resamples``, ``--trials``, ``--family``, ...); see ``score_files``.
     """
     return score_files(references, captions, names=names, split=split, metrics=metrics, tokenizer=tokenizer,
-                       idf_from=idf_from, plan=Resampling(resamples, trials, seed),
+                       idf_from=idf_from, plan=Resampling(resamples, trials, seed, family),
                        options=postgen.PostgenOptions(corenlp_dir=corenlp_dir, stopwords=stopwords))
 
 
@@ -146,7 +147,8 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     ``alnum-lower`` or ``none``; references an export wrote default to the tokenizer it records
     (``alnum-lower``: their strings are its tokens; ``ptb`` refused);
     ``idf_from``: CIDEr-D's document frequencies from the ``scored`` images (COCOEvalCap) or
-    ``all`` images of REFS; ``plan``: bootstrap resamples, randomization trials, seed.
+    ``all`` images of REFS; ``plan``: bootstrap resamples, randomization trials, seed, the family
+    of comparisons adjusted together.
     """
     refs = references_given(references, split)
     given = systems_given(captions)
@@ -164,7 +166,8 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
-    notes = input_notes(refs, systems, images) + _empty_caption_notes(systems) + [
+    fits = caption_checks(refs, systems, images)
+    notes = input_notes(refs, systems, images, fits) + _empty_caption_notes(systems) + [
         f"{s.path}: image ids are Karpathy {s.keyed_by}" for s in systems if "matched to" in s.keyed_by]
     jvms_before = jvms_started()
     beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
@@ -179,14 +182,17 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
             compared = compare_rows(here, _stats_of(here, stats, names), plan, counts)
             _installed("pregen-jax"), _installed("pycocoevalcap")  # settings.json's, looked up now
             return counts, compared
-        scorers, unavailable, stats, per_image, corpus, (counts, compared) = _score_all(
+        scorers, unavailable, stats, per_image, corpus, (counts, (compared, draws)) = _score_all(
             requested, options, started, all_gts, gts, system_res, names, meanwhile)
         with_stats = _with_stats(scorers)
         nrefs = refs_per_image(gts)
         late = {name: metric for name, metric in with_stats.items() if name in beside}
-        compared += compare_rows(late, _stats_of(late, stats, names), plan, counts if isinstance(counts, list) else None)
+        late_rows, late_draws = compare_rows(late, _stats_of(late, stats, names), plan,
+                                             counts if isinstance(counts, list) else None)
+        compared, draws = compared + late_rows, {**draws, **late_draws}
     order = {name: k for k, name in enumerate(scorers)}
     compared.sort(key=lambda row: order[row["metric"]])  # stable: each metric's systems stay in order
+    family = adjust_rows(compared, draws, plan.family)  # every metric's comparisons at once: one family
     jvms = jvms_started() - jvms_before
     scores_only = [{"system": s, "metric": m, "score": float(corpus[s][m])} for m in scorers for s in names
                    if m in corpus[s]]
@@ -198,6 +204,8 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     signatures = {name: signature(name, tokenizer=tokenizer, nrefs=nrefs, backend=getattr(metric, "backend", None),
                                   idf_from=idf_from) for name, metric in scorers.items()}
     settings["signatures"] = signatures
+    settings["significance"]["family"] = family
+    settings["misplaced_captions"] = {name: fit.summary() if fit is not None else None for name, fit in zip(names, fits)}
     return Evaluation(compared, scores_only, per_image, images, names, list(scorers), tokenizer, settings, unavailable,
                       notes, signatures)
 
@@ -369,10 +377,11 @@ def _settings(refs: ReferenceSet, paths, names, tokenizer, idf_from, plan, score
         "significance": {"bootstrap_resamples": plan.resamples, "randomization_trials": plan.trials,
                          "seed": plan.seed, "interval": "95% BCa bootstrap (bias-corrected and accelerated)",
                          "tests": "paired bootstrap and approximate randomization against the first system",
-                         "difference_interval": "95%, inverting the paired bootstrap test (p_bootstrap)",
-                         "multiple_comparisons": "p_holm: p_bootstrap Holm-adjusted over the systems compared with "
-                                                 "the first, per metric",
-                         "comparisons_per_metric": len(names) - 1},
+                         "difference_interval": "95% simultaneous over the family (single-step max-T on the "
+                                                "bootstrap draws): excludes 0 exactly when p_adjusted < 0.05",
+                         "multiple_comparisons": "p_adjusted: single-step max-T over the family; p_stepdown: "
+                                                 "step-down max-T (Romano-Wolf), no matching interval; p_bootstrap "
+                                                 "and p_randomization unadjusted"},
         "versions": {"pregen-jax": _installed("pregen-jax"), "pycocoevalcap": _installed("pycocoevalcap"),
                      "numpy": np.__version__},
         "jvms_started": jvms,  # by the tokenizer and the metrics of this run (postgen/jvm.py counts them)

@@ -13,14 +13,14 @@ drawn), which is ``aggregate(stats[idx])`` up to the float order of the sum.
   counts). A system's 95% interval is the BCa interval of its resampled scores (the percentiles
   moved by the bootstrap's bias and the jackknife's skew: the plain 2.5th and 97.5th percentiles
   undercover CIDEr-D at 200 images, 0.929 against 0.941, tests/test_evaluate_significance.py).
-  Against the first system: the difference ``d``, its two-sided p-value
+  Against the first system: the difference ``d`` and its two-sided p-value, unadjusted,
   ``p = (1 + r) / (1 + B)``, ``r = #{|d_b - d| >= |d|}`` (the resampled differences centred on
-  the observed one stand in for the null distribution), and the 95% interval that inverts that
-  same test, ``d +- c`` with ``c`` the order statistic of ``|d_b - d|`` at which ``p`` crosses
-  0.05: the interval excludes 0 exactly when ``p <= 0.05`` (``difference_interval``).
-- Holm (1979): the bootstrap p-values of the systems compared with the first, adjusted per metric
-  over those ``systems - 1`` comparisons (``p_holm``); the family-wise error of 5 systems of equal
-  quality measured in tests/test_evaluate_significance.py.
+  the observed one stand in for the null distribution).
+- One family of comparisons (``family``): every comparison printed (systems after the first x
+  metrics) by default, or each metric's; single-step max-T over the same draws gives each
+  difference its adjusted p-value (``p_adjusted``) and its simultaneous 95% interval
+  (``diff_low``, ``diff_high``), which excludes 0 exactly when ``p_adjusted < 0.05``; the
+  step-down p-values beside (``p_stepdown``).
 - Approximate randomization (Noreen 1989; Riezler and Maxwell 2005): ``trials`` random swaps of
   the two systems' captions image by image (each image swapped with probability 1/2, the same
   swaps for every system), ``p = (1 + #{|d_t| >= |d|}) / (T + 1)``; shown unadjusted beside.
@@ -28,7 +28,7 @@ drawn), which is ``aggregate(stats[idx])`` up to the float order of the sum.
 The bootstrap and the randomization draw from two independent streams of one seed
 (``numpy.random.SeedSequence(seed).spawn(2)``): changing ``resamples`` leaves the randomization
 p-values as they were. At least ``MIN_RESAMPLES`` resamples and ``MIN_TRIALS`` trials (fewer
-give p-values too coarse to reach 0.05 after Holm, and intervals from a handful of draws).
+give intervals from a handful of draws; ``family`` says why no more are needed for a larger family).
 
 How this relates to sacrebleu's ``--paired-bs`` and ``--paired-ar`` (sacrebleu/significance.py):
 the same two tests, the same defaults (1,000 resamples, 10,000 trials), statistics summed and
@@ -39,7 +39,7 @@ difference; its bootstrap p-value centres the *absolute* resampled differences o
 counts those above the observed absolute difference (``(#{|d_b| - mean|d_b| > |d|} + 1) / (B + 1)``),
 and its randomization test counts ``>`` where this counts ``>=`` (a system against itself gets
 p = 1 here). Its default seed is 12345 (``SACREBLEU_SEED``); here ``seed`` (default 0). It
-corrects for no multiple comparisons; here Holm over the systems compared with the first.
+corrects for no multiple comparisons; here max-T over the stated family.
 """
 from __future__ import annotations
 
@@ -51,10 +51,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .family import LEVEL, adjust_rows
+
 if TYPE_CHECKING:
     import pandas as pd
 
-LEVEL = 0.95
 MIN_RESAMPLES, MIN_TRIALS = 1000, 999
 _AHEAD = 96 << 20  # bytes of bootstrap counts drawn ahead (1,000 resamples of 40,504 images: 81 MB)
 _CELLS = 1 << 23  # counts or swap masks per chunk (64 MB as float64), whatever the images: BLAS threads
@@ -64,11 +65,13 @@ _CELLS = 1 << 23  # counts or swap masks per chunk (64 MB as float64), whatever 
 @dataclasses.dataclass(frozen=True)
 class Resampling:
     """How intervals and p-values are drawn: ``resamples`` bootstrap draws, ``trials`` randomization
-    swaps, and the ``seed`` of both (two independent streams of it, ``streams``)."""
+    swaps, and the ``seed`` of both (two independent streams of it, ``streams``); ``family``: the
+    comparisons adjusted together (``family.FAMILIES``)."""
 
     resamples: int = 1000
     trials: int = 10000
     seed: int = 0
+    family: str = "all"
 
     def __post_init__(self):
         if self.resamples < MIN_RESAMPLES:
@@ -176,28 +179,6 @@ def bootstrap_p(resampled: np.ndarray, observed: float) -> float:
     return (1 + hits) / (len(resampled) + 1)
 
 
-def difference_interval(resampled: np.ndarray, observed: float, level: float = LEVEL) -> tuple[float, float]:
-    """The ``level`` interval that inverts ``bootstrap_p``: every difference ``t`` whose test
-    ``(1 + #{|d_b - d| >= |d - t|}) / (1 + B)`` stays above ``1 - level``, i.e. ``d +- c`` with ``c``
-    the ``m``-th largest ``|d_b - d|``, ``m = floor((1 - level)(1 + B))``. So 0 lies outside it
-    exactly when ``bootstrap_p <= 1 - level`` (up to the 1e-12 tie tolerance)."""
-    spread = np.sort(np.abs(np.asarray(resampled, np.float64) - observed))[::-1]
-    allowed = int(np.floor((1 - level) * (len(spread) + 1) + 1e-9))  # p <= 1 - level iff r <= allowed - 1
-    c = float(spread[allowed - 1]) if allowed >= 1 else np.inf
-    return observed - c, observed + c
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """f64[m]: Holm's (1979) step-down adjustment of m p-values (family-wise error at most alpha when
-    the adjusted p <= alpha is rejected): sorted ascending, ``max_{j <= i} min(1, (m - j + 1) p_(j))``."""
-    p = np.asarray(p, np.float64)
-    order = np.argsort(p, kind="stable")
-    steps = np.minimum(1.0, (len(p) - np.arange(len(p))) * p[order])
-    adjusted = np.empty_like(p)
-    adjusted[order] = np.maximum.accumulate(steps)
-    return adjusted
-
-
 def randomization_p(metrics: dict, columns: dict, base: np.ndarray, system: np.ndarray, trials: int,
                     rng: np.random.Generator) -> dict:
     """{metric: two-sided approximate-randomization p of ``system`` vs ``base``}: f64[images, K] each,
@@ -227,32 +208,34 @@ def stacked(metrics: dict, stats: dict) -> tuple[dict, np.ndarray]:
     return columns, np.concatenate([np.asarray(stats[m], np.float64) for m in metrics], axis=1)
 
 
-COLUMNS = ["system", "metric", "score", "low", "high", "diff", "diff_low", "diff_high", "p_bootstrap", "p_holm",
-           "p_randomization"]
-HOLM_TEST = "p_bootstrap"  # the test whose p-values enter Holm (its interval is diff_low, diff_high)
+COLUMNS = ["system", "metric", "score", "low", "high", "diff", "diff_low", "diff_high", "p_bootstrap", "p_adjusted",
+           "p_stepdown", "p_randomization"]
 
 
 def compare(metrics: dict, stats: dict, plan: Resampling = Resampling()) -> pd.DataFrame:
     """One row per (system, metric): the corpus score, its 95% bootstrap interval, and for every
-    system after the first the difference to the first, the interval of the paired bootstrap
-    test, its p-value, that p-value Holm-adjusted over the systems compared with the first
-    (per metric), and the approximate-randomization p-value.
+    system after the first the difference to the first, its simultaneous 95% interval and max-T
+    adjusted p-value over ``plan.family`` (``family``), the step-down p-value, the unadjusted paired
+    bootstrap p-value and the approximate-randomization p-value.
 
     ``metrics``: metric name -> ``PostgenMetric``; ``stats``: system -> {metric name -> f64[images, k]}
     (every system over the same images, in the same order). Metrics without statistics
     (``None``) get their score only.
     """
     import pandas as pd
-    rows = compare_rows(metrics, stats, plan)
+    rows, draws = compare_rows(metrics, stats, plan)
+    adjust_rows(rows, draws, plan.family)
     return pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
 
 
-def compare_rows(metrics: dict, stats: dict, plan: Resampling = Resampling(), counts=None) -> list[dict]:
-    """``compare``'s rows as dicts (COLUMNS's keys; those that do not apply absent), metric by metric;
-    ``counts``: the bootstrap's draws made ahead (``drawn_ahead``), else drawn here."""
+def compare_rows(metrics: dict, stats: dict, plan: Resampling = Resampling(), counts=None) -> tuple[list[dict], dict]:
+    """``compare``'s rows as dicts (COLUMNS's keys; those that do not apply absent), metric by metric,
+    before the family's adjustment (``family.adjust_rows``, which needs every metric's rows), and
+    (system, metric) -> f64[B] the resampled differences it reads; ``counts``: the bootstrap's draws
+    made ahead (``drawn_ahead``), else drawn here."""
     systems = list(stats)
     if not metrics:
-        return []
+        return [], {}
     images = len(next(iter(stats[systems[0]].values())))
     bootstrap_seed, randomization_seed = plan.streams()
     at, rows_of = {}, {}
@@ -265,23 +248,18 @@ def compare_rows(metrics: dict, stats: dict, plan: Resampling = Resampling(), co
     tests = {system: randomization_p(metrics, at, rows_of[systems[0]], rows_of[system], plan.trials,
                                      np.random.default_rng(randomization_seed))  # the same swaps for every system
              for system in systems[1:]}
-    rows = []
+    rows, draws = [], {}
     for name, metric in metrics.items():
         scores = {system: metric.from_sums(resampled[system][:, at[name]], images) for system in systems}
         base_score = float(metric.aggregate(stats[systems[0]][name]))
-        compared = []
         for system in systems:
             score = float(metric.aggregate(stats[system][name]))
             low, high = interval(scores[system], score, jackknife(metric, rows_of[system][:, at[name]]))
             row = {"system": system, "metric": name, "score": score, "low": low, "high": high}
             if system != systems[0]:
-                diffs = scores[system] - scores[systems[0]]
+                draws[system, name] = np.asarray(scores[system] - scores[systems[0]], np.float64)
                 diff = score - base_score
-                diff_low, diff_high = difference_interval(diffs, diff)
-                row.update(diff=diff, diff_low=diff_low, diff_high=diff_high, p_bootstrap=bootstrap_p(diffs, diff),
+                row.update(diff=diff, p_bootstrap=bootstrap_p(draws[system, name], diff),
                            p_randomization=tests[system][name])
-                compared.append(row)
             rows.append(row)
-        for row, adjusted in zip(compared, holm(np.array([row[HOLM_TEST] for row in compared]))):
-            row["p_holm"] = float(adjusted)
-    return rows
+    return rows, draws
