@@ -48,6 +48,7 @@ def test_captions_of_their_own_images_pass_and_shifted_or_constant_ones_do_not()
     assert shifted.suspicious and shifted.bottom_half > 0.3 and shifted.misplaced_high == 1.0
     constant = caption_fit(refs, ["a dog runs through the grass"] * len(refs))
     assert constant.bottom_half == CHANCE and constant.suspicious  # every image ties with its own: half each
+    assert constant.distinct == 1 and "; 1 distinct captions)" in constant.warning("c.json")
 
 
 def _ranks_by_loops(references, captions) -> list[float]:
@@ -80,9 +81,9 @@ def test_the_threshold_falls_with_the_images_and_the_estimate_is_clipped():
     assert [threshold(n) for n in (20, 50, 1000, CAP)] == sorted([threshold(n) for n in (20, 50, 1000, CAP)],
                                                                  reverse=True)
     assert 0.10 < threshold(1000) < 0.11 and threshold(50) < 0.2
-    fit = judged(np.full(100, 0.9))  # better than the calibrated models: no sign of captions moved
+    fit = judged(np.full(100, 0.9), 100)  # better than the calibrated models: no sign of captions moved
     assert (fit.bottom_half, fit.misplaced, fit.misplaced_low, fit.misplaced_high) == (0, 0, 0, 0)
-    fit = judged(np.r_[np.full(30, 0.2), np.full(70, 0.9)])
+    fit = judged(np.r_[np.full(30, 0.2), np.full(70, 0.9)], 100)
     assert fit.bottom_half == pytest.approx(0.3) and fit.misplaced == pytest.approx((0.3 - Q0) / (CHANCE - Q0))
     assert 0 < fit.misplaced_low < fit.misplaced < fit.misplaced_high < 1 and fit.suspicious
 

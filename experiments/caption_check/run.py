@@ -63,17 +63,26 @@ def mutt_sentences(shared: Path) -> list[str]:
 
 
 def demo_files(folder: Path) -> tuple[dict[str, list], dict[str, list], dict[str, str]]:
-    """(file -> test references, file -> test captions, file -> source) of a finished search: its
-    models' captions (``cache/captions``, every model and snapshot) and, as human captions, each
-    image's reference k held out from the other four (k = 0..4)."""
+    """(file -> test references, file -> test captions, file -> source) of a demo's run folder, finished
+    or still running (then the built-in demo's config gives the references): its models' captions
+    (``cache/captions``, every model and snapshot written so far; "-e1": the first epoch's snapshot)
+    and, as human captions, each image's reference k held out from the other four (k = 0..4)."""
+    from pregen_jax.pipeline.config import demo_config
     from pregen_jax.pipeline.finished import FinishedSearch
     from pregen_jax.pipeline.sources import load_data
-    run = FinishedSearch.open(folder)
-    references = load_data(run.config, progress=False, run_folder=run.folder).test.captions
+    try:
+        run = FinishedSearch.open(folder)
+        config, run_folder = run.config, run.folder
+    except (OSError, ValueError):  # still running: the built-in demo's data
+        config, run_folder = demo_config(), None
+    references = load_data(config, progress=False, run_folder=run_folder).test.captions
     refs, files, sources = {}, {}, {}
-    for path in sorted((run.folder / "cache" / "captions").glob("*/captions.txt")):
+    for path in sorted((folder / "cache" / "captions").glob("*/captions.txt")):
         name = path.parent.name.rsplit("-", 1)[0]
-        refs[name], files[name], sources[name] = references, path.read_text(encoding="utf-8").splitlines(), "model"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) == len(references):
+            refs[name], files[name] = references, lines
+            sources[name] = "snapshot" if "-e" in name else "model"
     for k in range(5):
         name = f"held-out reference {k}"
         files[name] = [" ".join(image[k]) for image in references]
@@ -145,7 +154,7 @@ def cost(references, captions, sizes=(1000, CAP, 5000, 10000), repeats: int = 3)
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            judged(own_image_ranks(refs, caps))
+            judged(own_image_ranks(refs, caps), len(set(caps)))
             times.append(time.perf_counter() - start)
         seconds[size] = float(np.median(times))
     return seconds

@@ -88,6 +88,8 @@ class CaptionFit:
     images: images checked (every one up to ``CAP``); threshold: the flag's bound on ``bottom_half``.
     misplaced, misplaced_low, misplaced_high: the estimated share of captions on other images and
       its 95% interval (clipped to [0, 1]).
+    distinct: distinct captions among the checked images (few: a model that says much the same of
+      every image, which the share alone cannot tell from misplaced captions).
     """
 
     bottom_half: float
@@ -97,6 +99,7 @@ class CaptionFit:
     misplaced: float
     misplaced_low: float
     misplaced_high: float
+    distinct: int
 
     @property
     def suspicious(self) -> bool:
@@ -108,7 +111,7 @@ class CaptionFit:
                 "misplaced_share_95": [round(self.misplaced_low, 4), round(self.misplaced_high, 4)],
                 "bottom_half_share": round(self.bottom_half, 4), "flagged_above": round(self.threshold, 4),
                 "flagged": self.suspicious, "images_checked": self.images,
-                "own_image_rank": round(self.own_image_rank, 4)}
+                "own_image_rank": round(self.own_image_rank, 4), "distinct_captions": self.distinct}
 
     def warning(self, source: str) -> str | None:
         """One line naming the estimate, the measure, its bound and what it suggests; None when in bounds."""
@@ -118,7 +121,7 @@ class CaptionFit:
                 f"captions look like captions of other images (bottom-half share {self.bottom_half:.3f}, flagged above "
                 f"{self.threshold:.3f}: the share of {self.images} images whose caption fits half of the other images' "
                 f"references better than its own; real models' files about {Q0:.3f}, a wholly misplaced file "
-                f"{CHANCE:.2f}): a shifted or misordered file, captions of another dataset or of other images, a share "
+                f"{CHANCE:.2f}; {self.distinct} distinct captions): a shifted or misordered file, captions of another dataset or of other images, a share "
                 "of them moved, or a model that ignores its image or is much weaker than most; "
                 "this check cannot tell these apart")
 
@@ -134,19 +137,22 @@ def caption_fit(references: Sequence[Sequence[Text]], captions: Sequence[Text], 
     if n < max(min_images, 2):
         return None
     chosen = sorted(random.Random(seed).sample(range(n), cap)) if n > cap else range(n)
-    ranks = own_image_ranks([references[i] for i in chosen], [captions[i] for i in chosen])
-    return judged(ranks)
+    checked = [captions[i] for i in chosen]
+    ranks = own_image_ranks([references[i] for i in chosen], checked)
+    return judged(ranks, len({" ".join(_words(c)) for c in checked}))
 
 
-def judged(ranks: np.ndarray) -> CaptionFit:
-    """The ``CaptionFit`` of f64[n] mid-ranks of each caption's own image among the n - 1 others."""
+def judged(ranks: np.ndarray, distinct: int) -> CaptionFit:
+    """The ``CaptionFit`` of f64[n] mid-ranks of each caption's own image among the n - 1 others
+    (``distinct``: distinct captions among them)."""
     n = len(ranks)
     share = float(np.mean(np.where(ranks < CHANCE, 1.0, np.where(ranks == CHANCE, 0.5, 0.0))))
     spread = math.sqrt(share * (1 - share) / n + TAU ** 2)  # the file's binomial spread and q0's across models
     z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
     estimate = (share - Q0) / (CHANCE - Q0)
     low, high = ((share + sign * z * spread - Q0) / (CHANCE - Q0) for sign in (-1, 1))
-    return CaptionFit(share, float(ranks.mean()), n, threshold(n), *(min(1.0, max(0.0, v)) for v in (estimate, low, high)))
+    return CaptionFit(share, float(ranks.mean()), n, threshold(n), *(min(1.0, max(0.0, v)) for v in (estimate, low, high)),
+                      distinct)
 
 
 def own_image_ranks(references: Sequence[Sequence[Text]], captions: Sequence[Text]) -> np.ndarray:
