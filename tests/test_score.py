@@ -62,37 +62,40 @@ def test_manifest_records_models_references_and_versions(search):
     assert (models["decoding"] == "unknown").all() and (models["vocabulary"] == "bpe-9").all()
 
 
-def test_score_predicts_n_models_with_jackknife_plus_intervals_and_perplexity(search, capsys):
+def test_score_predicts_n_models_with_conformal_intervals_and_perplexity(search, capsys):
     out = search / "scored"
     paths = [str(search / f"new{m}.npz") for m in (0, 3)]
     captions = [str(search / f"model{m}.txt") for m in (0, 3)]
-    # 4 calibration models allow a jackknife+ level of at most 1 - 2/5 = 0.6
+    # 4 calibration models allow a conformal level of at most 4/5
     assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", *paths, "--captions", *captions,
                      "--out", str(out), "--level", "0.5"]) == 0
     printed = capsys.readouterr().out
-    assert "from perplexity" in printed and "order by the chosen metric: " in printed and "50% jackknife+" in printed
+    assert printed.startswith("calibration: 4 usable model(s) of the search's 4; 50% intervals need at least 3; "
+                              "domain axes: geomean_join_pplx_none, ")
+    assert "from perplexity" in printed and "order by the chosen metric: " in printed
+    assert "50% conformal intervals, valid after choosing" in printed
     frame = pd.read_csv(out / "scores.tsv", sep="\t", keep_default_na=False, na_values=[""])
     assert len(frame) == 2 * 2 * 2 and set(frame["predictor"]) == {"chosen", "perplexity"}
     assert (frame["decoding"] == "unknown").all() and (frame["units"] == "word").all()
-    assert not frame["outside_calibration_range"].any()  # the search's own models: inside its range
+    # the search's own models: inside every range, never flagged
+    assert not frame["outside_calibration_range"].any() and frame["flag"].isna().all()
     assert (frame["low"] < frame["high"]).all() and (frame["low"] >= 0).all()
     assert (frame.loc[frame["postgen"] != "CIDEr", "high"] <= 1).all()
     # At most one of the two predictions is the narrower one per model and post-gen metric.
     assert (frame.groupby(["model", "postgen"])["narrower"].sum() <= 1).all()
-    # The chosen prediction lies on the least-squares line through the search's models, its interval is
-    # the jackknife+ of the leave-one-model-out lines (here by refitting with numpy, ranks for n = 4, alpha = 0.25:
-    # the 1st smallest of line_-i(x) - R_i and the 4th of line_-i(x) + R_i), cut at the metric's range.
-    models = FinishedSearch.open(search / "run").model_rows
+    # The chosen prediction lies on the least-squares line through the calibration models' metric of highest
+    # R^2 (the interval's rule: tests/test_predict_validity.py), cut at the metric's range.
+    run = FinishedSearch.open(search / "run")
+    models = run.model_rows
     for _, row in frame[frame["predictor"] == "chosen"].iterrows():
+        names = [n for n in run.correlations[row["postgen"]]["pregen"] if np.ptp(models[n]) > 0]
+        r2 = [np.corrcoef(models[n], models[row["postgen"]])[0, 1] ** 2 for n in names]
+        assert row["pregen"] == names[int(np.argmax(r2))]
         x, y = models[row["pregen"]].to_numpy(), models[row["postgen"]].to_numpy()
         slope, intercept = np.polyfit(x, y, 1)
-        assert row["predicted"] == pytest.approx(intercept + slope * row["pregen_value"], rel=1e-6, abs=1e-9)
-        lines = [np.polyfit(np.delete(x, i), np.delete(y, i), 1) for i in range(len(x))]
-        residuals = np.array([abs(y[i] - np.polyval(line, x[i])) for i, line in enumerate(lines)])
-        centres = np.array([np.polyval(line, row["pregen_value"]) for line in lines])
-        low, high = np.sort(centres - residuals)[0], np.sort(centres + residuals)[3]
-        upper = np.inf if row["postgen"] == "CIDEr" else 1.0
-        assert (row["low"], row["high"]) == pytest.approx((max(low, 0.0), min(high, upper)), rel=1e-6, abs=1e-9)
+        assert row["predicted"] == pytest.approx(max(intercept + slope * row["pregen_value"], 0.0), rel=1e-6,
+                                                 abs=1e-9)
+        assert row["low"] <= row["predicted"] <= row["high"]
     # With their captions, the models' measured scores are the search's own (model0 is init-1, model3 init-2).
     for name, label in (("new0", ("init", 1)), ("new3", ("init", 2))):
         own = models[(models["architecture"] == label[0]) & (models["run"] == label[1])].iloc[0]
@@ -110,7 +113,8 @@ def test_score_predicts_n_models_with_jackknife_plus_intervals_and_perplexity(se
 
 
 def _refused(search, capsys, path, out=None) -> str:
-    args = ["predict", "--search", str(search / "run"), "--refprobs", str(search / "new1.npz"), str(path)]
+    args = ["predict", "--search", str(search / "run"), "--refprobs", str(search / "new1.npz"), str(path),
+            "--level", "0.5"]
     assert cli.main(args + (["--out", str(out)] if out else [])) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
@@ -141,7 +145,7 @@ def test_score_refuses_other_references_units_or_no_fingerprint(search, capsys, 
 
 
 def test_score_is_the_old_name_of_predict_and_says_so(search, capsys, tmp_path):
-    args = ["--search", str(search / "run"), "--refprobs", str(search / "new0.npz")]
+    args = ["--search", str(search / "run"), "--refprobs", str(search / "new0.npz"), "--level", "0.5"]
     assert cli.main(["score", *args, "--out", str(tmp_path / "old")]) == 0
     err = capsys.readouterr().err
     assert "pregen-search score: renamed to `pregen-search predict`" in err and "this version only" in err
@@ -242,15 +246,15 @@ def test_predict_measures_captions_of_too_few_images_without_the_own_image_check
     images: tests/test_jobs.py)."""
     (tmp_path / "flickr.txt").write_text("a dog runs through the grass\n" * 12)
     assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
-                     "--captions", str(tmp_path / "flickr.txt")]) == 0
+                     "--captions", str(tmp_path / "flickr.txt"), "--level", "0.5"]) == 0
     captured = capsys.readouterr()
     assert "bottom-half share" not in captured.err and "measured" in captured.out
     assert "os.fork()" not in captured.err
 
 
-def test_the_readme_fake_model_gets_no_point_prediction_out_of_range_and_no_zero_width_interval(search, capsys):
+def test_the_readme_fake_model_is_never_an_ordinary_row_and_gets_no_zero_width_interval(search, capsys):
     """The README's recipe (random logits favouring the true token by 3) on the search's references: a
-    model far better than the search's four at the chosen metric; issue 41 saw BLEU 1.000 [1.000, 1.000]."""
+    model far better than the search's four at some metrics; issue 41 saw BLEU 1.000 [1.000, 1.000]."""
     run = FinishedSearch.open(search / "run")
     rng = np.random.default_rng(0)
     vocabulary = 50  # token 0 ends a caption
@@ -267,17 +271,27 @@ def test_the_readme_fake_model_gets_no_point_prediction_out_of_range_and_no_zero
     printed = capsys.readouterr().out
     frame = pd.read_csv(out / "scores.tsv", sep="\t", keep_default_na=False, na_values=[""])
     fake_rows = frame[frame["model"] == "fake"]
-    assert fake_rows["outside_calibration_range"].any(), fake_rows[["pregen", "pregen_value", "side"]]
+    assert (fake_rows["outside_calibration_range"] | fake_rows["flag"].notna()).all(), fake_rows
+    assert "FLAGGED: geomean_join_pplx_none" in printed or "none: " in printed
     outside = frame[frame["outside_calibration_range"]]
     assert outside["predicted"].isna().all() and outside["low"].isna().all() and outside["high"].isna().all()
     assert set(outside["side"]) <= {"below", "above"} and (outside["distance"] > 0).all()
     assert ~outside["narrower"].any()  # never the extrapolated one
     given = frame[frame["predicted"].notna()]
     assert (given["high"] > given["low"]).all()  # no zero-width interval, clipped or not
-    assert "none: " in printed and "[1.000, 1.000]" not in printed and "[0.000, 0.000]" not in printed
+    assert "[1.000, 1.000]" not in printed and "[0.000, 0.000]" not in printed
     order = pd.read_csv(out / "order.tsv", sep="\t")
-    assert set(order["model"]) <= set(given["model"])  # only predicted models are ordered
+    assert set(order["model"]) == {"new1"}  # only predicted, unflagged models are ordered
     for _, row in outside.iterrows():  # which side, and how far
         expected = (row["calibration_min"] - row["pregen_value"] if row["side"] == "below"
                     else row["pregen_value"] - row["calibration_max"])
         assert row["distance"] == pytest.approx(expected)
+
+
+def test_predict_refuses_a_search_with_too_few_models_for_its_level_in_one_line(search, capsys, tmp_path):
+    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(search / "new0.npz"),
+                     "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    assert ("4 usable calibration model(s) (of the search's 4); 90% intervals need at least 9 (4 allow at most "
+            "--level 0.80): use a search with more models, e.g. the full demo's") in err

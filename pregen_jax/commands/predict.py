@@ -18,10 +18,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "scores are measured beside the predictions")
     parser.add_argument("--out", default=None, help="also write scores.tsv, order.tsv and pairs.tsv into this folder")
     parser.add_argument("--pregen", default=None, help="the pre-gen metric to calibrate (default: each post-gen "
-                                                       "metric's best by R^2 in the search)")
+                                                       "metric's best by R^2 over the calibration models, chosen "
+                                                       "again inside every fit of the interval)")
     parser.add_argument("--level", type=float, default=0.9,
-                        help="the jackknife+ intervals' guaranteed coverage (default 0.9; n calibration models "
-                             "allow at most 1 - 2/(n+1): 19 models for 0.9)")
+                        help="the intervals' guaranteed coverage after choosing (default 0.9; n calibration models "
+                             "allow at most n/(n+1): 9 models for 0.9)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -29,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from .. import io
     from ..pipeline.finished import FinishedSearch
-    from ..prediction import predict_scores
+    from ..prediction import calibration_set, predict_scores
     start = time.perf_counter()
     renamed(args, COMMAND.name)
     check_caption_files(args.captions or [], "--captions")  # before the search opens
@@ -37,9 +38,11 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--captions: {len(args.captions)} file(s) for {len(args.refprobs)} --refprobs file(s); "
                          "give one captions file per model, in the same order")
     run = FinishedSearch.open(args.search)
+    calibration = calibration_set(run, args.pregen, args.level)  # refuses too few models before any work
     out = io.check_out_folder(args.out) if args.out else None
+    print(calibration.describe(), flush=True)
     with warnings_as_lines():
-        scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions)
+        scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions, calibration)
     print(_render(scores))
     print(f"tokenizer: {run.tokenizer} (the search's own: its scores, and any --captions measured here)")
     print(f"{len(args.refprobs)} model(s) predicted in {time.perf_counter() - start:.1f} s (the whole run)")
@@ -65,13 +68,14 @@ def _render(scores) -> str:
     for post, rows in p.groupby("postgen", sort=False):
         chosen = rows[rows["predictor"] == CHOSEN]
         pplx = rows[rows["predictor"] == PERPLEXITY].set_index("model")
-        metric = chosen["pregen"].iloc[0]
-        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} jackknife+ intervals; chosen pre-gen metric "
-                  f"{metric})"]
+        metric = scores.calibration.chosen[post]
+        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} conformal intervals, valid after choosing; "
+                  f"chosen pre-gen metric {metric})"]
         table = []
         for _, row in chosen.iterrows():
             entry = {"model": row["model"], "perplexity": f"{row['perplexity']:.3f}",
-                     metric: f"{row['pregen_value']:.4g}", "predicted": _interval(row)}
+                     metric: f"{row['pregen_value']:.4g}" + (f" ({row['pregen']})" if row["pregen"] != metric else ""),
+                     "predicted": _interval(row)}
             if row["model"] in pplx.index:
                 other = pplx.loc[row["model"]]
                 entry["from perplexity"] = _interval(other)
@@ -80,6 +84,7 @@ def _render(scores) -> str:
                                      else "equal")
             if np.isfinite(row["measured"]):
                 entry["measured"] = f"{row['measured']:.3f}"
+            entry["domain"] = f"FLAGGED: {row['flag']}" if row["flag"] else "ok"
             entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
             table.append(entry)
         lines += [pd.DataFrame(table).to_string(index=False)]
@@ -95,9 +100,11 @@ def _render(scores) -> str:
                          + " > ".join(ranked["model"]) + "; intervals cannot separate: "
                          + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
         lines.append("")
-    lines.append(f"{level} jackknife+ intervals (Barber et al. 2021): each covers the real score at least {level} of "
-                 "the time for a model like the search's own (exchangeable with them); no prediction where a model's "
-                 "pre-gen value lies outside the range of the search's models' values (which side, and how far)")
+    lines.append(f"{level} full conformal intervals with the metric chosen inside every fit: each covers the real "
+                 f"score at least {level} of the time for a model like the search's own (exchangeable with them), "
+                 "choice included; a model beyond the calibration models' domain (domain: FLAGGED, naming the axis "
+                 "and how far out, in spans of their range) is no such model: its numbers are not covered by that, "
+                 "and it is left out of the order; beyond it on the predictor's own metric, no prediction")
     if not scores.pairs["separable"].all():
         lines.append(f"hint: models whose {level} intervals overlap are not told apart by their predictions; to "
                      "tell them apart, race them on real scores of their captions: pregen-search select --search "
@@ -106,8 +113,8 @@ def _render(scores) -> str:
 
 
 def _interval(row) -> str:
-    """``0.472 [0.401, 0.533]``; ``none: 0.12 above [0.31, 0.45] (0.9x its span)`` outside the calibration
-    models' range; ``0.472 [unbounded]`` where the models are too few for the level; ``n/a``."""
+    """``0.472 [0.401, 0.533]``; ``none: 0.12 above [0.31, 0.45] (0.9x its span)`` beyond the calibration
+    models' domain on the predictor's own metric; ``n/a`` where the run's data cannot calibrate."""
     import numpy as np
     if row["outside_calibration_range"]:
         span = row["calibration_max"] - row["calibration_min"]

@@ -1,13 +1,19 @@
 """N new models' post-gen scores predicted from their reference probabilities (``pregen-search predict``).
 
-A finished search (``FinishedSearch``) calibrates, per post-gen metric, a straight line from
-the pre-gen metric it chose (its best by R^2 over strata, or one the user names) to the
-post-gen score over the search's models (``ranking.calibration``), and the same from the
-perplexity baseline. Each new model gets both predictions with their jackknife+ intervals
-(``jackknife``: at least ``level`` coverage for a model exchangeable with the search's), the
-ends cut at the post-gen metric's range (never to a point), and the narrower of the two is
-named where both exist. A model whose pre-gen value lies outside the calibration models' range
-gets no prediction from that predictor: which side, and how far (``side``, ``distance``).
+A finished search's models calibrate, per post-gen metric, a straight line from a pre-gen metric
+to the post-gen score. The metric is chosen by ``predict`` itself (the candidate with the highest
+R^2 over the calibration models' whole-test-set values; or the one ``--pregen`` names), and the
+choice is part of what the interval accounts for: full conformal prediction with the choice made
+inside every fit (``conformal``: at least ``level`` coverage for a model exchangeable with the
+search's, after choosing). The same from the perplexity baseline, beside it. The ends are cut at
+the post-gen metric's range (never to a point), and the narrower of the two is named where both
+exist.
+
+Each new model is first placed against the calibration models (``domain``: perplexity, the
+chosen metrics and the next informative ones, in spans of their range). A model beyond the
+threshold on the predictor's own metric gets no prediction from it (which side, how far); one
+beyond it on another axis is predicted but flagged, naming the axis and how far out, and left out
+of the order; where the chosen metric and perplexity disagree about the range, the note says so.
 Across the models: their order by the chosen metric's prediction, and the pairs whose intervals
 overlap (which the prediction cannot separate).
 
@@ -27,9 +33,10 @@ import pandas as pd
 
 from .. import tiers
 from ..pipeline.finished import UNKNOWN, FinishedSearch
-from ..ranking import PERPLEXITY_BASELINE, calibration
+from ..ranking import PERPLEXITY_BASELINE
 from ..refprobs import RefProbs
-from . import jackknife
+from . import conformal, domain
+from .calibration_set import CalibrationSet, calibration_set
 from .measured import measured_scores
 
 # The range of each post-gen metric's corpus score (pycocoevalcap's scales; WMD as exp(-distance)).
@@ -39,7 +46,8 @@ RANGES: dict[str, tuple[float, float]] = {
 CHOSEN, PERPLEXITY = "chosen", "perplexity"
 COLUMNS = ["model", "file", "perplexity", "postgen", "predictor", "pregen", "pregen_value", "predicted", "low",
            "high", "measured", "range", "clipped", "narrower", "outside_calibration_range", "side", "distance",
-           "calibration_min", "calibration_max", "calibration_models", "loo_mean_abs_error", "note", "decoding",
+           "calibration_min", "calibration_max", "calibration_models", "loo_mean_abs_error", "flag",
+           "domain_threshold", "note", "decoding",
            "vocabulary", "units", "tokenizer"]
 
 
@@ -54,12 +62,14 @@ class Scores:
       pairs: one row per (post-gen, predictor, model pair): ``separable`` False where the two
         intervals overlap.
       level: the intervals' level.
+      calibration: the calibration models, choices and domain the predictions rest on.
     """
 
     predictions: pd.DataFrame
     order: pd.DataFrame
     pairs: pd.DataFrame
     level: float
+    calibration: CalibrationSet
 
 
 def model_names(paths: list) -> list[str]:
@@ -91,79 +101,99 @@ def _range_text(bounds: tuple[float, float] | None) -> str:
     return f"[{low:g}, {'inf)' if math.isinf(high) else f'{high:g}]'}"
 
 
-def _predict(model_rows: pd.DataFrame, pregen: str, post: str, value: float, level: float,
-             bounds: tuple[float, float] | None) -> dict:
-    """One prediction with its jackknife+ interval (ends cut at ``bounds``); none outside the calibration
-    models' range (``side``, ``distance`` say where), or where the run's data cannot calibrate (a
-    note says why)."""
-    none = {"predicted": np.nan, "low": np.nan, "high": np.nan, "clipped": False}
+def _withheld(axis: str, placement: domain.Placement) -> dict:
+    """Where a predictor's own metric lies beyond the domain's threshold: which side, how far."""
+    a = placement.axes.index(axis)
+    low, high = placement.low[a], placement.high[a]
+    return {"outside_calibration_range": True, "side": placement.sides[a],
+            "distance": placement.distances[a] * (high - low), "calibration_min": low, "calibration_max": high,
+            "note": "no prediction beyond the calibration models' domain on its own metric (nothing there says "
+                    "the line holds)"}
+
+
+def _predict(cal: CalibrationSet, names: list[str], post: str, values: dict, bounds) -> dict:
+    """One prediction with its conformal interval, the choice among ``names`` inside every fit (ends cut at
+    ``bounds``), or a note saying why there is none."""
+    none = {"predicted": np.nan, "low": np.nan, "high": np.nan, "clipped": False, "outside_calibration_range": False,
+            "side": "", "distance": np.nan, "calibration_models": cal.n, "loo_mean_abs_error": np.nan, "note": ""}
+    x = cal.models[names].to_numpy(np.float64)
+    y = cal.models[post].to_numpy(np.float64)
+    x_new = np.array([values[name] for name in names], np.float64)
     try:
-        jk = jackknife.leave_one_out_lines(model_rows, pregen, post)
-        loo = float(calibration.loo_abs_errors(model_rows, pregen, post).mean())
+        made = conformal.conformal_interval(x, y, x_new, cal.level)
     except ValueError as err:
-        return {**none, "outside_calibration_range": False, "side": "", "distance": np.nan, "calibration_min": np.nan,
-                "calibration_max": np.nan, "calibration_models": len(model_rows), "loo_mean_abs_error": np.nan,
-                "note": str(err)}
-    side, distance = jackknife.place(jk, value)
-    where = {"outside_calibration_range": side != "inside", "side": side, "distance": distance,
-             "calibration_min": jk.x_min, "calibration_max": jk.x_max, "calibration_models": jk.models,
-             "loo_mean_abs_error": loo}
-    if side != "inside":
-        return {**none, **where, "note": "no prediction outside the range of the search's models' pre-gen values: "
-                                         "nothing there says the line holds"}
-    raw = (jackknife.line_value(jk, value), *jackknife.jackknife_plus_interval(jk, value, level))
-    made = tuple(clip(v, bounds) for v in raw) if bounds is not None else raw
-    note = ""
-    if not np.isfinite(made[1:]).all():
-        note = (f"{jk.models} models give no bounded {100 * level:g}% jackknife+ interval (at most "
-                f"{100 * jackknife.max_level(jk.models):.0f}%): lower --level or calibrate on more models")
-    if raw[2] <= raw[1]:
+        return {**none, "pregen": names[0], "calibration_min": np.nan, "calibration_max": np.nan, "note": str(err)}
+    metric = names[made.chosen]
+    own = cal.models[metric].to_numpy(np.float64)
+    where = {"pregen": metric, "calibration_min": float(own.min()), "calibration_max": float(own.max()),
+             "loo_mean_abs_error": float(conformal.loo_errors(x[:, made.columns], y).mean())}
+    placement = domain.place(own[:, None], np.array([values[metric]]), [metric], cal.threshold)
+    if placement.flagged():
+        return {**none, **where, **_withheld(metric, placement)}
+    raw = (made.predicted, made.low, made.high)
+    clipped = tuple(clip(v, bounds) for v in raw) if bounds is not None else raw
+    if not raw[2] > raw[1]:
         return {**none, **where, "note": "the calibration models lie exactly on their line: no interval of positive "
                                          "width to give"}
-    if made[2] <= made[1]:  # the whole interval beyond the metric's range: no point to clip it to
+    if not clipped[2] > clipped[1]:  # the whole interval beyond the metric's range: no point to clip it to
         return {**none, **where, "note": f"the interval lies outside {post}'s range {_range_text(bounds)}"}
-    return {**where, "predicted": made[0], "low": made[1], "high": made[2], "clipped": made != raw, "note": note}
+    side, distance = placement.sides[0], placement.distances[0] * (where["calibration_max"] - where["calibration_min"])
+    return {**none, **where, "predicted": clipped[0], "low": clipped[1], "high": clipped[2], "clipped": clipped != raw,
+            "side": side, "distance": distance}
+
+
+def _disagreement(placement: domain.Placement, chosen: str) -> str:
+    """A note where perplexity and the chosen metric disagree about whether the model is in range."""
+    if PERPLEXITY_BASELINE not in placement.axes or chosen not in placement.axes:
+        return ""
+    if placement.flagged(chosen) == placement.flagged(PERPLEXITY_BASELINE):
+        return ""
+    out, inside = ((chosen, PERPLEXITY_BASELINE) if placement.flagged(chosen) else (PERPLEXITY_BASELINE, chosen))
+    return (f"the two predictors disagree about the range: {placement.describe(out)}, while {inside} places it "
+            "inside the calibration models' domain")
 
 
 def predict_scores(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9,
-          captions: list | None = None) -> Scores:
+                   captions: list | None = None, calibration: CalibrationSet | None = None) -> Scores:
     """Predict every post-gen metric of the run for each RefProbs file in ``paths`` (see the module docstring);
-    with ``captions`` (one file per model, same order), measure each model's post-gen scores too."""
+    with ``captions`` (one file per model, same order), measure each model's post-gen scores too.
+    ``calibration``: the run's ``calibration_set`` when the caller has it already."""
     from ..captioning.evaluate import perplexity
     from ..pipeline.space import tier_space
-    if not 0 < level < 1:
-        raise ValueError(f"--level {level}: must lie strictly between 0 and 1")
-    choices = run.chosen(pregen)
-    if not choices:
-        raise ValueError(f"{run.folder}: the search ranked no pre-gen metric against any post-gen metric")
+    cal = calibration or calibration_set(run, pregen, level)
     if captions is not None and len(captions) != len(paths):
         raise ValueError(f"--captions: {len(captions)} file(s) for {len(paths)} --refprobs file(s); give one "
                          "captions file per model, in the same order")
     loaded = load_checked(run, paths)
     truth = measured_scores(run, captions) if captions else [{} for _ in paths]
     space = tier_space(run.config.pregen)
-    model_rows = run.model_rows
+    axes_x = cal.models[cal.axes].to_numpy(np.float64)
     references = run.references
     rows = []
     for name, path, ref_probs, scores in zip(model_names(paths), paths, loaded, truth):
         values = dict(zip(space.names, np.asarray(tiers.sweep(ref_probs, None, space)[0], np.float64)))
-        for post, chosen in choices.items():
+        placement = domain.place(axes_x, np.array([values[a] for a in cal.axes]), cal.axes, cal.threshold)
+        for post, candidates in cal.candidates.items():
             bounds = RANGES.get(post)
-            predictors = [(CHOSEN, chosen)]
-            if PERPLEXITY_BASELINE in values:
-                predictors.append((PERPLEXITY, PERPLEXITY_BASELINE))
+            predictors = [(CHOSEN, candidates)]
+            if PERPLEXITY_BASELINE in values and PERPLEXITY_BASELINE in cal.models.columns:
+                predictors.append((PERPLEXITY, [PERPLEXITY_BASELINE]))
             made = []
-            for predictor, metric in predictors:
-                row = _predict(model_rows, metric, post, values[metric], level, bounds)
+            for predictor, names in predictors:
+                row = _predict(cal, names, post, values, bounds)
+                flag = "" if row["outside_calibration_range"] else placement.flags()
+                notes = [row["note"], _disagreement(placement, cal.chosen[post])]
                 made.append({"model": name, "file": str(path), "perplexity": perplexity(ref_probs), "postgen": post,
-                             "predictor": predictor, "pregen": metric, "pregen_value": values[metric], **row,
-                             "measured": scores.get(post, np.nan), "range": _range_text(bounds),
-                             "decoding": UNKNOWN, "vocabulary": ref_probs.references.vocabulary,
-                             "units": references.units, "tokenizer": run.tokenizer})
+                             "predictor": predictor, "pregen_value": values[row["pregen"]], **row,
+                             "flag": flag, "domain_threshold": cal.threshold,
+                             "note": "; ".join(n for n in notes if n), "measured": scores.get(post, np.nan),
+                             "range": _range_text(bounds), "decoding": UNKNOWN,
+                             "vocabulary": ref_probs.references.vocabulary, "units": references.units,
+                             "tokenizer": run.tokenizer})
             rows += _name_the_narrower(made)
     predictions = pd.DataFrame(rows, columns=COLUMNS)
     order, pairs = order_and_pairs(predictions)
-    return Scores(predictions, order, pairs, level)
+    return Scores(predictions, order, pairs, level=cal.level, calibration=cal)
 
 
 def _name_the_narrower(made: list[dict]) -> list[dict]:
@@ -177,10 +207,11 @@ def _name_the_narrower(made: list[dict]) -> list[dict]:
 
 
 def order_and_pairs(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The models' order by prediction (highest first) and, per pair, whether the intervals separate them."""
+    """The models' order by prediction (highest first) and, per pair, whether the intervals separate them;
+    flagged models (outside the calibration models' domain) are left out."""
     order, pairs = [], []
     for (post, predictor), rows in predictions.groupby(["postgen", "predictor"], sort=False):
-        rows = rows[np.isfinite(rows["predicted"].to_numpy(np.float64))]
+        rows = rows[np.isfinite(rows["predicted"].to_numpy(np.float64)) & (rows["flag"].fillna("") == "")]
         ranked = rows.sort_values("predicted", ascending=False, kind="stable")
         for position, (_, row) in enumerate(ranked.iterrows(), 1):
             order.append({"postgen": post, "predictor": predictor, "position": position, "model": row["model"],
