@@ -52,12 +52,13 @@ def _printed(guide, command: str) -> tuple[str, str]:
 def test_a_model_of_any_framework_is_predicted_against_a_search(guide, capsys):
     folder, namespace, _ = guide
     out, _ = _printed(guide, "pregen-search predict")
-    assert "CIDEr (range [0, inf); 90% jackknife+ intervals" in out and "mine" in out and "s (the whole run)" in out
+    assert out.startswith("calibration: 6 usable model(s) of the search's 6; 80% intervals need at least 4")
+    assert "CIDEr (range [0, inf); 80% conformal intervals" in out and "mine" in out and "s (the whole run)" in out
     # Without the search's fingerprint (attach_references alone), the refusal says what differs and
     # how to fix it, as the guide shows.
     with contextlib.chdir(folder):
         attach_references(namespace["ref_probs"], "refs.jsonl").save("bare.npz")
-        assert cli.main(["predict", "--search", "runs/toy", "--refprobs", "bare.npz"]) == 2
+        assert cli.main(["predict", "--search", "runs/toy", "--refprobs", "bare.npz", "--level", "0.8"]) == 2
     error = capsys.readouterr().err
     assert "it does not say which vocabulary its model reads, and the search's models read word-" in error
     assert "attach_search_fingerprint(ref_probs, 'refs.jsonl')" in error
@@ -109,7 +110,7 @@ def test_predict_warns_on_captions_of_other_images(guide, capsys):
     """predict --captions runs the same check as select (on the toy search's 25 test images)."""
     with contextlib.chdir(guide[0]):
         assert cli.main(["predict", "--search", "runs/toy", "--refprobs", "mine.npz", "checkpoint.npz",
-                         "--captions", "other-dataset.txt", "shifted.txt"]) == 0
+                         "--captions", "other-dataset.txt", "shifted.txt", "--level", "0.8"]) == 0
     err = capsys.readouterr().err
     warned = [line.split(":")[1].strip() for line in err.splitlines() if line.startswith("warning: ")]
     assert warned == ["other-dataset.txt", "shifted.txt"], err
