@@ -252,27 +252,36 @@ def test_predict_measures_captions_of_too_few_images_without_the_own_image_check
     assert "os.fork()" not in captured.err
 
 
-def test_the_readme_fake_model_is_never_an_ordinary_row_and_gets_no_zero_width_interval(search, capsys):
-    """The README's recipe (random logits favouring the true token by 3) on the search's references: a
-    model far better than the search's four at some metrics; issue 41 saw BLEU 1.000 [1.000, 1.000]."""
-    run = FinishedSearch.open(search / "run")
+def _readme_fake(run, strength: float, path) -> str:
+    """The README's recipe (random logits favouring the true token by ``strength``) on the search's references."""
     rng = np.random.default_rng(0)
     vocabulary = 50  # token 0 ends a caption
     targets = [[[*rng.integers(1, vocabulary, length - 1), 0] for length in image if length]
                for image in run.reference_lengths]
-    logits = [[rng.normal(size=(len(ids), vocabulary)) + 3 * np.eye(vocabulary)[ids] for ids in refs]
+    logits = [[rng.normal(size=(len(ids), vocabulary)) + strength * np.eye(vocabulary)[ids] for ids in refs]
               for refs in targets]
     fake = RefProbs.from_log_probs(logits, targets, logits=True)
-    path = search / "fake.npz"
     RefProbs(fake.probs, fake.ranks, fake.mask, references=run.references).save(path)
+    return str(path)
+
+
+def test_the_readme_fake_models_are_flagged_or_withheld_and_get_no_zero_width_interval(search, capsys):
+    """The README's recipe on the search's references: at strength 3 a model far better than the search's four
+    at some metrics (issue 41 saw BLEU 1.000 [1.000, 1.000]); at 0.5 a near-random one whose perplexity lies
+    far above theirs (issue 49: given a CIDEr as confident as theirs). Four models make a loose domain (the
+    threshold is how far out one of them lies from the other three, here 5.3 spans)."""
+    run = FinishedSearch.open(search / "run")
+    paths = [_readme_fake(run, 3, search / "fake.npz"), _readme_fake(run, 0.5, search / "noise.npz")]
     out = search / "fake"
-    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", str(path), str(search / "new1.npz"),
+    assert cli.main(["predict", "--search", str(search / "run"), "--refprobs", *paths, str(search / "new1.npz"),
                      "--out", str(out), "--level", "0.5"]) == 0
     printed = capsys.readouterr().out
     frame = pd.read_csv(out / "scores.tsv", sep="\t", keep_default_na=False, na_values=[""])
-    fake_rows = frame[frame["model"] == "fake"]
-    assert (fake_rows["outside_calibration_range"] | fake_rows["flag"].notna()).all(), fake_rows
-    assert "FLAGGED: geomean_join_pplx_none" in printed or "none: " in printed
+    noise = frame[frame["model"] == "noise"]
+    assert (noise["outside_calibration_range"] | noise["flag"].notna()).all(), noise
+    assert noise["flag"].dropna().str.contains(r"geomean_join_pplx_none \d+ spans above").all()
+    assert noise.loc[noise["predictor"] == "perplexity", "outside_calibration_range"].all()
+    assert "FLAGGED: " in printed and "none: " in printed
     outside = frame[frame["outside_calibration_range"]]
     assert outside["predicted"].isna().all() and outside["low"].isna().all() and outside["high"].isna().all()
     assert set(outside["side"]) <= {"below", "above"} and (outside["distance"] > 0).all()
@@ -281,7 +290,8 @@ def test_the_readme_fake_model_is_never_an_ordinary_row_and_gets_no_zero_width_i
     assert (given["high"] > given["low"]).all()  # no zero-width interval, clipped or not
     assert "[1.000, 1.000]" not in printed and "[0.000, 0.000]" not in printed
     order = pd.read_csv(out / "order.tsv", sep="\t")
-    assert set(order["model"]) == {"new1"}  # only predicted, unflagged models are ordered
+    assert "noise" not in set(order["model"])  # only predicted, unflagged models are ordered
+    assert set(order["model"]) <= set(given.loc[given["flag"].isna(), "model"])
     for _, row in outside.iterrows():  # which side, and how far
         expected = (row["calibration_min"] - row["pregen_value"] if row["side"] == "below"
                     else row["pregen_value"] - row["calibration_max"])

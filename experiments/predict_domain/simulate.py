@@ -19,7 +19,8 @@ Two worlds:
 - ``search`` (with ``--search``): models drawn from the normal distribution with the finished
   search's mean and covariance over its models (the post-gen score and every candidate metric;
   rank n - 1, so the draws span the search's models' own directions), per post-gen metric; the
-  fixed metric is the search's chosen one over all its models (``FinishedSearch.chosen``).
+  fixed metric is the search's chosen one over all its models (``FinishedSearch.chosen``). Its
+  replications are shared out over the post-gen metrics.
 """
 from __future__ import annotations
 
@@ -108,10 +109,13 @@ def main(argv=None) -> int:
     frames = [replicate(draw, fixed, args.models, args.reps, args.levels, args.seed + 1, "latent")]
     if args.search:
         from pregen_jax.pipeline.finished import FinishedSearch
+        from pregen_jax.prediction.calibration_set import usable_models
         run = FinishedSearch.open(args.search)
+        models = usable_models(run)
         for k, (post, chosen) in enumerate(run.chosen().items()):
-            names = list(run.correlations[post]["pregen"])
-            draw, fixed = search_world(run.model_rows, names, post, chosen)
+            names = [n for n in run.correlations[post]["pregen"]
+                     if n in models.columns and np.isfinite(models[n]).all() and np.ptp(models[n]) > 0]
+            draw, fixed = search_world(models, names, post, chosen if chosen in names else names[0])
             frames.append(replicate(draw, fixed, args.models, args.reps // len(run.chosen()) + 1, args.levels,
                                     args.seed + 2 + k, f"search {post}"))
     rows = pd.concat(frames, ignore_index=True)
