@@ -113,7 +113,8 @@ def test_every_interval_holds_at_every_round_and_narrows():
         assert np.all(np.diff(high - low, axis=0) <= 1e-12)  # intersected over the rounds
         assert np.allclose(result.intervals[-1], result.table[["low", "high"]].to_numpy())
     assert missed / 40 <= 0.2
-    assert result.alpha_per_test == pytest.approx(0.2 / 10) and result.alpha_pair == pytest.approx(0.2 / 4)
+    assert result.alpha_per_test == pytest.approx(0.2 / 10) and result.alpha_drop == pytest.approx(0.2 / 2)
+    assert result.alpha_within == pytest.approx(0.2 / 2 / 4)
 
 
 def test_the_whole_split_gives_exact_intervals():

@@ -107,7 +107,7 @@ def test_the_summary_says_what_its_intervals_are_and_promises_no_budget():
     result = race_table(matrix, RaceSettings(budget=0.2, confidence=0.9, screen=0.75), prior=np.arange(4.0))
     said = interval_kind(result)
     # three raced (one screened out): each interval at 1 - 0.1/3, drops at 1 - 0.1/2
-    assert "at 96.67% (alpha/K for the K = 3 models raced)" in said and "at 95.00% (alpha/(K-1) each)" in said
+    assert "at 96.67% (alpha/K for the K = 3 models raced)" in said and "a test at 95.00%" in said
     assert "valid at every look" in said
-    assert "--budget 1" in budget_hint(0.2) and "no budget below 1 is sure" in budget_hint(0.2)
+    assert "--budget 1" in budget_hint(0.2) and "--within EPS" in budget_hint(0.2)
     assert "whole_split_score" in budget_hint(1.0) and "--budget" not in budget_hint(1.0)

@@ -54,8 +54,9 @@ def test_select_without_a_search_picks_and_labels_a_subset(files, capsys):
     # what the intervals are (issue 41): confidence sequences, simultaneous over the 3 models at alpha/3
     assert "confidence sequence, valid at every look of the race, at 98.33% (alpha/K for the K = 3" in printed
     assert "repeated looks" not in printed and "teacher-forced" not in printed
-    if "not separated from it: none" not in printed:  # no smaller budget is promised
-        assert "no budget below 1 is sure to separate them" in printed and "would likely" not in printed
+    assert "within: the pick is" in printed  # how far the pick can be from the best (issue 48)
+    if "not separated from it: none" not in printed:
+        assert "--within EPS" in printed and "would likely" not in printed
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -28,15 +28,20 @@ from pregen_jax.ranking import decisions
 MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)]
 
 
-def per_image_cider(shared: Path) -> tuple[list[str], np.ndarray]:
-    """(model names, f64[12, 1000] per-image CIDEr, whole-split frequencies)."""
+def references(shared: Path, ids: list[str]) -> dict[str, list[str]]:
+    """Flickr8k's test references of the images ``ids``, tokenized, by image id."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the split file's stray 1.jpg..5.jpg entries
         test = read_flickr8k(shared / "flickr8k")["test"]
+    row = {image_id: n for n, image_id in enumerate(test.image_ids)}
+    return {i: [" ".join(r) for r in test.captions[row[i]]] for i in ids}
+
+
+def per_image_cider(shared: Path) -> tuple[list[str], np.ndarray]:
+    """(model names, f64[12, 1000] per-image CIDEr, whole-split frequencies)."""
     folder = shared / "where-image2-captions"
     ids = (folder / "imgs_flickr8k.txt").read_text().split()
-    row = {image_id: n for n, image_id in enumerate(test.image_ids)}
-    gts = {i: [" ".join(r) for r in test.captions[row[i]]] for i in ids}
+    gts = references(shared, ids)
     matrix = []
     for model in MODELS:
         lines = (folder / f"flickr8k_{model}.txt").read_text(encoding="utf-8").split("\n")[:len(ids)]

@@ -37,6 +37,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=float, default=0.95,
                         help="1 - alpha for the whole race, its drops and its intervals each valid at every look "
                              "(confidence sequences; default 0.95)")
+    parser.add_argument("--within", type=float, default=None, metavar="EPS",
+                        help="stop the race as soon as the pick is shown at most EPS below the best of the models "
+                             "raced (on the metric's scale, e.g. 0.02 CIDEr-D), at --confidence; the race always "
+                             "prints how far below the best its pick may be")
     parser.add_argument("--seed", type=int, default=0, help="the random order of the images (default 0)")
     parser.add_argument("--assist", default="none", metavar="none",
                         help="none (the default), accepted for old scripts: assisted races (prediction-powered "
@@ -123,10 +127,11 @@ def race_settings(args: argparse.Namespace):
 
     from ..ranking.racing import RaceSettings
     options = {"budget": "--budget", "confidence": "--confidence", "seed": "--seed", "assist": "--assist",
-               "screen": "--screen-keep", "split": "--split"}
+               "screen": "--screen-keep", "split": "--split", "within": "--within"}
     try:
         return RaceSettings(budget=args.budget, confidence=args.confidence, seed=args.seed, assist=args.assist,
-                            screen=args.screen_keep if args.screen else None, split=args.split)
+                            screen=args.screen_keep if args.screen else None, split=args.split,
+                            within=args.within)
     except pydantic.ValidationError as err:
         first = err.errors(include_url=False)[0]
         option = options.get(str(first["loc"][0]) if first["loc"] else "", "select")

@@ -109,6 +109,31 @@ def cider_d_layers(corpus: Corpus, layers: np.ndarray, sigma: float = SIGMA) -> 
     return scores
 
 
+def score_bound(corpus: Corpus) -> np.ndarray:
+    """f64[images]: the highest CIDEr-D any candidate can get on each image of ``corpus`` (document
+    frequencies over all its images), from its references alone.
+
+    For order n the score sums min(w_c, w_r) w_r / (|c| |r_j|) * penalty over the M references and
+    divides by M; the entries are nonnegative and the penalty at most 1, so by Cauchy-Schwarz it is at
+    most c_hat . (sum_j r_hat_j) / M <= |sum_j r_hat_j| / M (r_hat_j: reference j's unit vector, 0 where
+    its norm is 0, as the scorer then adds nothing). The bound is 10 x the mean over the four orders
+    of that norm: a race's drops bet against the worst difference, and this is often a third below
+    the range's 10 (``ranking.racing``: a tighter range, more power, the same guarantee).
+    """
+    log_size = np.log(max(corpus.images, 1))
+    squared = np.zeros((MAX_ORDER, corpus.images))
+    for n in range(MAX_ORDER):
+        j = corpus.joined(n + 1)
+        r_weight, ref_norm = _reference_weights(j, log_size, j.df[j.group], corpus.R)
+        norm = ref_norm[j.r_ref]
+        unit = np.where(norm > 0, r_weight / np.where(norm > 0, norm, 1.0), 0.0)
+        image = corpus.ref_image[j.r_ref]
+        key, at = np.unique(image * (int(j.group.max(initial=0)) + 1) + j.group, return_inverse=True)
+        summed = np.bincount(at.ravel(), unit, len(key))
+        squared[n] = np.bincount(key // (int(j.group.max(initial=0)) + 1), summed ** 2, corpus.images)
+    return 10.0 * (np.sqrt(squared) / np.maximum(corpus.ref_count, 1)).mean(axis=0)
+
+
 def _tf_idf(tf: np.ndarray, log_size, df: np.ndarray) -> np.ndarray:
     """f64[E]: each entry's weight, tf * (log(images of its block) - log(max(1, df)))."""
     return tf * (log_size - np.log(np.maximum(1.0, df)))

@@ -60,9 +60,10 @@ import pydantic
 from pydantic import Field
 
 from ..settings import Seed, settings
-from . import confseq
+from . import confseq, drops
 
 MIN_ROUND = 16  # images in the first round, at least
+RACE_TRUNCATION = 0.9  # c of a race's sequences (confseq.Tuning): any c < 1 is valid, a larger one bets harder
 CIDER_D_RANGE = (0.0, 10.0)  # per-image CIDEr-D (pycocoevalcap: ten times a mean of clipped cosines)
 STATUS_PICKED = "picked"
 STATUS_LEFT = "not separated"  # still in the race when it ended, not the pick
@@ -88,6 +89,8 @@ class RaceSettings:
     screen: race only this share of the candidates, those the prior ranks best (None: all).
     split: the split whose images a race of a search's models scores ("val" selects; "test"
       checks a pick against the search's whole-split scores).
+    within: stop once the pick is shown at most this far below the best of the candidates raced
+      (``RaceResult.within``; None: race until one is left or the budget is spent).
     """
 
     budget: Share = 0.1
@@ -96,6 +99,7 @@ class RaceSettings:
     assist: str = "none"
     screen: Share | None = None
     split: Literal["val", "test"] = "val"
+    within: Annotated[float, Field(ge=0)] | None = None
 
     @pydantic.field_validator("assist")
     @classmethod
@@ -113,16 +117,21 @@ class RaceResult:
       ``rounds`` (rounds it was scored in), ``images_scored``, ``estimate`` (its mean score on
       its images), ``low``/``high`` (its confidence sequence after its last round, intersected
       over its rounds), ``status`` (``picked``, ``dropped in round k``, ``not separated``,
-      ``screened out``), ``picked``.
+      ``screened out``), ``picked``, ``within`` (the pick's row: ``within``; NaN on the others).
     picked: index of the chosen candidate.
     not_separated: indices still in the race at the end besides the pick.
     images_scored: image scorings spent in all; ``cost`` is that over candidates x images.
     rounds: round sizes (cumulative images) actually run.
     alpha_per_test: one side of each candidate's interval (alpha / (2 K)).
     assist: ``screened`` (how many were screened out).
-    alpha_pair: the level of each one-sided difference sequence that drops (alpha / (K - 1)).
+    alpha_drop: the level of the drop rule (alpha / 2: P(the best is dropped) <= alpha / 2).
     intervals: f64[rounds, candidates, 2]: every candidate's (low, high) after each round (a
       dropped one keeps its last; NaN before it is scored and for the screened out).
+    within: W after the last round: the pick is at most W below the best of the K raced, at
+      1 - alpha together with the drops (``drops``); 0 when every other candidate was dropped.
+    within_history: W after each round.
+    alpha_within: the level of each pair's one-sided sequence in W (alpha / (2 (K - 1))).
+    stopped_by_within: the race ended because W reached ``RaceSettings.within``.
     """
 
     table: pd.DataFrame
@@ -133,8 +142,12 @@ class RaceResult:
     rounds: list[int]
     alpha_per_test: float
     assist: dict = dataclasses.field(default_factory=dict)
-    alpha_pair: float = math.nan
+    alpha_drop: float = math.nan
     intervals: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 2)))
+    within: float = math.inf
+    within_history: list[float] = dataclasses.field(default_factory=list)
+    alpha_within: float = math.nan
+    stopped_by_within: bool = False
 
 
 def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int]:
@@ -213,43 +226,64 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         raise ValueError(f"screen {screen}: no candidate left to race")
 
     alpha = 1 - settings.confidence
-    alpha_single = alpha / len(racing)  # two-sided, every candidate's sequence from the first look
-    alpha_pair = alpha / max(len(racing) - 1, 1)  # one-sided, a candidate's difference to each other
+    racers = len(racing)
+    alpha_single = alpha / racers  # two-sided, every candidate's sequence from the first look
+    alpha_drop = alpha / 2  # one-sided, each candidate's evidence against the leaders (drops.py)
+    alpha_within = alpha / 2 / max(racers - 1, 1)  # one-sided, the pick's distance to each survivor
     total_budget = settings.budget * num_images * num_candidates
-    sizes = round_sizes(num_images, len(racing), min(1.0, total_budget / (num_images * len(racing))))
+    sizes = round_sizes(num_images, racers, min(1.0, total_budget / (num_images * racers)))
     images = np.random.default_rng(settings.seed).permutation(num_images)
+    width = high_score - low_score
 
     scores = np.full((num_candidates, num_images), np.nan)  # by position in ``images``
+    plan = np.full(num_images, np.nan)  # per draw: the images per survivor the bets were sized for
     bounds = np.full((num_candidates, 2), np.nan)
     bounds[racing] = score_range  # intersected with every look's sequence
-    history = []
-    pair_upper: dict[tuple[int, int], float] = {}
+    history, within_history = [], []
+    pair_bounds: dict[tuple[int, int], float] = {}
+    evidence = np.zeros(num_candidates)  # log E_c: each candidate's evidence against the leaders
     alive = list(racing)
+    leader = racing[0]  # before any draw: the prior's best
     status = {c: STATUS_LEFT if c in racing else STATUS_SCREENED for c in range(num_candidates)}
     rounds_in = np.zeros(num_candidates, int)
     budget_left = total_budget
     done = 0
+    within = math.inf
+    stopped_by_within = False
     run: list[int] = []
     for k, size in enumerate(sizes, start=1):
         new = round_images(size, done, len(alive), budget_left)
         if new is None:
             break
         size = done + new
+        plan[done:size] = min(num_images, done + budget_left / len(alive))  # fixed before the round's draws
         for c in alive:
             scores[c, done:size] = _checked(score_images(c, images[done:size]), new, names[c], (low_score, high_score))
             rounds_in[c] += 1
         budget_left -= new * len(alive)
+        others = [c for c in alive if c != leader]
+        if others:  # the round's factors, draw by draw, against the leader fixed at the previous look
+            differences = confseq.difference_to_unit(scores[leader, :size] - scores[others, :size], score_range)
+            evidence[others] += drops.leader_log_evidence(
+                differences, done, num_images, alpha_drop, _tuning(plan[:size], width / 10 / (2 * width))).sum(1)
         done = size
         run.append(size)
         low, high = confseq.two_sided(confseq.to_unit(scores[alive, :done], score_range), num_images, alpha_single,
-                                      [done])
+                                      [done], _tuning(plan[:done], 0.1))
         bounds[alive, 0] = np.maximum(bounds[alive, 0], confseq.from_unit(low[:, 0], score_range))
         bounds[alive, 1] = np.minimum(bounds[alive, 1], confseq.from_unit(high[:, 0], score_range))
-        if len(alive) > 1:
-            alive = _survivors(scores[:, :done], alive, prior_rank, alpha_pair, status, k, num_images, score_range,
-                               pair_upper)
+        for c in others:
+            if evidence[c] >= math.log(1 / alpha_drop):
+                status[c] = f"dropped in round {k}"
+        alive = [c for c in alive if not status[c].startswith("dropped")]
+        means = scores[alive, :done].mean(1)
+        leader = alive[min(range(len(alive)), key=lambda j: (-means[j], prior_rank[alive[j]]))]
+        within = _within(scores[:, :done], alive, leader, num_images, alpha_within, score_range, plan[:done],
+                         pair_bounds)
         history.append(bounds.copy())
-        if len(alive) == 1:
+        within_history.append(within)
+        stopped_by_within = len(alive) > 1 and settings.within is not None and within <= settings.within
+        if len(alive) == 1 or stopped_by_within:
             break
 
     counts = (~np.isnan(scores)).sum(1)
@@ -261,11 +295,39 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         "candidate": names, "prior_rank": prior_rank, "rounds": rounds_in, "images_scored": counts,
         "estimate": estimates, "low": bounds[:, 0], "high": bounds[:, 1],
         "status": [status[c] for c in range(num_candidates)],
-        "picked": [c == picked for c in range(num_candidates)]})
+        "picked": [c == picked for c in range(num_candidates)],
+        "within": [within if c == picked else math.nan for c in range(num_candidates)]})
     spent = int(counts.sum())
     return RaceResult(table, picked, [c for c in alive if c != picked], spent,
                       spent / (num_candidates * num_images), run, alpha_single / 2,
-                      {"screened": num_candidates - len(racing)}, alpha_pair, np.array(history).reshape(-1, num_candidates, 2))
+                      {"screened": num_candidates - len(racing)}, alpha_drop,
+                      np.array(history).reshape(-1, num_candidates, 2), within, within_history, alpha_within,
+                      stopped_by_within)
+
+
+def _tuning(plan: np.ndarray, prior_sd: float) -> confseq.Tuning:
+    """A race's bets: sized for the images each survivor is planned to get (per draw), staking up to
+    ``RACE_TRUNCATION`` of the capital, with a prior standard deviation of a tenth of the range (on [0, 1]:
+    ``prior_sd``), not the largest possible (1/2)."""
+    return confseq.Tuning(truncation=RACE_TRUNCATION, plan=plan, prior_variance=prior_sd ** 2)
+
+
+def _within(scores: np.ndarray, alive: list[int], pick: int, num_images: int, alpha_within: float,
+            score_range: tuple[float, float], plan: np.ndarray, pair_bounds: dict[tuple[int, int], float]) -> float:
+    """W: the largest upper bound of mu_j - mu_pick over the survivors j (0 when none is left
+    beside the pick), each one-sided at ``alpha_within`` and intersected with the same pair's
+    earlier bounds in ``pair_bounds`` (``drops``'s docstring: why it holds for a pick chosen from
+    the data). ``scores: f[M, done]``."""
+    others = [j for j in alive if j != pick]
+    if not others:
+        return 0.0
+    width = score_range[1] - score_range[0]
+    differences = confseq.difference_to_unit(scores[others] - scores[pick], score_range)
+    upper = confseq.difference_from_unit(
+        drops.pair_upper(differences, num_images, alpha_within, _tuning(plan, width / 10 / (2 * width))), score_range)
+    for j, bound in zip(others, upper):
+        pair_bounds[j, pick] = min(float(bound), pair_bounds.get((j, pick), math.inf))
+    return max(0.0, max(pair_bounds[j, pick] for j in others))
 
 
 def _checked(values, count: int, name: str, score_range: tuple[float, float]) -> np.ndarray:
@@ -278,28 +340,6 @@ def _checked(values, count: int, name: str, score_range: tuple[float, float]) ->
         raise ValueError(f"candidate {name}: score {float(values[outside][0])!r} outside the metric's range "
                          f"[{score_range[0]:g}, {score_range[1]:g}], which the race's bounds assume")
     return values
-
-
-def _survivors(scores: np.ndarray, alive: list[int], prior_rank: np.ndarray, alpha_pair: float, status: dict,
-               k: int, num_images: int, score_range: tuple[float, float],
-               pair_upper: dict[tuple[int, int], float]) -> list[int]:
-    """Candidates not shown worse than the leader on the images all of them were scored on: the
-    upper bound of each one's difference to the leader (one-sided at ``alpha_pair``, intersected
-    with the same pair's earlier bounds in ``pair_upper``) is not below zero."""
-    means = scores[alive].mean(1)
-    leader = alive[int(min(range(len(alive)), key=lambda j: (-means[j], prior_rank[alive[j]])))]
-    others = [c for c in alive if c != leader]
-    differences = confseq.difference_to_unit(scores[others] - scores[leader], score_range)
-    upper = confseq.difference_from_unit(
-        confseq.one_sided(differences, num_images, alpha_pair, [scores.shape[1]], "upper")[:, 0], score_range)
-    keep = [leader]
-    for c, bound in zip(others, upper):
-        bound = pair_upper[c, leader] = min(float(bound), pair_upper.get((c, leader), math.inf))
-        if bound < 0:
-            status[c] = f"dropped in round {k}"
-        else:
-            keep.append(c)
-    return sorted(keep, key=alive.index)
 
 
 def prior_order(prior: np.ndarray) -> np.ndarray:

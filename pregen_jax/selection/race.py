@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .. import postgen
+from ..postgen import cider as cider_scorer
 from ..datasets import tokenize
 from ..ranking.racing import RaceResult, RaceSettings, prior_order, race, screen_size
 
@@ -150,13 +151,27 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     keep = None if settings.screen is None else screen_size(len(candidates), settings.screen)
     racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
     result = race(score_images, len(candidates), len(references), settings, prior, names, None, keep,
-                  score_range=postgen.REGISTRY[metric].score_range)
+                  score_range=score_range(metric, all_gts, idf_gts))
     if complete:
         for c in racing:
             missing = np.flatnonzero(np.isnan(seen[c]))
             if len(missing):
                 score_images(c, missing)
     return Selection(result, metric, seconds, settings, seen)
+
+
+def score_range(metric: str, gts: dict, idf_gts: dict) -> tuple[float, float]:
+    """The per-image scores a race on ``metric`` can see on the images of ``gts`` (the registry's range;
+    for CIDEr-D its highest score on any of these images, from their references alone:
+    ``postgen.cider.score_bound``, a third or so below 10 with five references, which makes the
+    drops' bets larger)."""
+    low, high = postgen.REGISTRY[metric].score_range
+    if metric != "CIDEr" or not gts:
+        return low, high
+    corpus = cider_scorer.Corpus.build(list(idf_gts.values()), [], [])
+    position = {key: k for k, key in enumerate(idf_gts)}
+    bound = cider_scorer.score_bound(corpus)[[position[key] for key in gts]]
+    return low, min(high, float(bound.max()) * (1 + 1e-9))  # float slack: the scorer's sums in another order
 
 
 def lookup(captions: Sequence) -> Callable[[np.ndarray], list]:
