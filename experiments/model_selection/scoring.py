@@ -175,7 +175,7 @@ def score_search_model(trained, split, vocab, cider_metric, path: Path) -> dict:
     if path.is_file():
         return _load_npz(path)
     data = Data(CaptionDataset("search", {"test": split}), vocab, {})
-    metrics = LazyMetrics(PostgenConfig(metrics=["CIDEr"]), data, started={"CIDEr": cider_metric})
+    metrics = LazyMetrics(PostgenConfig(metrics=["CIDEr"], tokenizer="alnum-lower"), data, started={"CIDEr": cider_metric})
     settings = FlowSettings(SearchConfig(generation=GenerationConfig(beam_width=3)), metrics, tiers.DEFAULT_SPACE,
                             progress=False, warn_unknown=False)
     model = score_model(SearchModel(trained.model.arch, "search", "final", "search model", trained), data, settings)

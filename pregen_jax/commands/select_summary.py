@@ -23,8 +23,7 @@ def summary_lines(table, selection, seconds: float, where: str | None = None) ->
     models = raced(race)
     left = [name(table.iloc[c]) for c in race.not_separated]
     estimate = (f"{metric} {pick['estimate']:.4f} [{pick['low']:.4f}, {pick['high']:.4f}] estimated for all "
-                f"{split_size} {where} from a subset of {scored}, at {level} confidence for the whole race: "
-                f"{interval_kind(race)}")
+                f"{split_size} {where} from a subset of {scored}")
     if scored >= split_size:  # every image scored: the answer is exact on these images
         lines = [f"picked {name(pick)}: {metric} {pick['estimate']:.4f} on all {split_size} {where} (every image "
                  "scored: the best of these models on these images, exactly; whether it is better on new images is "
@@ -35,6 +34,8 @@ def summary_lines(table, selection, seconds: float, where: str | None = None) ->
                  within_line(race, metric, level)]
     else:
         lines = [f"picked {name(pick)}: {estimate}", within_line(race, metric, level)]
+    if scored < split_size:
+        lines.append(f"intervals: at {level} confidence for the whole race: {interval_kind(race)}")
     if math.isfinite(whole) and scored < split_size:
         lines.append(f"{name(pick)}'s {metric} on all {split_size} {where}: {whole:.4f} (every image scored after "
                      f"the race; it picked on {scored} of them)")

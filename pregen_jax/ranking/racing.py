@@ -13,24 +13,32 @@ betting sequences of Waudby-Smith and Ramdas, on scores rescaled from the metric
 (``score_range``: [0, 10] for CIDEr-D per image, [0, 1] for ROUGE-L, WMD and SPICE) to [0, 1].
 With K candidates raced and alpha = 1 - confidence:
 
-- drops: after round k each survivor c has scores on the same n_k images as the leader L (the
-  survivor with the best mean); c leaves when the upper bound of a one-sided sequence for the
-  split's mean of d = s_c - s_L (differences rescaled from [-w, w] to [0, 1], w the range's
-  width) is below zero, each such sequence at alpha / (K - 1), the number of pairs a candidate
-  is compared in (its differences to every other). The candidate best on the whole split then
-  stays in the race with probability at least 1 - alpha, however many rounds are run and
-  whichever candidates lead;
+- drops (issue 48): every candidate c keeps one capital process against whoever leads, bet
+  draw by draw on the leader of the previous look beating c on the next image, and leaves when
+  it reaches 1 / (alpha / 2) (``drops``: why the best then stays with probability at least
+  1 - alpha / 2 with no split over the K - 1 pairs, and why the process must run forward only);
 - intervals: each candidate's ``low``/``high`` is a two-sided sequence for its split mean at
   alpha / K, from the first look on, intersected over the looks: all K intervals hold together,
   at every round, with probability at least 1 - alpha, so the printed interval covers whichever
   candidate is picked, despite the picking (the pick's estimate, its mean on its images, is
   still optimistic: the interval, not the estimate, is what holds).
 
-This replaced (issue 41) a t bound with Bonferroni over rounds and candidates, whose nominal
-90% intervals covered 0.83-0.89 at 30-60 images on the model-selection study's grids
-(experiments/model_selection/README.md has both, measured on the same races). Bounded-range
-validity has a price: with a range of [0, 10] for CIDEr-D, a few dozen images rarely separate
-candidates, and the intervals are wide until the race has scored a good share of the split.
+- within: after every round, how far below the best of the K the pick can be (``drops``): the
+  largest upper bound of mu_j - mu_pick over the survivors j, each pair's sequence at
+  alpha / (2 (K - 1)); with the drops, it holds at 1 - alpha at every look, so ``within`` in the
+  settings may stop the race.
+
+The sequences' bets are sized for the race (``_tuning``): for the images each survivor is planned
+to get (fixed before each round's draws, so they stay predictable), staking up to
+``RACE_TRUNCATION`` of the capital, with a prior standard deviation of a tenth of the range. The
+range is the caller's: for CIDEr-D ``selection.race.score_range`` gives the highest score any caption
+can get on the split's images (from their references), often a third below 10.
+
+History: issue 41 replaced a t bound with Bonferroni over rounds and candidates (nominal 90%
+intervals covered 0.83-0.89 at 30-60 images) by confidence sequences with drops on paired
+sequences at alpha / (K - 1) and the paper's default bets on [0, 10]: valid, but no checkpoint
+was dropped at budgets up to 25%. Issue 48 replaced those drops by the leader's capital process
+and tuned the bets; experiments/model_selection/README.md has both, measured on the same races.
 
 Assisted races (prediction-powered estimates from one teacher-forced pass; their estimator and features now live in
 experiments/model_selection/ppi.py and cheap_features.py)

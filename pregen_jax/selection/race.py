@@ -151,7 +151,7 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     keep = None if settings.screen is None else screen_size(len(candidates), settings.screen)
     racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
     result = race(score_images, len(candidates), len(references), settings, prior, names, None, keep,
-                  score_range=score_range(metric, all_gts, idf_gts))
+                  score_range=score_range(metric, all_gts, idf_gts, tokenized))
     if complete:
         for c in racing:
             missing = np.flatnonzero(np.isnan(seen[c]))
@@ -160,15 +160,18 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     return Selection(result, metric, seconds, settings, seen)
 
 
-def score_range(metric: str, gts: dict, idf_gts: dict) -> tuple[float, float]:
+def score_range(metric: str, gts: dict, idf_gts: dict, tokenized: bool = False) -> tuple[float, float]:
     """The per-image scores a race on ``metric`` can see on the images of ``gts`` (the registry's range;
     for CIDEr-D its highest score on any of these images, from their references alone:
     ``postgen.cider.score_bound``, a third or so below 10 with five references, which makes the
-    drops' bets larger)."""
+    drops' bets larger). The largest bound over the split, not over the images not yet drawn: valid
+    at every draw, and as tight until the race has drawn most of the split. ``tokenized``: the
+    references are scored as they are (else as ``postgen.score`` tokenizes them)."""
     low, high = postgen.REGISTRY[metric].score_range
     if metric != "CIDEr" or not gts:
         return low, high
-    corpus = cider_scorer.Corpus.build(list(idf_gts.values()), [], [])
+    refs = [list(r) if tokenized else postgen.tokenized(list(r)) for r in idf_gts.values()]
+    corpus = cider_scorer.Corpus.build(refs, [], [])
     position = {key: k for k, key in enumerate(idf_gts)}
     bound = cider_scorer.score_bound(corpus)[[position[key] for key in gts]]
     return low, min(high, float(bound.max()) * (1 + 1e-9))  # float slack: the scorer's sums in another order
