@@ -84,3 +84,16 @@ def test_captions_of_another_split_name_the_split_raced(tmp_path, capsys):
                      str(tmp_path / "b.jsonl"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "a.jsonl: line 1: image '20.jpg' is not in the val split of" in err, err
+
+
+def test_files_not_separated_say_so_first_and_how_far_the_pick_may_be(files, capsys):
+    # two copies of one file: no race can separate them; the answer leads with that, then `within`
+    out = files / "same"
+    (files / "copy.json").write_text((files / "m0.json").read_text())
+    assert cli.main(["select", "--references", str(files / "refs.json"), "--captions", str(files / "m0.json"),
+                     str(files / "copy.json"), "--budget", "0.3", "--out", str(out)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("tokenizer:")]
+    assert lines[0].startswith("not separated: none of the 2 models could be told apart on ")
+    assert "may be up to" in lines[0] and lines[1].startswith("within: the pick is at most ")
+    table = pd.read_csv(out / "select.tsv", sep="\t")
+    assert table["within"].notna().sum() == 1 and float(table["within"].dropna().iloc[0]) > 0

@@ -30,7 +30,8 @@ def summary_lines(table, selection, seconds: float, where: str | None = None) ->
                  "a question for `pregen-search evaluate`'s paired test)"]
     elif left and len(left) == models - 1:
         lines = [f"not separated: none of the {models} models could be told apart on {scored} of the {split_size} "
-                 f"{where}; the highest estimate is {name(pick)}'s, {estimate}",
+                 f"{where}, and the one with the highest estimate may be up to {race.within:.4f} {metric} below the "
+                 f"best; that is {name(pick)}, {estimate}",
                  within_line(race, metric, level)]
     else:
         lines = [f"picked {name(pick)}: {estimate}", within_line(race, metric, level)]
