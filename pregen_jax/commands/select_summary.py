@@ -45,8 +45,8 @@ def summary_lines(table, selection, seconds: float, where: str | None = None) ->
         if left:
             lines.append(budget_hint(settings.budget))
     if scored < split_size and not math.isfinite(whole):
-        lines.append(f"note: the estimate is optimistic (the race picks the model whose estimate came out highest, "
-                     f"so its score on the whole split is likely lower); the interval and `within` hold")
+        lines.append("note: the estimate is optimistic (the race picks the model whose estimate came out highest, "
+                     "so its score on the whole split is likely lower); the interval and `within` hold")
     total = race.images_scored / race.cost if race.cost else 0
     lines.append(f"cost: {race.images_scored} images decoded and scored of {int(round(total))} "
                  f"({100 * race.cost:.1f}% of scoring every model on every image); {seconds:.1f} s the whole run: "

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .. import postgen
-from ..postgen import cider as cider_scorer
 from ..datasets import tokenize
+from ..postgen import cider as cider_scorer
 from ..ranking.racing import RaceResult, RaceSettings, prior_order, race, screen_size
 
 
