@@ -71,11 +71,12 @@ def _run(args: argparse.Namespace) -> int:
     with warnings_as_lines():
         table, selection, notes, where = (_race_files(args, settings) if args.search is None
                                           else _race_search(args, settings))
-    for note in [*notes, f"signature: {table['signature'].iloc[0]}"]:  # how every score of the race is computed
+    for note in notes:
         print(note)
     with io.staged_folder(out) as staging:
         io.write_tsv(table, staging / "select.tsv")
     print("\n".join(summary_lines(table, selection, time.perf_counter() - start, where)))
+    print(f"signature: {table['signature'].iloc[0]}")  # how every score of the race is computed
     print(f"wrote {out}/select.tsv")
     print(WORDS)
     return 0
