@@ -74,6 +74,8 @@ def test_the_ranks_are_the_definitions_and_the_check_reads_every_image_up_to_the
     words = sorted({w for c in captions for w in c.split()})
     mixed = [" ".join(rng.choice(words, 5)) if k % 3 else c for k, c in enumerate(captions)]
     np.testing.assert_array_equal(own_image_ranks(refs, mixed), _ranks_by_loops(refs, mixed))
+    odd = [[r.replace(" ", "\x00", 1).upper() for r in rs] for rs in refs]  # the texts' separator inside a text
+    np.testing.assert_array_equal(own_image_ranks(odd, mixed), _ranks_by_loops(odd, mixed))
     assert caption_fit(refs * 3, mixed * 3, cap=50).images == 50 and caption_fit(refs, mixed).images == 40
 
 

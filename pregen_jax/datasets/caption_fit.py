@@ -56,6 +56,8 @@ _GRID = 1 << 20  # the weights' grid (see own_image_ranks)
 
 Text = str | Sequence[str]  # a caption or a reference: a string, or its tokens
 _WORD = re.compile(r"[^\W_]+")
+_SEPARATOR = "\x00"  # not a word character: never inside a word
+_TOKEN = re.compile(r"[^\W_]+|\x00")
 
 
 @functools.cache
@@ -139,7 +141,7 @@ def caption_fit(references: Sequence[Sequence[Text]], captions: Sequence[Text], 
     chosen = sorted(random.Random(seed).sample(range(n), cap)) if n > cap else range(n)
     checked = [captions[i] for i in chosen]
     ranks = own_image_ranks([references[i] for i in chosen], checked)
-    return judged(ranks, len({" ".join(_words(c)) for c in checked}))
+    return judged(ranks, len({(c if isinstance(c, str) else " ".join(c)).strip().lower() for c in checked}))
 
 
 def judged(ranks: np.ndarray, distinct: int) -> CaptionFit:
@@ -161,22 +163,16 @@ def own_image_ranks(references: Sequence[Sequence[Text]], captions: Sequence[Tex
     import scipy.sparse as sparse  # its C product: a numpy gather of the same was 2-3x slower (temporaries)
     n = len(captions)
     vocabulary: dict[str, int] = {}
-    columns, held, per_image = [], [], []  # each image's words, the references holding each, how many words
-    for refs in references:
-        counts: dict[str, int] = {}
-        for ref in refs:
-            for word in set(_words(ref)):
-                counts[word] = counts.get(word, 0) + 1
-        columns += [vocabulary.setdefault(word, len(vocabulary)) for word in counts]
-        held += counts.values()
-        per_image.append(len(counts))
-    words, columns = len(vocabulary), np.array(columns, np.int64)
-    weight = _weights(np.bincount(columns, minlength=words), n)
-    by_image = sparse.csr_matrix((np.array(held, np.float64), columns, np.cumsum([0, *per_image])), shape=(n, words))
-    found = [[vocabulary[w] for w in set(_words(caption)) if w in vocabulary]  # a word no reference holds never counts
-             for caption in captions]
-    at = np.array([w for f in found for w in f], np.int64)
-    by_caption = sparse.csr_matrix((weight[at], at, np.cumsum([0, *map(len, found)])), shape=(n, words))
+    # every reference's words, each once per reference, then each image's words with the references holding them
+    ref, word = _word_ids([text for refs in references for text in refs], vocabulary, add=True)
+    image = np.repeat(np.arange(n), [len(refs) for refs in references])[ref]
+    words = len(vocabulary)
+    pair, held = np.unique(image * words + word, return_counts=True)            # sorted: image-major
+    weight = _weights(np.bincount(pair % words, minlength=words), n)
+    starts = np.searchsorted(pair // words, np.arange(n + 1))
+    by_image = sparse.csr_matrix((held.astype(np.float64), pair % words, starts), shape=(n, words))
+    row, column = _word_ids(captions, vocabulary, add=False)  # a word no reference holds never counts
+    by_caption = sparse.csr_matrix((weight[column], column, np.searchsorted(row, np.arange(n + 1))), shape=(n, words))
     own = np.asarray(by_caption.multiply(by_image).sum(axis=1)).ravel()[:, None]  # f64[n, 1]
     above = np.zeros(n)  # sum over images of sign(fit - own): (#fitting better) - (#fitting less)
     for start in range(0, n, _BLOCK):  # images start.. : every caption's fit to each, f64[n, block]
@@ -196,6 +192,27 @@ def _weights(images_holding: np.ndarray, images: int) -> np.ndarray:
 
 def _words(text: Text) -> list[str]:
     return _WORD.findall((text if isinstance(text, str) else " ".join(text)).lower())
+
+
+def _word_ids(texts: Sequence[Text], vocabulary: dict[str, int], add: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(i64[m] text, i64[m] word id), sorted by text then word: each distinct word of each text once,
+    by ``vocabulary`` (new words added where ``add``, else left out). One regex pass over all the
+    texts joined by a separator the words never hold, so no Python work per text but the join."""
+    strings = [t if isinstance(t, str) else " ".join(t) for t in texts]
+    joined = _SEPARATOR.join(strings).lower() + _SEPARATOR
+    if joined.count(_SEPARATOR) != len(strings):  # a text holding the separator itself: a space instead
+        joined = _SEPARATOR.join(t.replace(_SEPARATOR, " ") for t in strings).lower() + _SEPARATOR
+    tokens = _TOKEN.findall(joined)
+    if add:
+        ids = [vocabulary.setdefault(w, len(vocabulary)) if w != _SEPARATOR else -1 for w in tokens]
+    else:
+        ids = [vocabulary.get(w, -2) if w != _SEPARATOR else -1 for w in tokens]
+    ids = np.array(ids, np.int64)
+    separator = ids == -1
+    text = np.cumsum(separator) - separator  # each token's text: separators before it
+    kept = ids >= 0
+    keys = np.unique(text[kept] * max(1, len(vocabulary)) + ids[kept])
+    return keys // max(1, len(vocabulary)), keys % max(1, len(vocabulary))
 
 
 def warn_if_misfit(references: Sequence[Sequence[Text]], captions: Sequence[Text], source: str) -> CaptionFit | None:
