@@ -66,7 +66,7 @@ def evaluate(model, params, features, gts, vocab) -> dict:
     """Test CIDEr-D (postgen, evaluate's scorer) and the share of bad endings, beam 3."""
     captions = generate_captions(model, params, features, vocab, beam_width=3, max_len=50, min_len=5, progress=False)
     res = {i: [" ".join(c)] for i, c in enumerate(captions)}
-    cider, per_image = postgen.score("CIDEr", gts, res)
+    cider, per_image = postgen.score("CIDEr", gts, res, tokenizer="alnum-lower")  # as its table was made (before ptb became the default)
     bad = np.mean([bool(c) and c[-1] in BAD_ENDINGS for c in captions])
     return {"cider": round(float(cider), 4), "bad_endings": round(float(bad), 4),
             "distinct": len({r[0] for r in res.values()}), "example": res[0][0],
