@@ -1,7 +1,7 @@
 """Coverage and width of `predict`'s intervals after it chooses its metric: a simulation.
 
     python experiments/predict_domain/simulate.py [--reps 1000] [--models 20] [--metrics 504]
-        [--rho-max 0.95] [--levels 0.8 0.9] [--search runs/demo]
+        [--rho-max 0.95] [--levels 0.8 0.9] [--search runs/demo [--skip-latent]]
 
 Each replication draws ``models + 1`` exchangeable models; the first ``models`` calibrate, the
 last is predicted by the four methods of ``interval_methods`` (the metric chosen by R^2 among
@@ -103,10 +103,12 @@ def main(argv=None) -> int:
     parser.add_argument("--levels", type=float, nargs="+", default=[0.8, 0.9])
     parser.add_argument("--search", default=None, help="a finished search (the full demo's) for the second world")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-latent", action="store_true", help="only the search's world")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     draw, fixed = latent_world(np.random.default_rng(args.seed), args.models, args.metrics, args.rho_max)
-    frames = [replicate(draw, fixed, args.models, args.reps, args.levels, args.seed + 1, "latent")]
+    frames = [] if args.skip_latent else [replicate(draw, fixed, args.models, args.reps, args.levels, args.seed + 1,
+                                                    "latent")]
     if args.search:
         from pregen_jax.pipeline.finished import FinishedSearch
         from pregen_jax.prediction.calibration_set import usable_models
@@ -121,9 +123,10 @@ def main(argv=None) -> int:
     rows = pd.concat(frames, ignore_index=True)
     pd.set_option("display.width", 200)
     fmt = {"float_format": lambda v: f"{v:.3f}", "index": False}
-    print(f"{args.models} calibration models, {args.metrics} candidate metrics (latent world, rho up to "
-          f"{args.rho_max}), {args.reps} replications")
-    print(summary(rows[rows["world"] == "latent"], ["world", "level", "method"]).to_string(**fmt))
+    print(f"{args.models} calibration models, {args.reps} replications" + ("" if args.skip_latent else
+          f"; latent world: {args.metrics} candidate metrics, rho up to {args.rho_max}"))
+    if not args.skip_latent:
+        print(summary(rows[rows["world"] == "latent"], ["world", "level", "method"]).to_string(**fmt))
     if args.search:
         searched = rows[rows["world"] != "latent"].assign(world="search (all post-gen metrics)")
         print(summary(searched, ["world", "level", "method"]).to_string(**fmt))
