@@ -31,6 +31,7 @@ def _run(args: argparse.Namespace) -> int:
     from .. import io
     from ..pipeline.finished import FinishedSearch
     from ..prediction import calibration_set, predict_scores
+    from ..prediction.calibrated import load_checked
     start = time.perf_counter()
     renamed(args, COMMAND.name)
     check_caption_files(args.captions or [], "--captions")  # before the search opens
@@ -40,9 +41,10 @@ def _run(args: argparse.Namespace) -> int:
     run = FinishedSearch.open(args.search)
     calibration = calibration_set(run, args.pregen, args.level)  # refuses too few models before any work
     out = io.check_out_folder(args.out) if args.out else None
+    loaded = load_checked(run, args.refprobs)  # every file matched to the search before a line is printed
     print(calibration.describe(), flush=True)
     with warnings_as_lines():
-        scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions, calibration)
+        scores = predict_scores(run, args.refprobs, args.pregen, args.level, args.captions, calibration, loaded)
     print(_render(scores))
     print(f"tokenizer: {run.tokenizer} (the search's own: its scores, and any --captions measured here)")
     print(f"{len(args.refprobs)} model(s) predicted in {time.perf_counter() - start:.1f} s (the whole run)")

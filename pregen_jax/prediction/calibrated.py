@@ -154,17 +154,19 @@ def _disagreement(placement: domain.Placement, chosen: str) -> str:
 
 
 def predict_scores(run: FinishedSearch, paths: list, pregen: str | None = None, level: float = 0.9,
-                   captions: list | None = None, calibration: CalibrationSet | None = None) -> Scores:
+                   captions: list | None = None, calibration: CalibrationSet | None = None,
+                   loaded: list[RefProbs] | None = None) -> Scores:
     """Predict every post-gen metric of the run for each RefProbs file in ``paths`` (see the module docstring);
     with ``captions`` (one file per model, same order), measure each model's post-gen scores too.
-    ``calibration``: the run's ``calibration_set`` when the caller has it already."""
+    ``calibration``, ``loaded``: the run's ``calibration_set`` and the files as ``load_checked`` read them,
+    when the caller has them already."""
     from ..captioning.evaluate import perplexity
     from ..pipeline.space import tier_space
     cal = calibration or calibration_set(run, pregen, level)
     if captions is not None and len(captions) != len(paths):
         raise ValueError(f"--captions: {len(captions)} file(s) for {len(paths)} --refprobs file(s); give one "
                          "captions file per model, in the same order")
-    loaded = load_checked(run, paths)
+    loaded = loaded if loaded is not None else load_checked(run, paths)
     truth = measured_scores(run, captions) if captions else [{} for _ in paths]
     space = tier_space(run.config.pregen)
     axes_x = cal.models[cal.axes].to_numpy(np.float64)

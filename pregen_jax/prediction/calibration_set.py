@@ -68,8 +68,8 @@ def refusal(run: FinishedSearch, n: int, level: float) -> str:
     return (f"--search {run.folder}: {n} usable calibration model(s) (of the search's {len(run.models)}); "
             f"{100 * level:g}% intervals need at least {needed(level)}"
             + (f" ({n} allow at most --level {most:.2f})" if most > 0 else "")
-            + ": use a search with more models, e.g. the full demo's (pregen-search demo --out runs/demo: 20 "
-              "usable models), not the quick demo (2)")
+            + ": use a search with more models, e.g. the full demo's (pregen-search demo --out runs/demo: about 20 "
+              "usable models), or lower --level")
 
 
 def _ranked(run: FinishedSearch, post: str, columns) -> list[str]:
