@@ -25,6 +25,8 @@ Grids (models x images):
   (every mean exactly equal, the leader switches most);
 - ``weak``: 12 weak "checkpoints" (``weak_grid``): where-image2's captions on 5-27% of the images,
   off-topic words of another image's caption on the rest (73-94% of per-image scores zero);
+- with ``--matrix NAME NPY HIGH``: any grid of per-image scores (the demo's 30 models on its 1,000
+  val images: ``demo_grid.py``);
 - with ``--run DIR``: every grid a ``run.py`` run saved in ``DIR/cache/arrays_<grid>.npz`` (shapes,
   the word and BPE transformers, shapes-small, Flickr8k: checkpoints x validation images).
 
@@ -200,9 +202,16 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write power.tsv and power.md here")
     parser.add_argument("--full-range", action="store_true",
                         help="race where-image2's grids on CIDEr-D's [0, 10] (as select did before issue 48: the baseline)")
+    parser.add_argument("--matrix", nargs=3, action="append", default=[], metavar=("NAME", "NPY", "HIGH"),
+                        help="one more grid: per-image scores f[models, images] saved as .npy (e.g. a search's models "
+                             "scored on every val image by select --budget 1), raced on [0, HIGH] (select's range)")
     args = parser.parse_args(argv)
     rows = []
-    for name, (per_image, names, score_range) in grids(args.run, not args.full_range).items():
+    found = grids(args.run, not args.full_range)
+    for name, path, high in args.matrix:
+        matrix = np.load(path)
+        found[name] = (matrix, [f"model {k}" for k in range(len(matrix))], (0.0, float(high)))
+    for name, (per_image, names, score_range) in found.items():
         if args.only is None or name in args.only:
             rows += [cell(name, per_image, names, score_range, budget, args.races) for budget in args.budgets]
     if not rows:
