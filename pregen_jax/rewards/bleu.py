@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from .cider import check_vocab, float_dtype
-from .grams import ImageGrams, SampleGrams, padded, sample_grams
+from .grams import ArrayPytree, ImageGrams, SampleGrams, padded, sample_grams
 from .ngrams import MAX_ORDER
 from .tables import ReferenceTable
 
@@ -27,7 +27,7 @@ TINY, SMALL = 1e-15, 1e-9
 
 
 @jax.tree_util.register_pytree_node_class
-class Bleu:
+class Bleu(ArrayPytree):
     """BLEU-``order`` (1..4, default 4) of each sample against its image's references.
 
     Built like ``CiderD`` (``references[i]``: image i's id sequences; ``pad_id``, ``count_end``);
@@ -48,15 +48,6 @@ class Bleu:
 
     _ARRAYS = ("images", "max_tf", "ref_words", "one")
     _STATIC = ("order", "pad_id", "count_end")
-
-    def tree_flatten(self):
-        return tuple(getattr(self, a) for a in self._ARRAYS), tuple(getattr(self, s) for s in self._STATIC)
-
-    @classmethod
-    def tree_unflatten(cls, static, arrays):
-        reward = object.__new__(cls)
-        reward.__dict__.update(zip(cls._ARRAYS, arrays), **dict(zip(cls._STATIC, static)))
-        return reward
 
     def __call__(self, samples, image_index) -> jax.Array:
         """samples: i[B, T] padded with ``pad_id``; image_index: i[B] -> f[B] each sample's BLEU."""

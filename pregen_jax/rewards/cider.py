@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .grams import ImageGrams, SampleGrams, padded, sample_grams
+from .grams import ArrayPytree, ImageGrams, SampleGrams, padded, sample_grams
 from .ngrams import MAX_ID, MAX_ORDER, search, search_steps, split_key
 from .tables import DocumentFrequency, ReferenceTable
 
@@ -43,7 +43,7 @@ def check_vocab(vocab_size: int | None) -> None:
 
 
 @jax.tree_util.register_pytree_node_class
-class CiderD:
+class CiderD(ArrayPytree):
     """CIDEr-D of samples against the references of their images (pycocoevalcap's scale, x10).
 
     ``references[i]``: the id sequences of image i (each up to its first ``pad_id``, if any; at
@@ -80,15 +80,6 @@ class CiderD:
 
     _ARRAYS = ("images", "df_hi", "df_lo", "idf", "ref_len", "weight", "ref_norm", "ref_bigrams")
     _STATIC = ("df_size", "df_steps", "pad_id", "count_end", "sigma")
-
-    def tree_flatten(self):
-        return tuple(getattr(self, a) for a in self._ARRAYS), tuple(getattr(self, s) for s in self._STATIC)
-
-    @classmethod
-    def tree_unflatten(cls, static, arrays):
-        reward = object.__new__(cls)
-        reward.__dict__.update(zip(cls._ARRAYS, arrays), **dict(zip(cls._STATIC, static)))
-        return reward
 
     def __call__(self, samples, image_index) -> jax.Array:
         """samples: i[B, T] padded with ``pad_id``; image_index: i[B] -> f[B] each sample's CIDEr-D."""

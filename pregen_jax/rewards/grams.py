@@ -11,6 +11,24 @@ from .ngrams import device_keys, sample_lengths, search, search_steps, split_key
 from .tables import ReferenceTable
 
 
+class ArrayPytree:
+    """A reward as a JAX pytree (``jax.tree_util.register_pytree_node_class`` on the subclass): its
+    ``_ARRAYS`` attributes are the leaves, passed to jitted functions as arguments (so its tables are
+    not baked in as constants), its ``_STATIC`` attributes the static part."""
+
+    _ARRAYS: tuple[str, ...] = ()
+    _STATIC: tuple[str, ...] = ()
+
+    def tree_flatten(self):
+        return tuple(getattr(self, a) for a in self._ARRAYS), tuple(getattr(self, s) for s in self._STATIC)
+
+    @classmethod
+    def tree_unflatten(cls, static, arrays):
+        reward = object.__new__(cls)
+        reward.__dict__.update(zip(cls._ARRAYS, arrays), **dict(zip(cls._STATIC, static)))
+        return reward
+
+
 @flax.struct.dataclass
 class SampleGrams:
     """The n-grams of B samples, order n + 1 starting at position t in [:, n, t].
