@@ -43,12 +43,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import assisted
 import where_image2
+from race_coverage import share
 
 from pregen_jax import io, postgen
 from pregen_jax.datasets import tokenize
@@ -136,13 +136,6 @@ def race_facts(result, truth: np.ndarray, mcb: np.ndarray, names: list[str]) -> 
         if name.startswith("gap "):
             facts[f"dropped {name}"] = bool(flag)
     return facts
-
-
-def share(hits) -> tuple[float, float, float]:
-    """(share, low, high): the 95% Clopper-Pearson interval of a share of races."""
-    k, n = int(np.sum(hits)), len(hits)
-    ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
-    return k / n, ci.low, ci.high
 
 
 def cell(name: str, per_image: np.ndarray, names: list[str], score_range, budget: float, races: int) -> dict:
