@@ -200,11 +200,12 @@ def load_npz(path, what: str = ".npz file", names: tuple[str, ...] | None = None
     if not path.is_file():
         raise ValueError(f"{path}: {what} not found")
     try:
-        npz = np.load(path, allow_pickle=False)
-        if not isinstance(npz, np.lib.npyio.NpzFile):
-            raise ValueError(f"{path}: expected an .npz archive, found a single array")
-        with npz:
-            arrays = {name: npz[name] for name in npz.files}
+        with open(path, "rb") as fid:  # ours to close, whatever np.load raises (a damaged archive left it open)
+            npz = np.load(fid, allow_pickle=False)
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ValueError(f"{path}: expected an .npz archive, found a single array")
+            with npz:
+                arrays = {name: npz[name] for name in npz.files}
     except ValueError as err:
         if str(err).startswith(str(path)):
             raise

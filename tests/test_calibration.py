@@ -84,14 +84,14 @@ def test_jackknife_plus_equals_its_definition_by_refitting():
         # level 0.6: alpha 0.2, ranks floor(0.2 * 22) = 4 and ceil(0.8 * 22) = 18
         expected = (np.sort(centres - residuals)[3], np.sort(centres + residuals)[17])
         assert jackknife.jackknife_plus_interval(jk, value, 0.6) == pytest.approx(expected, rel=1e-12)
-    assert jackknife.max_level(21) == pytest.approx(1 - 2 / 22)
+    assert jackknife.jackknife_max_level(21) == pytest.approx(1 - 2 / 22)
     few = jackknife.leave_one_out_lines(_rows(x[:5], y[:5]), "pre", "post")
     assert jackknife.jackknife_plus_interval(few, 0.5, 0.9) == (-np.inf, np.inf)  # 5 models allow at most 2/3
     low, high = jackknife.jackknife_plus_interval(few, 0.5, 0.6)
     assert np.isfinite([low, high]).all() and low < high
-    assert jackknife.place(jk, x.min() - 0.1) == ("below", pytest.approx(0.1))
-    assert jackknife.place(jk, x.max() + 0.2) == ("above", pytest.approx(0.2))
-    assert jackknife.place(jk, float(np.float32(x.max()))) == ("inside", 0.0)  # a float32 sweep of a model itself
+    assert jackknife.jackknife_place(jk, x.min() - 0.1) == ("below", pytest.approx(0.1))
+    assert jackknife.jackknife_place(jk, x.max() + 0.2) == ("above", pytest.approx(0.2))
+    assert jackknife.jackknife_place(jk, float(np.float32(x.max()))) == ("inside", 0.0)  # a float32 sweep of a model itself
 
 
 def test_jackknife_plus_covers_exchangeable_models_at_its_level():

@@ -19,9 +19,9 @@ from pregen_jax.datasets.caption_fit import (
     Q0,
     _words,
     caption_fit,
+    flag_threshold,
     judged,
     own_image_ranks,
-    threshold,
     warn_if_misfit,
 )
 
@@ -80,9 +80,9 @@ def test_the_ranks_are_the_definitions_and_the_check_reads_every_image_up_to_the
 
 
 def test_the_threshold_falls_with_the_images_and_the_estimate_is_clipped():
-    assert [threshold(n) for n in (20, 50, 1000, CAP)] == sorted([threshold(n) for n in (20, 50, 1000, CAP)],
+    assert [flag_threshold(n) for n in (20, 50, 1000, CAP)] == sorted([flag_threshold(n) for n in (20, 50, 1000, CAP)],
                                                                  reverse=True)
-    assert 0.10 < threshold(1000) < 0.11 and threshold(50) < 0.2
+    assert 0.10 < flag_threshold(1000) < 0.11 and flag_threshold(50) < 0.2
     fit = judged(np.full(100, 0.9), 100)  # better than the calibrated models: no sign of captions moved
     assert (fit.bottom_half, fit.misplaced, fit.misplaced_low, fit.misplaced_high) == (0, 0, 0, 0)
     fit = judged(np.r_[np.full(30, 0.2), np.full(70, 0.9)], 100)

@@ -333,6 +333,7 @@ def test_a_child_started_to_die_with_its_parent_does(tmp_path):
     assert alive(child)
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
+    parent.stdout.close()  # the pipe is ours to close (ResourceWarning is an error)
     assert wait_for(lambda: not alive(child), 10)
     assert processes.watch_parent().daemon  # in this process: a watcher that never fires while pytest lives
 

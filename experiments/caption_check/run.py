@@ -29,7 +29,7 @@ import pandas as pd
 
 from pregen_jax import io
 from pregen_jax.datasets import read_flickr8k, tokenize
-from pregen_jax.datasets.caption_fit import CAP, Q0, caption_fit, judged, own_image_ranks, threshold
+from pregen_jax.datasets.caption_fit import CAP, Q0, caption_fit, flag_threshold, judged, own_image_ranks
 
 MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)]
 
@@ -240,7 +240,7 @@ def main(argv=None) -> int:
         io.write_tsv(wrong, Path(args.out) / "wrong.tsv")
     pd.set_option("display.width", 200)
     print(f"null files (real captions): {len(null)}; flagged {int(null['flagged'].sum())} "
-          f"({null['flagged'].mean():.2%}); threshold {threshold(1000):.4f} at 1,000 images, {threshold(CAP):.4f} at "
+          f"({null['flagged'].mean():.2%}); threshold {flag_threshold(1000):.4f} at 1,000 images, {flag_threshold(CAP):.4f} at "
           f"{CAP:,}")
     print(_table(null, ["dataset", "source", "images"]))
     whole = null[null["images"] == null.groupby("file")["images"].transform("max")]

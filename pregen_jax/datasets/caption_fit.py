@@ -17,7 +17,7 @@ then one more decoy), so a file with a share ``f`` of its captions misplaced has
     f = (s - Q0) / (CHANCE - Q0)
 
 estimates it (assuming the model is like those calibrated, ``q0 = Q0``, and the captions moved to
-random images). The file is flagged when ``s`` exceeds ``threshold(n)``, the share a file of n
+random images). The file is flagged when ``s`` exceeds ``flag_threshold(n)``, the share a file of n
 images of a model like those exceeds with probability ``FALSE_ALARM`` (1%): the models' spread
 (``TAU``) and the binomial spread of n images; 0.18 at 50 images, 0.107 at 1,000, 0.102 at 2,000. experiments/caption_check
 measures false alarms (on real files of 20 to 1,000 images) and what it catches (a file shifted by
@@ -61,7 +61,7 @@ _TOKEN = re.compile(r"[^\W_]+|\x00")
 
 
 @functools.cache
-def threshold(images: int) -> float:
+def flag_threshold(images: int) -> float:
     """The bottom-half share above which a file of ``images`` images is flagged: the least ``k / images``
     that a file of a model like those calibrated exceeds with probability at most ``FALSE_ALARM``,
     its count of bottom-half images binomial given its ``q0``, and ``q0`` normal (``Q0``, ``TAU``)
@@ -153,7 +153,7 @@ def judged(ranks: np.ndarray, distinct: int) -> CaptionFit:
     z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
     estimate = (share - Q0) / (CHANCE - Q0)
     low, high = ((share + sign * z * spread - Q0) / (CHANCE - Q0) for sign in (-1, 1))
-    return CaptionFit(share, float(ranks.mean()), n, threshold(n), *(min(1.0, max(0.0, v)) for v in (estimate, low, high)),
+    return CaptionFit(share, float(ranks.mean()), n, flag_threshold(n), *(min(1.0, max(0.0, v)) for v in (estimate, low, high)),
                       distinct)
 
 

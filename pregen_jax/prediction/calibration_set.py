@@ -24,7 +24,7 @@ class CalibrationSet:
       searched: how many models the search has; ``left_out`` why the others are not used.
       candidates: post-gen metric -> the pre-gen metrics ``predict`` chooses among (one with ``--pregen``).
       chosen: post-gen metric -> the candidate chosen on all n models (``conformal.choose``).
-      axes, threshold: the domain (``domain.axes``, ``domain.threshold``).
+      axes, threshold: the domain (``domain.axes``, ``domain.domain_threshold``).
       level: the intervals' level.
     """
 
@@ -103,4 +103,4 @@ def calibration_set(run: FinishedSearch, pregen: str | None, level: float) -> Ca
     first = [PERPLEXITY_BASELINE] if PERPLEXITY_BASELINE in models.columns else []
     axes = domain.axes(models, [*first, *chosen.values()], ranked)
     return CalibrationSet(models, len(run.models), run.left_out, candidates, chosen, axes,
-                          domain.threshold(models[axes].to_numpy(np.float64)), level)
+                          domain.domain_threshold(models[axes].to_numpy(np.float64)), level)

@@ -42,7 +42,7 @@ class Placement:
         for a non-finite value).
       sides: per axis ``inside``, ``below`` or ``above``.
       low, high: f64[A]: the calibration models' range on each axis.
-      threshold: the distance beyond which an axis is flagged (``threshold``).
+      threshold: the distance beyond which an axis is flagged (``domain_threshold``).
     """
 
     axes: tuple[str, ...]
@@ -90,7 +90,7 @@ def loo_scores(x: np.ndarray) -> np.ndarray:
     return np.array([outside_spans(x[np.arange(n) != i], x[i])[0].max() for i in range(n)])
 
 
-def threshold(x: np.ndarray) -> float:
+def domain_threshold(x: np.ndarray) -> float:
     """The score beyond which a new model is flagged: the ceil((1 - RATE)(n + 1))-th smallest LOO score,
     the largest where that rank exceeds n."""
     scores = np.sort(loo_scores(x))
@@ -102,7 +102,7 @@ def place(x: np.ndarray, x_new: np.ndarray, axes: list[str], limit: float | None
     """``x_new`` f[A] against the calibration models' ``x`` f[n, A] (threshold computed unless given)."""
     distances, sides = outside_spans(x, x_new)
     return Placement(tuple(axes), distances, tuple(sides), x.min(0), x.max(0),
-                     threshold(x) if limit is None else limit)
+                     domain_threshold(x) if limit is None else limit)
 
 
 def loo_flag_rate(x: np.ndarray) -> tuple[int, int]:

@@ -18,7 +18,7 @@ new model and the ``n`` calibration models are exchangeable, whatever the relati
 two metrics (no normal errors, no straight line assumed), and whatever symmetric algorithm fits
 ``mu_{-i}`` (``plus_ends``: a metric chosen inside each fit too). ``level`` here is that
 guarantee, ``1 - 2 alpha``: a ``level`` interval needs ``n >= 2 / (1 - level) - 1`` models (19
-for 90%); with fewer, the interval is unbounded (``max_level`` says what ``n`` allows).
+for 90%); with fewer, the interval is unbounded (``jackknife_max_level`` says what ``n`` allows).
 ``place`` says on which side of the calibration models' range a value lies, and how far.
 """
 from __future__ import annotations
@@ -73,14 +73,14 @@ def leave_one_out_lines(model_rows: pd.DataFrame, pregen: str, postgen: str) -> 
                          float(x.min()), float(x.max()))
 
 
-def max_level(models: int) -> float:
+def jackknife_max_level(models: int) -> float:
     """The largest ``level`` (= 1 - 2 alpha) whose jackknife+ interval is bounded with ``models`` models."""
     return 1 - 2 / (models + 1)
 
 
 def jackknife_plus_interval(jk: JackknifePlus, value: float, level: float) -> tuple[float, float]:
     """The jackknife+ interval at pre-gen ``value`` covering at least ``level`` (= 1 - 2 alpha); an end is
-    infinite where ``n`` models are too few for ``level`` (``max_level``)."""
+    infinite where ``n`` models are too few for ``level`` (``jackknife_max_level``)."""
     return plus_ends(jk.intercepts + jk.slopes * value, jk.residuals, level)
 
 
@@ -103,7 +103,7 @@ def line_value(jk: JackknifePlus, value: float) -> float:
     return jk.intercept + jk.slope * value
 
 
-def place(jk: JackknifePlus, value: float) -> tuple[str, float]:
+def jackknife_place(jk: JackknifePlus, value: float) -> tuple[str, float]:
     """("inside", 0.0), or ("below" / "above", how far outside the calibration models' pre-gen range, in
     the pre-gen metric's units). Values within 1e-6 of the range's scale of an end are inside (the
     float32 sweep against a table's 10 printed digits: the search's own models are inside)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .cider import check_vocab, float_dtype
+from .cider import check_vocab, reward_dtype
 from .grams import ArrayPytree, ImageGrams, SampleGrams, padded, sample_grams
 from .ngrams import MAX_ORDER
 from .tables import ReferenceTable
@@ -43,7 +43,7 @@ class Bleu(ArrayPytree):
         self.images = ImageGrams.of(table)
         self.max_tf = padded(table.tf.max(1), jnp.int32)                                 # [E]
         self.ref_words = jnp.asarray(table.words, jnp.int32)                             # [images, R]
-        self.one = jnp.ones((), float_dtype(dtype))  # carries the float type through the pytree
+        self.one = jnp.ones((), reward_dtype(dtype))  # carries the float type through the pytree
         self.order, self.pad_id, self.count_end = int(order), int(pad_id), bool(count_end)
 
     _ARRAYS = ("images", "max_tf", "ref_words", "one")

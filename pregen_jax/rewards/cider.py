@@ -26,13 +26,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from .grams import ArrayPytree, ImageGrams, SampleGrams, padded, sample_grams
-from .ngrams import MAX_ID, MAX_ORDER, search, search_steps, split_key
+from .ngrams import MAX_ID, MAX_ORDER, search_keys, search_steps, split_key
 from .tables import DocumentFrequency, ReferenceTable
 
 SIGMA = 6.0
 
 
-def float_dtype(dtype=None):
+def reward_dtype(dtype=None):
     """The reward's float type: ``dtype``, else float64 under jax's x64 mode and float32 without."""
     return jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
 
@@ -58,7 +58,7 @@ class CiderD(ArrayPytree):
                  document_frequency: DocumentFrequency | None = None, sigma: float = SIGMA, dtype=None,
                  vocab_size: int | None = None):
         check_vocab(vocab_size)
-        dtype = float_dtype(dtype)
+        dtype = reward_dtype(dtype)
         table = ReferenceTable.build(references, pad_id, count_end)
         df = document_frequency or DocumentFrequency.from_references(references, pad_id, count_end)
         ref_len = np.log(float(df.images))
@@ -88,7 +88,7 @@ class CiderD(ArrayPytree):
     def scores(self, grams: SampleGrams, image_index: jax.Array) -> jax.Array:
         """f[B]: CIDEr-D of samples already split into n-grams (``sample_grams``)."""
         dtype = self.idf.dtype
-        at, in_corpus = search(self.df_hi, self.df_lo, grams.hi, grams.lo, 0, self.df_size, self.df_steps)
+        at, in_corpus = search_keys(self.df_hi, self.df_lo, grams.hi, grams.lo, 0, self.df_size, self.df_steps)
         idf = jnp.where(in_corpus, self.idf[at], self.ref_len)
         w_c = jnp.where(grams.first, grams.tf.astype(dtype) * idf, 0.0)                 # [B, 4, T]
         norm_c = jnp.sqrt(jnp.sum(w_c ** 2, -1))                                         # [B, 4]

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .ngrams import device_keys, sample_lengths, search, search_steps, split_key
+from .ngrams import device_keys, sample_lengths, search_keys, search_steps, split_key
 from .tables import ReferenceTable
 
 
@@ -88,7 +88,7 @@ class ImageGrams:
         found only at first occurrences."""
         start = self.start[image_index][:, None, None]
         stop = self.stop[image_index][:, None, None]
-        entry, found = search(self.hi, self.lo, grams.hi, grams.lo, start, stop, self.steps)
+        entry, found = search_keys(self.hi, self.lo, grams.hi, grams.lo, start, stop, self.steps)
         return entry, found & grams.first
 
 

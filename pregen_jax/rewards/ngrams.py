@@ -92,7 +92,7 @@ def device_keys(samples: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.
     return jnp.stack(hi, 1), jnp.stack(lo, 1), jnp.stack(valid, 1)
 
 
-def search(table_hi: jax.Array, table_lo: jax.Array, hi: jax.Array, lo: jax.Array, start, stop,
+def search_keys(table_hi: jax.Array, table_lo: jax.Array, hi: jax.Array, lo: jax.Array, start, stop,
            steps: int) -> tuple[jax.Array, jax.Array]:
     """Binary search of keys (hi, lo) in a table sorted by (hi, lo), within [start, stop) per key.
 
