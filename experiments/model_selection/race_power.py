@@ -28,7 +28,10 @@ Grids (models x images):
 - with ``--matrix NAME NPY HIGH``: any grid of per-image scores (the demo's 30 models on its 1,000
   val images: ``demo_grid.py``);
 - with ``--run DIR``: every grid a ``run.py`` run saved in ``DIR/cache/arrays_<grid>.npz`` (shapes,
-  the word and BPE transformers, shapes-small, Flickr8k: checkpoints x validation images).
+  the word and BPE transformers, shapes-small, Flickr8k: checkpoints x validation images), raced as
+  ``select`` races a search's checkpoints: on the range ``select`` takes from the split's references
+  (``score_high``; [0, 10] in a run from before it was saved) and with the validation perplexity as
+  the prior (the first leader, and the order of ties).
 
 Scaled copies keep the pairing and the shape of the best model's scores: they are models a known
 gap below the best, which no real grid offers at N = 5,000.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import sys
 import time
 from pathlib import Path
@@ -57,6 +61,7 @@ from pregen_jax.ranking import racing
 BUDGETS = (0.05, 0.10, 0.25)
 RACES = 2000
 ROTATION = 83  # images each copy of the equal-means grid is rotated by
+GAP_BINS = (0.0, 0.05, 0.1, 0.2, math.inf)  # drop rates by a candidate's true gap below the best, in these bins
 CIDER_BOUND = 7.3531374560261975  # postgen.cider.score_bound's largest value on Flickr8k's 1,000 test images
 
 
@@ -92,9 +97,10 @@ def weak_grid(shared: Path) -> np.ndarray:
     return np.asarray(rows, np.float64)
 
 
-def grids(run: Path | None, bounded: bool = True) -> dict[str, tuple[np.ndarray, list[str], tuple[float, float]]]:
-    """(per-image CIDEr-D f[M, I], row names, the score range the race is told) by grid name; ``bounded``:
-    where-image2's grids raced on select's range for Flickr8k's test images, else on [0, 10]."""
+def grids(run: Path | None, bounded: bool = True) -> dict[str, tuple]:
+    """(per-image CIDEr-D f[M, I], row names, the score range the race is told, the prior f[M] or None)
+    by grid name; ``bounded``: where-image2's grids raced on select's range for Flickr8k's test images,
+    else on [0, 10]."""
     out = {}
     shared = io.shared_data()
     cider = (0.0, 10.0)
@@ -102,18 +108,19 @@ def grids(run: Path | None, bounded: bool = True) -> dict[str, tuple[np.ndarray,
         base = where_image2.per_image_cider(shared)[1]
         # select's range on these images (selection.race.score_range)
         bound = (0.0, CIDER_BOUND * (1 + 1e-9)) if bounded else cider
-        out["where-image2"] = (base, [f"model {k}" for k in range(12)], bound)
-        out["where-image2 + gaps"] = (*with_gaps(base, (0.1, 0.2)), bound)
+        out["where-image2"] = (base, [f"model {k}" for k in range(12)], bound, None)
+        out["where-image2 + gaps"] = (*with_gaps(base, (0.1, 0.2)), bound, None)
         rows = np.random.default_rng(5000).integers(0, base.shape[1], 5000)
-        out["N=5000 + gaps"] = (*with_gaps(base[:, rows], (0.05, 0.1, 0.2)), bound)
+        out["N=5000 + gaps"] = (*with_gaps(base[:, rows], (0.05, 0.1, 0.2)), bound, None)
         best = base[np.argmax(base.mean(1))]
         out["equal means"] = (np.stack([np.roll(best, ROTATION * k) for k in range(12)]),
-                              [f"copy {k}" for k in range(12)], bound)
-        out["weak"] = (weak_grid(shared), [f"weak {k}" for k in range(12)], bound)
+                              [f"copy {k}" for k in range(12)], bound, None)
+        out["weak"] = (weak_grid(shared), [f"weak {k}" for k in range(12)], bound, None)
     if run is not None:
         for name, arrays in assisted.load_grids(run).items():
             matrix = arrays["per_image"]
-            out[name] = (matrix, [f"checkpoint {k}" for k in range(len(matrix))], cider)
+            high = (0.0, float(arrays["score_high"])) if "score_high" in arrays else cider
+            out[name] = (matrix, [f"checkpoint {k}" for k in range(len(matrix))], high, arrays["prior"])
     return out
 
 
@@ -132,19 +139,44 @@ def race_facts(result, truth: np.ndarray, mcb: np.ndarray, names: list[str]) -> 
              "outside_mcb": not bool(mcb[result.picked]), "cost": result.cost, "left": 1 + len(result.not_separated),
              "regret": best - truth[result.picked], "dropped_far": dropped[truth <= best - 0.05].mean()
              if (truth <= best - 0.05).any() else math.nan}
+    gap = best - truth
+    for low, high in zip(GAP_BINS[:-1], GAP_BINS[1:]):
+        inside = (gap > 1e-12) & (gap >= low) & (gap < high)  # the best itself (gap 0) is the false drop, above
+        facts[f"dropped bin {gap_bin(low, high)}"] = dropped[inside].mean() if inside.any() else math.nan
     for name, flag in zip(names, dropped):
         if name.startswith("gap "):
             facts[f"dropped {name}"] = bool(flag)
     return facts
 
 
-def cell(name: str, per_image: np.ndarray, names: list[str], score_range, budget: float, races: int) -> dict:
-    """One grid and budget, ``races`` seeds."""
+def gap_bin(low: float, high: float) -> str:
+    """A bin's name: (0, 0.05), [0.05, 0.1), ..., >= 0.2."""
+    if math.isinf(high):
+        return f">= {low:g}"
+    return f"({low:g}, {high:g})" if low == 0 else f"[{low:g}, {high:g})"
+
+
+def seeds_facts(per_image: np.ndarray, names: list[str], score_range, prior, budget: float, seeds) -> list[dict]:
+    """``race_facts`` of the races of these seeds (one worker's share)."""
+    truth, mcb = per_image.mean(1), assisted.possibly_best(per_image)
+    return [race_facts(racing.race_table(per_image, racing.RaceSettings(budget=budget, seed=seed), prior,
+                                         score_range=score_range), truth, mcb, names) for seed in seeds]
+
+
+def cell(name: str, per_image: np.ndarray, names: list[str], score_range, prior, budget: float, races: int,
+         workers: int = 1) -> dict:
+    """One grid and budget, ``races`` seeds (``prior``: f[M], lower is better, or None), over ``workers``
+    processes (each race depends on its seed alone, so the counts do not depend on them)."""
     truth = per_image.mean(1)
-    mcb = assisted.possibly_best(per_image)
     start = time.perf_counter()
-    facts = [race_facts(racing.race_table(per_image, racing.RaceSettings(budget=budget, seed=seed),
-                                          score_range=score_range), truth, mcb, names) for seed in range(races)]
+    shares = [range(w, races, workers) for w in range(workers)]
+    if workers == 1:
+        parts = [seeds_facts(per_image, names, score_range, prior, budget, shares[0])]
+    else:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.starmap(seeds_facts, [(per_image, names, score_range, prior, budget, s) for s in shares])
+    by_seed = {seed: f for share, part in zip(shares, parts) for seed, f in zip(share, part)}
+    facts = [by_seed[seed] for seed in range(races)]
     table = pd.DataFrame([{k: v for k, v in f.items() if k != "max_drop_equal"} for f in facts])
     drops_each = np.mean([f["max_drop_equal"] for f in facts], axis=0)  # each candidate's drop rate
     row = {"grid": name, "models": per_image.shape[0], "images": per_image.shape[1], "budget": budget,
@@ -157,8 +189,8 @@ def cell(name: str, per_image: np.ndarray, names: list[str], score_range, budget
             "regret_mean": table["regret"].mean(), "dropped_far": table["dropped_far"].mean(),
             "left": table["left"].mean(), "cost": table["cost"].mean(), "seconds": time.perf_counter() - start}
     for column in table.columns:
-        if column.startswith("dropped gap"):
-            row[column] = table[column].mean()
+        if column.startswith(("dropped gap", "dropped bin")):
+            row[column] = table[column].mean()  # NaN where the grid has no candidate in the bin
     print(f"{name}, {budget:.0%}: covered {row['covered']:.4f}, best dropped {row['best_dropped']:.4f}, "
           f"within {row['within_median']:.3f} (pick inside {row['pick_within']:.4f}), "
           + ", ".join(f"{k} {row[k]:.3f}" for k in row if k.startswith("dropped gap"))
@@ -168,7 +200,7 @@ def cell(name: str, per_image: np.ndarray, names: list[str], score_range, budget
 
 def markdown(table: pd.DataFrame) -> str:
     """The README's table: one row per grid and budget."""
-    gaps = [c for c in table.columns if c.startswith("dropped gap")]
+    gaps = [c for c in table.columns if c.startswith(("dropped gap", "dropped bin"))]
     head = ("| grid (models x images) | budget | races | every interval covered, all looks [95% CI] | best dropped "
             "(max over equal bests) | pick within `within` | `within` (median) | P(outside MCB) | mean regret | "
             "dropped, >= 0.05 below | " + " | ".join(g.replace("dropped ", "drop ") for g in gaps)
@@ -193,6 +225,7 @@ def main(argv=None) -> int:
     parser.add_argument("--budgets", type=float, nargs="+", default=list(BUDGETS))
     parser.add_argument("--only", nargs="+", default=None, metavar="GRID", help="these grids only")
     parser.add_argument("--out", type=Path, default=None, help="write power.tsv and power.md here")
+    parser.add_argument("--workers", type=int, default=1, help="processes racing a cell's seeds")
     parser.add_argument("--full-range", action="store_true",
                         help="race where-image2's grids on CIDEr-D's [0, 10] (as select did before issue 48: the baseline)")
     parser.add_argument("--matrix", nargs=3, action="append", default=[], metavar=("NAME", "NPY", "HIGH"),
@@ -203,10 +236,11 @@ def main(argv=None) -> int:
     found = grids(args.run, not args.full_range)
     for name, path, high in args.matrix:
         matrix = np.load(path)
-        found[name] = (matrix, [f"model {k}" for k in range(len(matrix))], (0.0, float(high)))
-    for name, (per_image, names, score_range) in found.items():
+        found[name] = (matrix, [f"model {k}" for k in range(len(matrix))], (0.0, float(high)), None)
+    for name, (per_image, names, score_range, prior) in found.items():
         if args.only is None or name in args.only:
-            rows += [cell(name, per_image, names, score_range, budget, args.races) for budget in args.budgets]
+            rows += [cell(name, per_image, names, score_range, prior, budget, args.races, args.workers)
+                     for budget in args.budgets]
     if not rows:
         print(f"nothing raced: {io.shared_data()} has no where-image2-captions and no --run was given")
         return 1

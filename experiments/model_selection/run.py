@@ -44,6 +44,7 @@ from pregen_jax.captioning import ARCHITECTURES, criteria
 from pregen_jax.datasets import TOKENIZER_NAME, Vocabulary
 from pregen_jax.datasets.tokenizer import run_bpe
 from pregen_jax.ranking import decisions
+from pregen_jax.selection.race import score_range
 
 NAMES = tiers.DEFAULT_SPACE.names
 PATIENCE = 2  # TrainConfig's default
@@ -427,7 +428,9 @@ def main(argv=None) -> int:
             _save_arrays(cache / f"arrays_{_slug(name)}.npz", per_image=per_image, prior=prior,
                          log_ppl=np.stack(frame["_log_ppl"].to_numpy()), space=np.stack(frame["_space"].to_numpy()),
                          seconds_cider=chosen[0]["seconds"], seconds_pass=frame["seconds_refprobs"].median(),
-                         seconds_sweep_images=frame["seconds_sweep_images"].median())
+                         seconds_sweep_images=frame["seconds_sweep_images"].median(),
+                         # the range select races these images on (its CIDEr-D bound from the references)
+                         score_high=score_range("CIDEr", *[scoring.references(corpus.val)] * 2)[1])
     found = where_image2_grid(plan.resamples, plan.races, level) if not args.only or "where-image2" in args.only else None
     if found is None:
         facts["where-image2"] = "skipped: ../shared/data/where-image2-captions not found"
