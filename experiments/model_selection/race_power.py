@@ -99,8 +99,8 @@ def weak_grid(shared: Path) -> np.ndarray:
 
 def grids(run: Path | None, bounded: bool = True) -> dict[str, tuple]:
     """(per-image CIDEr-D f[M, I], row names, the score range the race is told, the prior f[M] or None)
-    by grid name; ``bounded``: where-image2's grids raced on select's range for Flickr8k's test images,
-    else on [0, 10]."""
+    by grid name; ``bounded``: every grid raced on select's range for its images (where known), else on
+    [0, 10]."""
     out = {}
     shared = io.shared_data()
     cider = (0.0, 10.0)
@@ -119,7 +119,7 @@ def grids(run: Path | None, bounded: bool = True) -> dict[str, tuple]:
     if run is not None:
         for name, arrays in assisted.load_grids(run).items():
             matrix = arrays["per_image"]
-            high = (0.0, float(arrays["score_high"])) if "score_high" in arrays else cider
+            high = (0.0, float(arrays["score_high"])) if bounded and "score_high" in arrays else cider
             out[name] = (matrix, [f"checkpoint {k}" for k in range(len(matrix))], high, arrays["prior"])
     return out
 
@@ -227,7 +227,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write power.tsv and power.md here")
     parser.add_argument("--workers", type=int, default=1, help="processes racing a cell's seeds")
     parser.add_argument("--full-range", action="store_true",
-                        help="race where-image2's grids on CIDEr-D's [0, 10] (as select did before issue 48: the baseline)")
+                        help="race every grid on CIDEr-D's [0, 10] (as select did before issue 48: the baseline)")
     parser.add_argument("--matrix", nargs=3, action="append", default=[], metavar=("NAME", "NPY", "HIGH"),
                         help="one more grid: per-image scores f[models, images] saved as .npy (e.g. a search's models "
                              "scored on every val image by select --budget 1), raced on [0, HIGH] (select's range)")
