@@ -16,16 +16,19 @@ from pregen_jax.datasets.caption_fit import (
     CAP,
     CHANCE,
     MIN_IMAGES,
-    Q0,
+    NULL_CURVE,
     _words,
     caption_fit,
     flag_threshold,
     judged,
+    null_share,
     own_image_ranks,
+    rank_profile,
     warn_if_misfit,
 )
 
 SHARED = io.shared_data()
+WHERE_IMAGE2 = 0.32  # the genericity of the where-image2 models' captions (0.30-0.34)
 MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)]
 
 
@@ -83,11 +86,39 @@ def test_the_threshold_falls_with_the_images_and_the_estimate_is_clipped():
     assert [flag_threshold(n) for n in (20, 50, 1000, CAP)] == sorted([flag_threshold(n) for n in (20, 50, 1000, CAP)],
                                                                  reverse=True)
     assert 0.10 < flag_threshold(1000) < 0.11 and flag_threshold(50) < 0.2
-    fit = judged(np.full(100, 0.9), 100)  # better than the calibrated models: no sign of captions moved
+    strong = WHERE_IMAGE2
+    q0, tau = null_share(strong)
+    fit = judged(np.full(100, 0.9), 100, strong)  # better than the calibrated models: no sign of captions moved
     assert (fit.bottom_half, fit.misplaced, fit.misplaced_low, fit.misplaced_high) == (0, 0, 0, 0)
-    fit = judged(np.r_[np.full(30, 0.2), np.full(70, 0.9)], 100)
-    assert fit.bottom_half == pytest.approx(0.3) and fit.misplaced == pytest.approx((0.3 - Q0) / (CHANCE - Q0))
+    fit = judged(np.r_[np.full(30, 0.2), np.full(70, 0.9)], 100, strong)
+    assert fit.bottom_half == pytest.approx(0.3) and fit.misplaced == pytest.approx((0.3 - q0) / (CHANCE - q0))
     assert 0 < fit.misplaced_low < fit.misplaced < fit.misplaced_high < 1 and fit.suspicious
+    assert fit.threshold == flag_threshold(100, q0, tau) and fit.null_share == q0
+
+
+def test_the_null_share_rises_with_genericity_up_to_a_file_the_check_cannot_read():
+    """More generic captions (their fits the same whatever the image) have a higher share with
+    nothing moved, so the threshold rises with them; captions that all fit the same images are
+    too generic to check: never flagged, their misplaced share unknown ([0, 1])."""
+    knots = [g for g, _, _ in NULL_CURVE]
+    shares = [null_share(g)[0] for g in knots]
+    assert shares == sorted(shares) and shares[-1] == pytest.approx(CHANCE, abs=0.02)
+    assert 0.10 < flag_threshold(1000, *null_share(WHERE_IMAGE2)) < 0.11  # where-image2's Flickr8k models
+    assert flag_threshold(1000, *null_share(0.8)) >= CHANCE  # a demo's weakest first-epoch snapshots: beyond the check
+    refs, _ = _toy()
+    words = sorted({w for rs in refs for w in rs[0].split()[1:3]})
+    constant = caption_fit(refs, [f"{words[0]} {words[1]} {words[2]}"] * len(refs))  # fits a few images, the same ones
+    assert constant.genericity == pytest.approx(1) and constant.blind and not constant.suspicious
+    assert (constant.misplaced_low, constant.misplaced_high) == (0, 1) and constant.summary()["too_generic_to_check"]
+    assert "the own-image check cannot see captions moved to other images in it" in constant.warning("c.json")
+
+
+def test_moving_captions_among_the_images_leaves_the_genericity_as_it_is():
+    refs, captions = _toy(seed=3)
+    order = np.random.default_rng(4).permutation(len(refs))
+    right, moved = rank_profile(refs, captions), rank_profile(refs, [captions[i] for i in order])
+    np.testing.assert_allclose(np.sort(moved.columns), np.sort(right.columns))
+    assert moved.genericity == pytest.approx(right.genericity) and right.ranks.min() > moved.ranks.min()
 
 
 def test_strings_and_tokens_are_the_same_words():
@@ -111,7 +142,7 @@ def test_the_warning_names_the_estimate_the_measure_and_what_it_cannot_tell():
     assert re.match(r"res\.json: about \d+% \[\d+%, 100%\] of its captions look like captions of other images "
                     r"\(bottom-half share 0\.\d{3}, flagged above 0\.1\d\d: the share of 60 images whose caption", line)
     assert "a shifted or misordered file, captions of another dataset" in line
-    assert "a model that ignores its image or is much weaker than most; this check cannot tell these apart" in line
+    assert "or a model whose captions fit other images better than its own; this check cannot tell these apart" in line
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_if_misfit(refs, captions, "res.json")
@@ -206,3 +237,23 @@ def test_select_without_a_search_warns_on_a_shifted_file_and_on_another_datasets
                  "--out", str(tmp_path / "out"), "--no-progress"]) == 0
     warned = [line for line in capsys.readouterr().err.splitlines() if "bottom-half share" in line]
     assert [line.split(":")[1].strip().rsplit("/", 1)[-1] for line in warned] == ["shifted.json", "other.json"]
+
+
+def test_the_column_shares_score_every_cell_as_the_own_image_is_scored():
+    """columns[k] is the share of captions that would put image k in the top half were it their own
+    (the loops' mid-rank, ties and all): the product's blocks and median shortcut give it exactly."""
+    refs, captions = _toy(40, seed=5)
+    captions = [captions[k % 7] if k % 2 else "w1 w2" for k in range(40)]  # repeats and a caption most images tie on
+    profile = rank_profile(refs, captions)
+    tops = np.zeros(40)
+    from collections import Counter
+    n = len(captions)
+    held = [Counter(w for ref in refs_ for w in set(_words(ref))) for refs_ in refs]
+    images_holding = Counter(w for h in held for w in h)
+    weight = {w: round(math.log(n / c) * 2 ** 20) / 2 ** 20 for w, c in images_holding.items()}
+    for caption in captions:
+        fits = [sum(weight[w] * h[w] for w in set(_words(caption)) if w in h) for h in held]
+        for k in range(n):
+            mid = (sum(f < fits[k] for f in fits) + 0.5 * (sum(f == fits[k] for f in fits) - 1)) / (n - 1)
+            tops[k] += 1.0 if mid > 0.5 else 0.5 if mid == 0.5 else 0.0
+    np.testing.assert_array_equal(profile.columns, tops / n)

@@ -89,19 +89,22 @@ def _assert_the_guide_shows(printed: str) -> None:
     shown = [line for line in GUIDE.read_text().splitlines()
              if _VARIES.sub("", line) == "warning: " + _VARIES.sub("", printed)]
     assert shown, f"the guide does not show: {printed}"
-    got, want = (float(_SHARE.search(text).group(1)) for text in (printed, shown[0]))
-    assert abs(got - want) <= 0.05, (got, want)
+    if _SHARE.search(printed):
+        got, want = (float(_SHARE.search(text).group(1)) for text in (printed, shown[0]))
+        assert abs(got - want) <= 0.05, (got, want)
 
 
 def test_a_captions_file_of_other_images_gets_a_warning(guide):
-    """Another dataset's captions and a file shifted by one image are flagged by the own-image check
-    (datasets/caption_fit.py), as the guide shows; the guide's own models' files are not."""
+    """A file shifted by one image is flagged by the own-image check (datasets/caption_fit.py), and
+    one sentence of another dataset on every image is said to be beyond it (too generic: any
+    pairing gives it the same share), as the guide shows; the guide's own models' files are not."""
     _, err = _printed(guide, "--captions other-dataset.txt shifted.txt")
     warned = [line for line in err.splitlines() if line.startswith("warning: ")]
     assert [line.split(":")[1].strip() for line in warned] == ["other-dataset.txt", "shifted.txt"]
+    assert "the own-image check cannot see captions moved to other images in it" in warned[0]
+    assert "of its captions look like captions of other images (bottom-half share " in warned[1]
+    assert "this check cannot tell these apart" in warned[1] and not any("key it by image_id" in w for w in warned)
     for line in warned:
-        assert "of its captions look like captions of other images (bottom-half share " in line
-        assert "this check cannot tell these apart" in line and "key it by image_id" not in line
         _assert_the_guide_shows(line.removeprefix("warning: "))
     assert "bottom-half share" not in _printed(guide, "--captions good.jsonl poor.jsonl")[1]
 
@@ -114,7 +117,8 @@ def test_predict_warns_on_captions_of_other_images(guide, capsys):
     err = capsys.readouterr().err
     warned = [line.split(":")[1].strip() for line in err.splitlines() if line.startswith("warning: ")]
     assert warned == ["other-dataset.txt", "shifted.txt"], err
-    assert all("bottom-half share " in line for line in err.splitlines() if line.startswith("warning: "))
+    assert all("bottom-half share " in line or "cannot see captions moved" in line
+               for line in err.splitlines() if line.startswith("warning: "))
 
 
 def test_a_search_of_models_of_any_framework_reads_their_files_right(guide):

@@ -29,7 +29,7 @@ import pandas as pd
 
 from pregen_jax import io
 from pregen_jax.datasets import read_flickr8k, tokenize
-from pregen_jax.datasets.caption_fit import CAP, Q0, caption_fit, flag_threshold, judged, own_image_ranks
+from pregen_jax.datasets.caption_fit import CAP, caption_fit, flag_threshold, judged, rank_profile
 
 MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)]
 
@@ -139,13 +139,13 @@ def wrong_files(references: dict[str, list], files: dict[str, list], sources: di
             for draw in range(1 if kind.startswith("shift") else draws):
                 fit = caption_fit(references[name], corrupt(kind, captions, rng, pools))
                 rows.append({"dataset": dataset, "source": sources[name], "file": name, "kind": kind, "draw": draw,
-                             "true_share": true, "estimate_unclipped": (fit.bottom_half - Q0) / (0.5 - Q0),
+                             "true_share": true, "estimate_unclipped": (fit.bottom_half - fit.null_share) / (0.5 - fit.null_share),
                              **fit.summary()})
     return rows
 
 
-def cost(references, captions, sizes=(1000, CAP, 5000, 10000), repeats: int = 3) -> dict[int, float]:
-    """Median seconds of ``own_image_ranks`` on ``sizes`` images (the Flickr8k lists repeated; the check
+def cost(references, captions, sizes=(1000, CAP, 5000), repeats: int = 3) -> dict[int, float]:
+    """Median seconds of ``rank_profile`` and ``judged`` on ``sizes`` images (the Flickr8k lists repeated; the check
     itself stops at CAP: the larger sizes show what going past it would cost)."""
     seconds = {}
     for size in sizes:
@@ -154,7 +154,8 @@ def cost(references, captions, sizes=(1000, CAP, 5000, 10000), repeats: int = 3)
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            judged(own_image_ranks(refs, caps), len(set(caps)))
+            profile = rank_profile(refs, caps)
+            judged(profile.ranks, len(set(caps)), profile.genericity)
             times.append(time.perf_counter() - start)
         seconds[size] = float(np.median(times))
     return seconds
@@ -201,6 +202,14 @@ def quality(references: dict[str, list], files: dict[str, list]) -> pd.DataFrame
     return pd.DataFrame(rows).sort_values("cider")
 
 
+def print_cost(references: dict, files: dict) -> None:
+    print("seconds (median of 3):", ", ".join(f"{n:,} images {s:.3f}" for n, s in
+                                              cost(references["init_1"], files["init_1"]).items()))
+    for images in (CAP, 5000):
+        print(f"evaluate at {images:,} images, seconds (median of 5):", ", ".join(
+            f"{mode} {s:.3f}" for mode, s in evaluate_cost(references["init_1"], files["init_1"], images).items()))
+
+
 def _table(frame: pd.DataFrame, keys: list[str]) -> str:
     return frame.groupby(keys, sort=False).agg(**{
         "files": ("file", "size"), "flagged": ("flagged", "mean"), "share_min": ("bottom_half_share", "min"),
@@ -215,6 +224,7 @@ def main(argv=None) -> int:
     parser.add_argument("--demo", default=None, help="a finished demo's run folder: its models' captions too")
     parser.add_argument("--demo-only", action="store_true", help="with --demo: the demo's files alone")
     parser.add_argument("--out", default=None, help="write null.tsv, wrong.tsv here")
+    parser.add_argument("--cost-only", action="store_true", help="the check's cost alone, and evaluate's with and without it")
     args = parser.parse_args(argv)
     shared = io.shared_data()
     if not (shared / "where-image2-captions").is_dir():
@@ -222,6 +232,9 @@ def main(argv=None) -> int:
         return 0
     references, files, train = flickr8k(shared)
     pools = {"mutt": mutt_sentences(shared), "flickr8k-other-images": train}
+    if args.cost_only:
+        print_cost(references, files)
+        return 0
     sources = {name: "human" if name.startswith("human") else "model" for name in files}
     null, wrong = [], []
     if not args.demo_only:
@@ -259,10 +272,7 @@ def main(argv=None) -> int:
     print("the where-image2 models and the human caption:")
     print(quality(references, files)[["file", "cider", "bottom_half_share", "misplaced_share"]]
           .to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print("seconds (median of 3):", ", ".join(f"{n:,} images {s:.3f}" for n, s in
-                                              cost(references["init_1"], files["init_1"]).items()))
-    print("evaluate at 2,000 images, seconds (median of 5):", ", ".join(
-        f"{mode} {s:.3f}" for mode, s in evaluate_cost(references["init_1"], files["init_1"]).items()))
+    print_cost(references, files)
     return 0
 
 

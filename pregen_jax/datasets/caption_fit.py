@@ -16,20 +16,28 @@ then one more decoy), so a file with a share ``f`` of its captions misplaced has
 
     f = (s - Q0) / (CHANCE - Q0)
 
-estimates it (assuming the model is like those calibrated, ``q0 = Q0``, and the captions moved to
-random images). The file is flagged when ``s`` exceeds ``flag_threshold(n)``, the share a file of n
-images of a model like those exceeds with probability ``FALSE_ALARM`` (1%): the models' spread
-(``TAU``) and the binomial spread of n images; 0.18 at 50 images, 0.107 at 1,000, 0.102 at 2,000. experiments/caption_check
-measures false alarms (on real files of 20 to 1,000 images) and what it catches (a file shifted by
-a line, 10% moved); how ``q0`` grows as models get weaker, and so when a weak model is flagged as
-if misplaced, is there too. The warning names every explanation the check cannot tell apart.
+estimates it (assuming the captions moved to random images). ``q0``, the share with nothing
+misplaced, depends on the model: captions that say much the same of every image fit their own
+image no better than others (the first-epoch snapshots of a demo's GRUs: 0.40-0.48). So ``q0`` is
+read off the file itself, from how **generic** its captions are (``RankProfile.genericity``: the
+spread over images of the share of captions that fit each image better than most; moving
+captions among the file's images does not change it): ``null_share`` maps it to ``q0`` and its
+spread across models ``tau`` (``NULL_CURVE``: fitted on real files of three datasets,
+where-image2's 12 Flickr8k models at 0.15-0.17 give ``Q0`` = 0.083). The file is flagged when
+``s`` exceeds ``flag_threshold(n, q0, tau)``, the share a real file of n images this generic
+exceeds with probability ``FALSE_ALARM`` (1%): 0.107 at 1,000 images for the where-image2
+models, higher for more generic captions; captions so generic that even a wholly misplaced file
+would pass (the threshold at 0.5 or above) are never flagged, and said to be beyond the check.
+experiments/caption_check measures false alarms (real files of 20 to 1,000 images, each model
+judged by a curve fitted without it) and what it catches (a file shifted by a line, 5% and 10%
+moved, on strong and weak models). The warning names every explanation the check cannot tell apart.
 
 Fit of a caption to an image: over the caption's distinct words, the number of the image's
 references that hold the word, times the word's inverse document frequency over the checked
 images (``log(images / images whose references hold it)``), summed. Words are lower-cased
 alphanumeric runs of the strings (or of the tokens joined by spaces), whatever the caller's
-tokenizer was. All fits are one product, captions x words (sparse)
-by words x images (dense, ``_BLOCK`` images at a time).
+tokenizer was. All fits are one sparse product, captions x words by words x images, ``_BLOCK``
+captions at a time (dense f64[block, n]).
 """
 from __future__ import annotations
 
@@ -60,15 +68,43 @@ _SEPARATOR = "\x00"  # not a word character: never inside a word
 _TOKEN = re.compile(r"[^\W_]+|\x00")
 
 
-@functools.cache
-def flag_threshold(images: int) -> float:
+# The bottom-half share of real files with nothing misplaced, by their captions' genericity
+# (``RankProfile``): q0 and its spread across models tau at genericity 0.20, 0.22, ..., 1.00, linear
+# between and flat beyond. Printed by experiments/caption_check/null_model.py from 63 real files of
+# three datasets (where-image2's 12 Flickr8k models and its human captions, a demo's 30 models and
+# snapshots and its human captions, a quick demo's): at each knot the model family there with the
+# highest q0 + 2.33 tau (q0 an isotonic fit in genericity, tau its leave-one-out residuals nearby).
+_NULL_Q0 = (0.0333, 0.0362, 0.0362, 0.0362, 0.0790, 0.0790, 0.0823, 0.0843, 0.0843, 0.0843, 0.0933, 0.0933, 0.0933,
+            0.0933, 0.0933, 0.1030, 0.1030, 0.1030, 0.1030, 0.3089, 0.3650, 0.3703, 0.3756, 0.3809, 0.3809,
+            0.3809, 0.3809, 0.3855, 0.4330, 0.4330, 0.4330, 0.4330, 0.4558, 0.4558, 0.4668, 0.4788, 0.4922,
+            0.4922, 0.5029, 0.5094, 0.5094)
+_NULL_TAU = (0.0183, 0.0183, 0.0183, 0.0175, 0.0051, 0.0055, 0.0056, 0.0056, 0.0286, 0.0286, 0.0357, 0.0357, 0.0181,
+             0.0227, 0.0230, 0.0230, 0.0230, 0.0336, 0.1355, 0.1355, 0.1355, 0.2286, 0.1465, 0.0645,
+             0.1758, 0.2586, 0.3415, 0.3415, 0.3415, 0.3415, 0.0650, 0.0650, 0.0183, 0.0510, 0.0570,
+             0.0570, 0.0514, 0.0570, 0.0360, 0.0047, 0.3415)
+NULL_CURVE = tuple((round(0.20 + 0.02 * k, 2), q, t) for k, (q, t) in enumerate(zip(_NULL_Q0, _NULL_TAU)))
+
+
+def null_share(genericity: float) -> tuple[float, float]:
+    """(q0, tau): the mean bottom-half share of files of real models whose captions are this generic
+    (nothing misplaced), and its spread across models (``NULL_CURVE``)."""
+    g, q, t = np.array(NULL_CURVE).T
+    return float(np.interp(genericity, g, q)), float(np.interp(genericity, g, t))
+
+
+def flag_threshold(images: int, q0: float = Q0, tau: float = TAU) -> float:
     """The bottom-half share above which a file of ``images`` images is flagged: the least ``k / images``
     that a file of a model like those calibrated exceeds with probability at most ``FALSE_ALARM``,
-    its count of bottom-half images binomial given its ``q0``, and ``q0`` normal (``Q0``, ``TAU``)
+    its count of bottom-half images binomial given its ``q0``, and ``q0`` normal (``q0``, ``tau``)
     over models (21 Gauss-Hermite nodes). Exact where the normal approximation is not: at 50 images
     the shares are skewed right (normal: 0.175, 4.2% of 240 real subsets above; exact: 0.18)."""
+    return _threshold(images, round(q0, 4), round(tau, 4))
+
+
+@functools.cache
+def _threshold(images: int, q0: float, tau: float) -> float:
     nodes, weights = np.polynomial.hermite_e.hermegauss(21)
-    q = np.clip(Q0 + TAU * nodes, 1e-9, 1 - 1e-9)[:, None]                        # f64[21, 1]
+    q = np.clip(q0 + tau * nodes, 1e-9, 1 - 1e-9)[:, None]                        # f64[21, 1]
     k = np.arange(images + 1)
     log_choose = _log_factorial(images) - _log_factorial(k) - _log_factorial(images - k)
     pmf = np.exp(log_choose + k * np.log(q) + (images - k) * np.log1p(-q))       # f64[21, images + 1]
@@ -90,8 +126,10 @@ class CaptionFit:
     images: images checked (every one up to ``CAP``); threshold: the flag's bound on ``bottom_half``.
     misplaced, misplaced_low, misplaced_high: the estimated share of captions on other images and
       its 95% interval (clipped to [0, 1]).
-    distinct: distinct captions among the checked images (few: a model that says much the same of
-      every image, which the share alone cannot tell from misplaced captions).
+    distinct: distinct captions among the checked images.
+    genericity: how much the captions fit the same images whatever image they sit on (``RankProfile``;
+      moving captions does not change it); null_share: the bottom-half share expected of real
+      captions this generic with nothing misplaced (``null_share``), the estimate's and threshold's q0.
     """
 
     bottom_half: float
@@ -102,10 +140,18 @@ class CaptionFit:
     misplaced_low: float
     misplaced_high: float
     distinct: int
+    genericity: float
+    null_share: float
 
     @property
     def suspicious(self) -> bool:
-        return self.bottom_half > self.threshold
+        """Flagged as holding captions of other images (never where ``blind``: the check cannot tell)."""
+        return self.bottom_half > self.threshold and not self.blind
+
+    @property
+    def blind(self) -> bool:
+        """Captions so generic that even a wholly misplaced file (share 0.5) would not be flagged."""
+        return self.threshold >= CHANCE
 
     def summary(self) -> dict:
         """What settings.json records of the check, flagged or not."""
@@ -113,19 +159,28 @@ class CaptionFit:
                 "misplaced_share_95": [round(self.misplaced_low, 4), round(self.misplaced_high, 4)],
                 "bottom_half_share": round(self.bottom_half, 4), "flagged_above": round(self.threshold, 4),
                 "flagged": self.suspicious, "images_checked": self.images,
-                "own_image_rank": round(self.own_image_rank, 4), "distinct_captions": self.distinct}
+                "own_image_rank": round(self.own_image_rank, 4), "distinct_captions": self.distinct,
+                "genericity": round(self.genericity, 4), "null_share": round(self.null_share, 4),
+                "too_generic_to_check": self.blind}
 
     def warning(self, source: str) -> str | None:
-        """One line naming the estimate, the measure, its bound and what it suggests; None when in bounds."""
+        """One line naming the estimate, the measure, its bound and what it suggests, or saying that
+        the captions are too generic to check; None when in bounds."""
+        if self.blind:
+            return (f"{source}: its captions fit much the same images whatever image they describe (genericity "
+                    f"{self.genericity:.2f}, {self.distinct} distinct captions of {self.images}; a model that ignores its "
+                    f"image or says much the same of every image): the own-image check cannot see captions moved to "
+                    f"other images in it (real captions this generic: bottom-half share about {self.null_share:.2f}, "
+                    f"a wholly misplaced file {CHANCE:.2f})")
         if not self.suspicious:
             return None
         return (f"{source}: about {self.misplaced:.0%} [{self.misplaced_low:.0%}, {self.misplaced_high:.0%}] of its "
                 f"captions look like captions of other images (bottom-half share {self.bottom_half:.3f}, flagged above "
                 f"{self.threshold:.3f}: the share of {self.images} images whose caption fits half of the other images' "
-                f"references better than its own; real models' files about {Q0:.3f}, a wholly misplaced file "
-                f"{CHANCE:.2f}; {self.distinct} distinct captions): a shifted or misordered file, captions of another dataset or of other images, a share "
-                "of them moved, or a model that ignores its image or is much weaker than most; "
-                "this check cannot tell these apart")
+                f"references better than its own; real captions as generic as these (genericity {self.genericity:.2f}) "
+                f"about {self.null_share:.3f}, a wholly misplaced file {CHANCE:.2f}; {self.distinct} distinct captions): "
+                "a shifted or misordered file, captions of another dataset or of other images, a share of them moved, "
+                "or a model whose captions fit other images better than its own; this check cannot tell these apart")
 
 
 def caption_fit(references: Sequence[Sequence[Text]], captions: Sequence[Text], *, cap: int = CAP, seed: int = SEED,
@@ -140,26 +195,65 @@ def caption_fit(references: Sequence[Sequence[Text]], captions: Sequence[Text], 
         return None
     chosen = sorted(random.Random(seed).sample(range(n), cap)) if n > cap else range(n)
     checked = [captions[i] for i in chosen]
-    ranks = own_image_ranks([references[i] for i in chosen], checked)
-    return judged(ranks, len({(c if isinstance(c, str) else " ".join(c)).strip().lower() for c in checked}))
+    profile = rank_profile([references[i] for i in chosen], checked)
+    distinct = len({(c if isinstance(c, str) else " ".join(c)).strip().lower() for c in checked})
+    return judged(profile.ranks, distinct, profile.genericity)
 
 
-def judged(ranks: np.ndarray, distinct: int) -> CaptionFit:
+def judged(ranks: np.ndarray, distinct: int, genericity: float) -> CaptionFit:
     """The ``CaptionFit`` of f64[n] mid-ranks of each caption's own image among the n - 1 others
-    (``distinct``: distinct captions among them)."""
+    (``distinct``: distinct captions among them; ``genericity``: ``RankProfile.genericity``)."""
     n = len(ranks)
-    share = float(np.mean(np.where(ranks < CHANCE, 1.0, np.where(ranks == CHANCE, 0.5, 0.0))))
-    spread = math.sqrt(share * (1 - share) / n + TAU ** 2)  # the file's binomial spread and q0's across models
+    share = share_of(ranks)
+    q0, tau = null_share(genericity)
+    spread = math.sqrt(share * (1 - share) / n + tau ** 2)  # the file's binomial spread and q0's across models
     z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
-    estimate = (share - Q0) / (CHANCE - Q0)
-    low, high = ((share + sign * z * spread - Q0) / (CHANCE - Q0) for sign in (-1, 1))
-    return CaptionFit(share, float(ranks.mean()), n, flag_threshold(n), *(min(1.0, max(0.0, v)) for v in (estimate, low, high)),
-                      distinct)
+    scale = max(CHANCE - q0, 0.01)  # the share's rise per unit misplaced
+    estimate = (share - q0) / scale
+    low, high = ((share + sign * z * spread - q0) / scale for sign in (-1, 1))
+    threshold = flag_threshold(n, q0, tau)
+    if threshold >= CHANCE:  # too generic to tell: any share is as likely with nothing moved as with all
+        low, high = 0.0, 1.0
+    return CaptionFit(share, float(ranks.mean()), n, threshold, *(min(1.0, max(0.0, v)) for v in (estimate, low, high)),
+                      distinct, genericity, q0)
+
+
+def share_of(ranks: np.ndarray) -> float:
+    """The bottom-half share of f64[n] own-image mid-ranks: below 1/2 counts 1, exactly 1/2 half."""
+    return float(np.mean(np.where(ranks < CHANCE, 1.0, np.where(ranks == CHANCE, 0.5, 0.0))))
 
 
 def own_image_ranks(references: Sequence[Sequence[Text]], captions: Sequence[Text]) -> np.ndarray:
     """f64[n]: for each caption, its own image's mid-rank among the n - 1 other images by fit
     (``(#others fitting less + #others fitting as well / 2) / (n - 1)``)."""
+    return rank_profile(references, captions).ranks
+
+
+@dataclasses.dataclass(frozen=True)
+class RankProfile:
+    """ranks: f64[n], each caption's own image's mid-rank among the n - 1 others (``own_image_ranks``).
+    columns: f64[n], for each image, the share of all n captions that rank it in the top half of
+      the images by fit (its mid-rank among the n - 1 others above 1/2; exactly 1/2 half: the own
+      image's rule): which captions sit on which image does not change it, so moving captions among
+      the file's images leaves it as it is (and a wholly misplaced file's share is 1 - its mean)."""
+
+    ranks: np.ndarray
+    columns: np.ndarray
+
+    @property
+    def genericity(self) -> float:
+        """The standard deviation of ``columns`` over its largest for their mean, ``sqrt(m (1 - m))``:
+        1 when every caption fits the same images (a model that says one thing of every image: each
+        image is in every caption's top half or in none), 0 when every image is in as many captions'
+        top halves (about 0.3 for where-image2's Flickr8k models, 0.2 for human captions; see
+        ``null_share``)."""
+        mean, spread = float(self.columns.mean()), float(self.columns.std())
+        return spread / math.sqrt(mean * (1 - mean)) if 0 < mean < 1 and spread > 0 else 0.0
+
+
+def rank_profile(references: Sequence[Sequence[Text]], captions: Sequence[Text]) -> RankProfile:
+    """The own-image ranks and the images' column shares (``RankProfile``) of one file, from the
+    n x n fits of every caption to every image's references."""
     import scipy.sparse as sparse  # its C product: a numpy gather of the same was 2-3x slower (temporaries)
     n = len(captions)
     vocabulary: dict[str, int] = {}
@@ -173,14 +267,22 @@ def own_image_ranks(references: Sequence[Sequence[Text]], captions: Sequence[Tex
     by_image = sparse.csr_matrix((held.astype(np.float64), pair % words, starts), shape=(n, words))
     row, column = _word_ids(captions, vocabulary, add=False)  # a word no reference holds never counts
     by_caption = sparse.csr_matrix((weight[column], column, np.searchsorted(row, np.arange(n + 1))), shape=(n, words))
-    own = np.asarray(by_caption.multiply(by_image).sum(axis=1)).ravel()[:, None]  # f64[n, 1]
-    above = np.zeros(n)  # sum over images of sign(fit - own): (#fitting better) - (#fitting less)
-    for start in range(0, n, _BLOCK):  # images start.. : every caption's fit to each, f64[n, block]
-        fits = by_caption @ by_image[start:start + _BLOCK].T.toarray()
-        np.subtract(fits, own, out=fits)
-        above += np.sign(fits, out=fits).sum(axis=1)
-    # less + tied / 2 = (images - above) / 2 over all n images; the own image is one tie: minus 1/2
-    return ((n - above) / 2 - 0.5) / (n - 1)
+    by_image_t = by_image.T.tocsr()                                             # words x images
+    ranks, columns = np.empty(n), np.zeros(n)
+    for start in range(0, n, _BLOCK):  # captions start.. : each one's fit to every image, f64[block, n]
+        rows = np.arange(start, min(n, start + _BLOCK))
+        fits = (by_caption[rows] @ by_image_t).toarray()
+        own = fits[np.arange(len(rows)), rows][:, None]                          # f64[block, 1]
+        # each cell scored as the own image is: mid-rank among the row's others above 1/2 (#less + #tied / 2
+        # > n / 2) counts 1, exactly 1/2 half; only cells equal to the lower median need their counts
+        middle = np.partition(fits, (n - 1) // 2, axis=1)[:, [(n - 1) // 2]]      # f64[block, 1]
+        at = (fits < middle).sum(axis=1) + (fits == middle).sum(axis=1) / 2       # the median value's #less + #tied / 2
+        score = np.where(at > n / 2, 1.0, np.where(at == n / 2, 0.5, 0.0))[:, None]
+        columns += (fits > middle).sum(axis=0) + ((fits == middle) * score).sum(axis=0)
+        above = np.sign(np.subtract(fits, own, out=fits), out=fits).sum(axis=1)  # (#fitting better) - (#fitting less)
+        # less + tied / 2 = (images - above) / 2 over all n images; the own image is one tie: minus 1/2
+        ranks[rows] = ((n - above) / 2 - 0.5) / (n - 1)
+    return RankProfile(ranks, columns / n)
 
 
 def _weights(images_holding: np.ndarray, images: int) -> np.ndarray:
