@@ -24,7 +24,7 @@ import pandas as pd
 from run import MODELS, corrupt, demo_files, flickr8k
 
 from pregen_jax import io
-from pregen_jax.datasets.caption_fit import CHANCE, flag_threshold, rank_profile, share_of
+from pregen_jax.datasets.caption_fit import CHANCE, fit_factors, flag_threshold, rank_profile, share_of
 
 SIZES = (50, 100, 200, 500)
 
@@ -186,6 +186,31 @@ def report(out: Path) -> None:
             within_005=("within", "mean")).round(3).to_string())
 
 
+def tie_variants(references: list, captions: list) -> dict:
+    """Is it ties? One file's bottom-half share three ways: as the check counts (a tie with the own
+    image half), ties counted as not bottom half (only images fitting strictly better count), and
+    with the images that got the very same caption left out of each image's decoys."""
+    by_caption, by_image_t = fit_factors(references, captions)
+    fits = (by_caption @ by_image_t).toarray()                                  # f64[n, n]
+    n = len(captions)
+    own = fits[np.arange(n), np.arange(n)][:, None]
+    _, group = np.unique([c.strip().lower() for c in captions], return_inverse=True)
+    decoy = group[:, None] != group[None, :]                                   # other captions' images only
+    less, tied = ((fits < own) & decoy).sum(axis=1), ((fits == own) & decoy).sum(axis=1)
+    kept = np.maximum(decoy.sum(axis=1), 1)
+    mid = np.where(decoy.sum(axis=1) > 0, (less + tied / 2) / kept, 0.5)
+    return {"share": share_of(((fits < own).sum(axis=1) + ((fits == own).sum(axis=1) - 1) / 2) / (n - 1)),
+            "ties not bottom": float(np.mean((fits > own).sum(axis=1) / (n - 1) > 0.5)),
+            "same caption not a decoy": share_of(mid), "distinct": len(set(group))}
+
+
+def ties_report(sets: dict[str, tuple[dict, dict]]) -> None:
+    rows = [{"dataset": dataset, "file": name, **tie_variants(references[name], captions)}
+            for dataset, (references, files) in sets.items() for name, captions in files.items()
+            if dataset != "flickr8k" and not name.startswith("held-out")]
+    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--demo", default=None, help="a demo's run folder (finished or running)")
@@ -194,6 +219,7 @@ def main(argv=None) -> int:
     parser.add_argument("--wrong-draws", type=int, default=20)
     parser.add_argument("--out", required=True)
     parser.add_argument("--report-only", action="store_true", help="read the profiles in --out, fit and report")
+    parser.add_argument("--ties", action="store_true", help="the demos' models' shares with ties and repeats counted otherwise")
     args = parser.parse_args(argv)
     if args.report_only:
         report(Path(args.out))
@@ -206,6 +232,9 @@ def main(argv=None) -> int:
     if args.quick:
         quick_refs, quick_captions, _ = demo_files(Path(args.quick))
         sets["quick demo"] = (quick_refs, quick_captions)
+    if args.ties:
+        ties_report({k: v for k, v in sets.items() if k != "flickr8k"})
+        return 0
     out = Path(args.out)
     io.write_tsv(pd.DataFrame(null_rows(sets, args.draws)), out / "null_profiles.tsv")
     strong = {"flickr8k": (references, {n: c for n, c in files.items() if n in MODELS})}

@@ -251,9 +251,9 @@ class RankProfile:
         return spread / math.sqrt(mean * (1 - mean)) if 0 < mean < 1 and spread > 0 else 0.0
 
 
-def rank_profile(references: Sequence[Sequence[Text]], captions: Sequence[Text]) -> RankProfile:
-    """The own-image ranks and the images' column shares (``RankProfile``) of one file, from the
-    n x n fits of every caption to every image's references."""
+def fit_factors(references: Sequence[Sequence[Text]], captions: Sequence[Text]):
+    """(captions x words, words x images), sparse CSR, whose product is every caption's fit to every
+    image's references (the module docstring's fit)."""
     import scipy.sparse as sparse  # its C product: a numpy gather of the same was 2-3x slower (temporaries)
     n = len(captions)
     vocabulary: dict[str, int] = {}
@@ -267,7 +267,14 @@ def rank_profile(references: Sequence[Sequence[Text]], captions: Sequence[Text])
     by_image = sparse.csr_matrix((held.astype(np.float64), pair % words, starts), shape=(n, words))
     row, column = _word_ids(captions, vocabulary, add=False)  # a word no reference holds never counts
     by_caption = sparse.csr_matrix((weight[column], column, np.searchsorted(row, np.arange(n + 1))), shape=(n, words))
-    by_image_t = by_image.T.tocsr()                                             # words x images
+    return by_caption, by_image.T.tocsr()
+
+
+def rank_profile(references: Sequence[Sequence[Text]], captions: Sequence[Text]) -> RankProfile:
+    """The own-image ranks and the images' column shares (``RankProfile``) of one file, from the
+    n x n fits of every caption to every image's references."""
+    n = len(captions)
+    by_caption, by_image_t = fit_factors(references, captions)                 # n x words, words x n
     ranks, columns = np.empty(n), np.zeros(n)
     for start in range(0, n, _BLOCK):  # captions start.. : each one's fit to every image, f64[block, n]
         rows = np.arange(start, min(n, start + _BLOCK))
