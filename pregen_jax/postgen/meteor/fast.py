@@ -39,7 +39,7 @@ def pack(sentence: Sentence, table: ParaphraseTable) -> tuple:
             *table.gather(len(sentence.words), sentence.span_rows))
 
 
-@compiled
+@compiled(inline=True)
 def _shares(a, a0, a1, b, b0, b1) -> bool:
     """Two sorted ranges a[a0:a1], b[b0:b1] have a common element."""
     while a0 < a1 and b0 < b1:
@@ -114,12 +114,29 @@ def _candidates(t, r):
                     if ok:
                         _put(out, count, j, k1 - k0, i, el1[e], 3)
                         count += 1
-    m = out[:count]
-    order = np.argsort(m[:, 0], kind="mergesort")  # per ref start, in the order found
-    return m[order]
+    return _by_ref_start(out, count, n2)
 
 
-@compiled
+@compiled(inline=True)
+def _by_ref_start(rows, count, n2):
+    """``rows[:count]`` (i64[count, 5]) ordered by reference start (column 0, in [0, n2)), rows of
+    equal start in their order: a counting sort (the same order as a stable argsort, without
+    compiling numba's mergesort: seconds on a first run)."""
+    at = np.zeros(n2 + 1, np.int64)
+    for k in range(count):
+        at[rows[k, 0] + 1] += 1
+    for j in range(n2):
+        at[j + 1] += at[j]
+    out = np.empty((count, 5), np.int64)
+    for k in range(count):
+        d = at[rows[k, 0]]
+        at[rows[k, 0]] = d + 1
+        for c in range(5):
+            out[d, c] = rows[k, c]
+    return out
+
+
+@compiled(inline=True)
 def _held(ids) -> np.uint64:
     """The bits ``id mod 64`` of ``ids``, set (a superset test of membership)."""
     held = np.uint64(0)
@@ -128,12 +145,12 @@ def _held(ids) -> np.uint64:
     return held
 
 
-@compiled
+@compiled(inline=True)
 def _put(out, row, a, b, c, d, e):
     out[row, 0], out[row, 1], out[row, 2], out[row, 3], out[row, 4] = a, b, c, d, e
 
 
-@compiled
+@compiled(inline=True)
 def _free(path, base, start, length) -> bool:
     """No bit of [start, start + length) is set in the mask at ``path[base:]``."""
     for q in range(start, start + length):
@@ -142,7 +159,15 @@ def _free(path, base, start, length) -> bool:
     return True
 
 
-@compiled
+@compiled(inline=True)
+def _copy(target, source):
+    """``target[:] = source`` (1-D, same length) as a loop: numba compiles a slice assignment with its
+    shape-mismatch message (seconds of string code on a first run)."""
+    for q in range(len(source)):
+        target[q] = source[q]
+
+
+@compiled(inline=True)
 def _mark(path, base, start, length):
     for q in range(start, start + length):
         path[base + q // 64] |= np.int64(1) << (q % 64)
@@ -155,7 +180,8 @@ def _search(m, n1, n2, weights):
     first = np.zeros(n2 + 1, np.int64)
     for k in range(len(m)):
         first[m[k, 0] + 1] += 1
-    first = np.cumsum(first)
+    for j in range(n2):
+        first[j + 1] += first[j]
     cover1 = np.zeros(max(n1, 1), np.int64)
     cover2 = np.zeros(max(n2, 1), np.int64)
     for k in range(len(m)):
@@ -186,7 +212,7 @@ def _search(m, n1, n2, weights):
     buffers = np.empty((2, BEAM * (widest + 2), len(start)), np.int64)  # the paths, two buffers in turn
     paths = buffers[0]
     keys, ranks = np.empty(buffers.shape[1], np.int64), np.empty(buffers.shape[1], np.int64)  # _ranked's room
-    paths[0, :] = start
+    _copy(paths[0], start)
     alive = 1
     parent = np.empty(len(start), np.int64)
     # the matches each path took, as a tree: node -> (match row, parent node); a match is taken at
@@ -199,29 +225,29 @@ def _search(m, n1, n2, weights):
         nxt = buffers[(current + 1) % 2]
         count = 0
         for rank in range(min(BEAM, alive)):
-            parent[:] = paths[order[rank]]
+            _copy(parent, paths[order[rank]])
             if current == n2:
                 if parent[LAST_END] != -1:
                     parent[CHUNK] += 1
-                nxt[count, :] = parent
+                _copy(nxt[count], parent)
                 count += 1
                 continue
             if not _free(parent, used2, current, 1):
                 if current < parent[IDX]:
-                    nxt[count, :] = parent
+                    _copy(nxt[count], parent)
                     count += 1
                 elif fixed[parent[IDX]] >= 0:
                     k = fixed[parent[IDX]]
                     _take(parent, m, k, weights, node_match, node_parent, nodes)
                     parent[DISTANCE] += abs(m[k, 0] - m[k, 2])
-                    nxt[count, :] = parent
+                    _copy(nxt[count], parent)
                     count += 1
                 continue
             for k in range(first[current], first[current + 1]):
                 if not (_free(parent, used2, m[k, 0], m[k, 1]) and _free(parent, used1, m[k, 2], m[k, 3])):
                     continue
                 new = nxt[count]
-                new[:] = parent
+                _copy(new, parent)
                 _mark(new, used2, m[k, 0], m[k, 1])
                 _mark(new, used1, m[k, 2], m[k, 3])
                 _take(new, m, k, weights, node_match, node_parent, nodes)
@@ -231,10 +257,10 @@ def _search(m, n1, n2, weights):
                 parent[CHUNK] += 1
                 parent[LAST_END] = -1
             parent[IDX] += 1
-            nxt[count, :] = parent
+            _copy(nxt[count], parent)
             count += 1
         if count == 0:
-            nxt[0, :] = paths[order[0]]
+            _copy(nxt[0], paths[order[0]])
             count = 1
         paths, alive = nxt, count
     best = paths[_ranked(paths, alive, keys, ranks)[0]]
@@ -248,10 +274,20 @@ def _search(m, n1, n2, weights):
     for q in range(taken):
         rows[q] = node_match[node]
         node = node_parent[node]
-    return m[rows[np.argsort(m[rows, 0], kind="mergesort")]]
+    out = np.empty((taken, 5), np.int64)
+    for q in range(taken):  # by reference start (distinct: a path's matches cover disjoint words), by
+        k = rows[q]  # insertion, rather than compiling numba's argsort
+        p = q
+        while p > 0 and out[p - 1, 0] > m[k, 0]:
+            for c in range(5):
+                out[p, c] = out[p - 1, c]
+            p -= 1
+        for c in range(5):
+            out[p, c] = m[k, c]
+    return out
 
 
-@compiled
+@compiled(inline=True)
 def _ranked(paths, alive, key, order):
     """Path order, best first, into ``order[:alive]`` (``key``: room for as many keys): more weighted
     matches, then fewer chunks, then less distance; ties keep their order (a stable sort, as
@@ -268,7 +304,7 @@ def _ranked(paths, alive, key, order):
     return order
 
 
-@compiled
+@compiled(inline=True)
 def _take(path, m, k, weights, node_match, node_parent, nodes):
     w = weights[m[k, 4]]
     path[M1] = np.int64(path[M1] + m[k, 3] * w)  # Java's int += double: truncation toward zero
@@ -290,10 +326,14 @@ def _stats(t, r, weights):
     f1, f2 = t[5], r[5]
     row = np.zeros(23)
     row[0], row[1] = n1, n2
-    row[2], row[3] = f1.sum(), f2.sum()
+    for k in range(n1):
+        row[2] += f1[k]
+    for k in range(n2):
+        row[3] += f2[k]
     chunks, last_end, position = 0, -1, 0
     for q in range(len(matches)):
-        j, length, i, match_length, stage = matches[q]
+        j, length, i, match_length, stage = (matches[q, 0], matches[q, 1], matches[q, 2], matches[q, 3],
+                                             matches[q, 4])
         for k in range(match_length):
             row[4 + 4 * stage + (2 if f1[i + k] else 0)] += 1
         for k in range(length):
@@ -328,8 +368,10 @@ def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights
              d4[offsets[b, 4]:offsets[b + 1, 4]], d5[offsets[b, 5]:offsets[b + 1, 5]],
              d6[offsets[b, 6]:offsets[b + 1, 6]], d7[offsets[b, 7]:offsets[b + 1, 7]],
              d8[offsets[b, 8]:offsets[b + 1, 8]], d9[offsets[b, 9]:offsets[b + 1, 9]])
-        rows[p] = _stats(t, r, weights)
-        scores[p] = scoring.row_score(rows[p])
+        row = _stats(t, r, weights)
+        for k in range(23):
+            rows[p, k] = row[k]
+        scores[p] = scoring.row_score(row)
     return rows, scores
 
 

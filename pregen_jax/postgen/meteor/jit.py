@@ -22,10 +22,16 @@ _PENDING: list = []  # the @compiled functions not yet handed to numba
 _LOCK = threading.RLock()
 
 
-def compiled(function):
+def compiled(function=None, *, inline: bool = False):
     """``function``, to be compiled by ``numba.njit`` (cached) the first time any ``@compiled``
-    function is called; calls go to the compiled function from then on."""
-    _PENDING.append(function)
+    function is called; calls go to the compiled function from then on. ``@compiled(inline=True)``:
+    a small helper that compiled callers take in as their own code (numba's ``inline="always"``)
+    instead of calling a function compiled apart: each function compiled apart costs numba a
+    pipeline of its own (and one per constant argument it is called with), which on a first run
+    cost more than the helpers' code (benchmarks/README.md, ``bench_first_run.py``)."""
+    if function is None:
+        return functools.partial(compiled, inline=inline)
+    _PENDING.append((function, inline))
 
     @functools.wraps(function)
     def first_call(*args):
@@ -49,9 +55,11 @@ def compile_all() -> None:
         previous = numba.config.CACHE_DIR
         numba.config.CACHE_DIR = str(cache / "numba") if cache is not None else previous
         try:
-            for function in _PENDING:
+            for function, inline in _PENDING:
                 # nogil: callers may run them in threads (evaluate's METEOR beside the other metrics)
-                function.__globals__[function.__name__] = numba.njit(cache=cache is not None, nogil=True)(function)
+                options = {"inline": "always"} if inline else {}
+                function.__globals__[function.__name__] = numba.njit(cache=cache is not None, nogil=True,
+                                                                     **options)(function)
         finally:
             numba.config.CACHE_DIR = previous
         _PENDING.clear()

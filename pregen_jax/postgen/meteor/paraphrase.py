@@ -140,7 +140,7 @@ def _span_rows(ids, first_prefix, first_key, max_phrase, keys, prefix_keys, phra
     return rows[:count].copy()
 
 
-@compiled
+@compiled(inline=True)
 def _span_rows_into(ids, first_prefix, first_key, max_phrase, keys, prefix_keys, phrase_offsets, phrase_ids,
                     entry_offsets, rows, count):
     """The table's trie walk from each start: stop where no phrase has the prefix so far. The first
@@ -163,10 +163,10 @@ def _span_rows_into(ids, first_prefix, first_key, max_phrase, keys, prefix_keys,
                 if k < 0:
                     continue
             else:
-                k = np.searchsorted(prefix_keys, key)
+                k = _lower_bound(prefix_keys, key)
                 if k == len(prefix_keys) or prefix_keys[k] != key:
                     break
-                k = np.searchsorted(keys, key)
+                k = _lower_bound(keys, key)
                 if k == len(keys) or keys[k] != key or phrase_offsets[k + 1] - phrase_offsets[k] != length:
                     continue
             same = True
@@ -175,12 +175,28 @@ def _span_rows_into(ids, first_prefix, first_key, max_phrase, keys, prefix_keys,
             if same:
                 if count == len(rows):
                     grown = np.empty((2 * len(rows) + 1, 4), np.int64)
-                    grown[:count] = rows[:count]
+                    for r in range(count):  # a loop, not a slice assignment: numba compiles that with
+                        for c in range(4):  # its shape-mismatch message (seconds of string code)
+                            grown[r, c] = rows[r, c]
                     rows = grown
                 rows[count, 0], rows[count, 1], rows[count, 2], rows[count, 3] = (start, length, entry_offsets[k],
                                                                                   entry_offsets[k + 1])
                 count += 1
     return rows, count
+
+
+@compiled(inline=True)
+def _lower_bound(keys, key):
+    """The first position of ``keys`` (u64[n], sorted) holding ``key`` or more (``np.searchsorted``'s
+    left side, written out: numba's compiles for seconds on a first run)."""
+    low, high = 0, len(keys)
+    while low < high:
+        middle = (low + high) // 2
+        if keys[middle] < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 @compiled
@@ -198,7 +214,7 @@ def _gather_rows(words, rows, para_offsets, para_ids):
     return per_start, lengths, word_offsets, out
 
 
-@compiled
+@compiled(inline=True)
 def _entries_into(rows, first_row, end_row, para_offsets, para_ids, per_start, lengths, word_offsets, words):
     """One sentence's paraphrase entries, ``rows[first_row:end_row]`` (by start), written as ``gather``
     lays them out: entry offsets per start (``per_start``, i64[words + 1], zeros given), each entry's

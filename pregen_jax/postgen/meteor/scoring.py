@@ -39,7 +39,7 @@ def matched(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return stages[..., 0::4].sum(-1) + stages[..., 2::4].sum(-1), stages[..., 1::4].sum(-1) + stages[..., 3::4].sum(-1)
 
 
-@compiled
+@compiled(inline=True)
 def row_perfect(row) -> bool:
     """One row (f64[k]) matches every word in one chunk (the jar adds no chunk for it, and it has
     no fragmentation)."""
@@ -51,7 +51,7 @@ def row_perfect(row) -> bool:
     return test == row[TEST_LEN] and ref == row[REF_LEN] and row[CHUNKS] == 1.0
 
 
-@compiled
+@compiled(inline=True)
 def row_score(row) -> float:
     """One statistics row's METEOR (f64[k] -> float), in the jar's order of float operations
     (``computeMetrics``): weighted precision and recall (a running sum from 0: content stages in
