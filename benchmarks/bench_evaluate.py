@@ -153,13 +153,13 @@ def tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-def run_child(command: list[str], env: dict | None = None) -> tuple[float, float, float, float]:
+def run_child(command: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, float, float]:
     """(wall s, CPU s, peak resident MB of the largest single process, peak MB of the whole tree) of
     one process and the children it waited for. The largest single process is the kernel's
     ``ru_maxrss``; the tree's peak (every process of the run at once: evaluate with METEOR's
     process, COCOEvalCap with its JVMs) is sampled every 10 ms, so a shorter spike can be missed."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = [0.0]
     done = threading.Event()
 

@@ -319,7 +319,7 @@ def _take(path, m, k, weights, node_match, node_parent, nodes):
     nodes[0] = node + 1
 
 
-@compiled
+@compiled(inline=True)
 def _stats(t, r, weights):
     n1, n2 = len(t[0]), len(r[0])
     matches = _search(_candidates(t, r), n1, n2, weights)

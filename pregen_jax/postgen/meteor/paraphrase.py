@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import mmap
 import os
 import shutil
@@ -39,7 +40,7 @@ import numpy as np
 
 from ...io import cache_folder, file_hash
 from .jit import compiled
-from .paraphrase_build import HASH_MULTIPLIER, build_arrays, progress_bar
+from .paraphrase_build import HASH_MULTIPLIER, build_arrays, build_arrays_of_nothing, progress_bar
 from .resources import paraphrase_path
 
 MASK = (1 << 64) - 1
@@ -82,6 +83,9 @@ class ParaphraseTable:
         self.entry_offsets = arrays["entry_offsets"]
         self.para_offsets, self.para_ids = arrays["para_offsets"], arrays["para_ids"]
         self.prefix_keys = arrays["prefix_keys"]
+        for array in (self._vocab_offsets, self.keys, self.phrase_offsets, self.phrase_ids, self.entry_offsets,
+                      self.para_offsets, self.para_ids, self.prefix_keys):
+            array.flags.writeable = False  # as mapped ones are: one compiled signature for every table
         self.max_phrase = int(np.diff(self.phrase_offsets).max()) if len(self.keys) else 0
 
     @classmethod
@@ -113,6 +117,8 @@ class ParaphraseTable:
         """(bool[...]: a phrase of the table starts with the word, i64[...]: the row in ``keys`` of the
         one-word phrase that is the word, or -1) of each word id (-1: a word the table lacks): the
         walk's first step for each word, looked up once per word instead of at each position."""
+        if not len(self.keys):  # a table of no entry
+            return np.zeros(np.shape(ids), bool), np.full(np.shape(ids), -1, np.int64)
         key = (np.asarray(ids, np.int64) + 1).astype(np.uint64)  # a one-word phrase's key (_span_rows)
         present = np.asarray(ids) >= 0
         at = np.searchsorted(self.prefix_keys, key)
@@ -248,13 +254,59 @@ class _Words:
         return self._blob[int(self._offsets[k]):int(self._offsets[k + 1])]
 
 
+def empty_table() -> ParaphraseTable:
+    """A table of no entry (the compiled search's types, for compiling it before a table is chosen)."""
+    return ParaphraseTable(build_arrays_of_nothing())
+
+
+def kept_table(source: Path | None = None) -> ParaphraseTable | None:
+    """The whole compiled table of ``source`` where the cache folder holds it (``table`` built it), else None."""
+    cache, name = cache_folder(), _name(source)
+    if cache is not None and all((cache / name / file).exists() for file in FILES):
+        return table(source)
+    return None
+
+
+def table_of_words(words: frozenset[str], source: Path | None = None) -> tuple[ParaphraseTable, frozenset[str]]:
+    """(a table, the words it serves): the entries of ``source`` whose reference phrase and paraphrase
+    are made of words of a set holding ``words`` (exactly what sentences of those words can use:
+    ``paraphrase_build._entries_of_words``). Kept in the cache folder, one at a time: a kept table
+    serving ``words`` is used, else one is built for its words and these (one pass over the gzip,
+    a few seconds instead of the whole table's build) and replaces it."""
+    cache, name = cache_folder(), _name(source) + "-words"
+    kept = sorted(cache.glob(f"{name}-*")) if cache is not None else []
+    served: frozenset[str] = frozenset()
+    for folder in kept:
+        try:
+            served = frozenset((folder / "words.txt").read_text(encoding="utf-8").split("\n"))
+        except OSError:
+            continue
+        if served.issuperset(words) and all((folder / file).exists() for file in FILES):
+            return ParaphraseTable.open(folder), served
+    served = served | words
+    source = Path(source or paraphrase_path())
+    arrays = build_arrays(source, None, frozenset(w.encode("utf-8") for w in served))
+    if cache is not None:
+        digest = hashlib.sha256("\n".join(sorted(served)).encode("utf-8")).hexdigest()[:16]
+        try:
+            folder = _kept(arrays, cache, f"{name}-{digest}", "\n".join(sorted(served)), f"{name}-*")
+            return ParaphraseTable.open(folder), served
+        except OSError as err:
+            warnings.warn(f"METEOR's paraphrase table not kept in {cache} ({err}): built again next run", stacklevel=2)
+    return ParaphraseTable(arrays), served
+
+
+def _name(source: Path | None) -> str:
+    return f"meteor-paraphrase-v{FORMAT}-{file_hash(str(Path(source or paraphrase_path())))[:16]}"
+
+
 @functools.lru_cache(maxsize=1)
 def table(source: Path | None = None) -> ParaphraseTable:
     """The compiled table of ``source`` (the installed one by default): from the cache folder, else
     built (one line and a progress bar on stderr) and kept there, or in memory where the cache
     folder cannot be written."""
     source = Path(source or paraphrase_path())
-    name = f"meteor-paraphrase-v{FORMAT}-{file_hash(str(source))[:16]}"
+    name = _name(source)
     cache = cache_folder()
     if cache is not None and all((cache / name / file).exists() for file in FILES):
         return ParaphraseTable.open(cache / name)
@@ -274,13 +326,18 @@ def table(source: Path | None = None) -> ParaphraseTable:
     return ParaphraseTable(arrays)
 
 
-def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str) -> Path:
-    """``cache/name`` holding ``arrays`` (written under a temporary name, then renamed, so readers
-    never see half a table); other tables in ``cache`` (an older format or source) removed."""
+def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str, words: str | None = None,
+          replaces: str = "meteor-paraphrase-*") -> Path:
+    """``cache/name`` holding ``arrays`` (and ``words.txt``: the words a table of some words serves),
+    written under a temporary name, then renamed, so readers never see half a table; the other
+    tables in ``cache`` named by the pattern ``replaces`` (by default all: an older format or
+    source, tables of some words) removed."""
     folder = cache / name
     staging = Path(tempfile.mkdtemp(prefix=".meteor-paraphrase-", dir=cache))
     try:
         write_arrays(arrays, staging / "table")
+        if words is not None:
+            (staging / "table" / "words.txt").write_text(words, encoding="utf-8")
         try:
             os.rename(staging / "table", folder)
         except OSError:  # another process finished first: its folder is the same
@@ -288,7 +345,7 @@ def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str) -> Path:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    for old in cache.glob("meteor-paraphrase-*"):
+    for old in cache.glob(replaces):
         if old != folder:
             shutil.rmtree(old, ignore_errors=True)
     return folder

@@ -192,7 +192,7 @@ def _answer_requests(requests, replies) -> None:
             _numba_started_without_scipy()
             from . import scoring
             from .python import PythonMeteor
-            meteor = PythonMeteor()
+            meteor = PythonMeteor(tables_of_words=True, compile_apart=True)  # asked about all its sentences at once
             if _loads_quietly(meteor):
                 meteor.load()
                 gc.freeze()  # numba's and the tables' millions of objects: never scanned by the collector again

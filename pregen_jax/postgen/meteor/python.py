@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ...io import cache_folder
 from ...processes import collector_paused, cores_here
-from . import fast, packed, paraphrase, scoring
+from . import compile_apart, fast, packed, paraphrase, scoring
 from .jar import score_line
 from .jit import compiling_message, mark_compiled
 from .matchers import Analyzer, Sentence
@@ -57,9 +58,19 @@ def segment_parts(line: str) -> tuple[list[str], str]:
 
 
 class PythonMeteor:
-    """The jar's SCORE statistics, computed here; resources loaded on first use."""
+    """The jar's SCORE statistics, computed here; resources loaded on first use.
 
-    def __init__(self):
+    ``tables_of_words``: where the cache folder lacks the whole paraphrase table, use a table of the
+    words of the sentences asked about (``paraphrase.table_of_words``: exactly the entries they can
+    use; built in seconds, not the whole table's build), again for a later call that brings new
+    words. For a process that is asked about all its sentences at once (``evaluate``'s METEOR
+    process); elsewhere the whole table is built once (``doctor --prepare`` does it ahead)."""
+
+    def __init__(self, tables_of_words: bool = False, compile_apart: bool = False):
+        self._tables_of_words = tables_of_words
+        self._compile_apart = compile_apart  # a first run compiles the search in a process of its own
+        self._search_compiling = None  # that process, until the search is loaded
+        self._words: frozenset[str] | None = None  # the words the table serves (None: all, the whole table)
         self._analyzer: Analyzer | None = None
         self._packer: Packer | None = None
         self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}  # (test, reference) -> its row
@@ -72,21 +83,51 @@ class PythonMeteor:
     @property
     def loaded(self) -> bool:
         """Whether ``load`` has run."""
-        return self._analyzer is not None
+        return self._packer is not None
 
     def load(self) -> None:
         """Load the resources (synonyms, the compiled paraphrase table and search, compiling them the
-        first time on a machine)."""
-        if self._analyzer is None:
-            self._analyzer = Analyzer(synonyms(), table())
-            self._packer = Packer(self._analyzer)
+        first time on a machine). With ``tables_of_words`` and no whole table in the cache folder,
+        the table waits for the sentences (``stats_started``)."""
+        if self._packer is None:
+            whole = paraphrase.kept_table() if self._tables_of_words else table()
+            self._words = None if whole is not None else frozenset()
+            self._use(whole if whole is not None else paraphrase.empty_table())
             sources = _compiled_sources()
             message = compiling_message(sources)
             if message:
                 print(message, file=sys.stderr, flush=True)
+            if message and self._compile_apart and cache_folder() is not None:
+                self._search_compiling = compile_apart.started()  # the search, on the other core
             self._packer.pack([("a", "man")])  # compiles (or loads) the table's walk
-            fast.warm_up()
-            mark_compiled(sources)
+            scoring.eval_rows(np.zeros((1, scoring.K)))
+            if self._search_compiling is None:
+                self._search_ready()
+
+    def _search_ready(self) -> None:
+        """The search compiled or loaded (where a process of its own compiles it: once it has ended)."""
+        if self._search_compiling is not None:
+            self._search_compiling.wait()  # failed: compiled here instead (warm_up)
+            for stream in (self._search_compiling.stdin, self._search_compiling.stdout):
+                stream.close()
+            self._search_compiling = None
+        fast.warm_up()
+        mark_compiled(_compiled_sources())
+
+    def _use(self, paraphrases: paraphrase.ParaphraseTable) -> None:
+        """Analyse words with the table ``paraphrases`` from now on (the word features kept so far
+        hold another table's ids: dropped; the pairs' statistics do not depend on the table used)."""
+        self._analyzer = Analyzer(synonyms(), paraphrases)
+        self._packer = Packer(self._analyzer)
+
+    def _serve_words(self, segments: list) -> None:
+        """With a table of some words: one that serves every word of ``segments`` (test, references)."""
+        if self._words is None:
+            return
+        words = {w for test, refs in segments for sentence in (test, *refs) for w in sentence}
+        if not self._words.issuperset(words):
+            paraphrases, self._words = paraphrase.table_of_words(frozenset(words) | self._words)
+            self._use(paraphrases)
 
     @staticmethod
     def compiled_already() -> bool:
@@ -121,6 +162,9 @@ class PythonMeteor:
             self._pending()
         with collector_paused():
             segments = [_segment(gts[i], res[i][0]) for i in gts]
+            self._serve_words(segments)
+            if self._search_compiling is not None:
+                self._search_ready()
             if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
                 self._pairs.clear()
                 self._used = 0
