@@ -56,7 +56,9 @@ def first_ever_pairs(images: int, pairs: int) -> None:
     """``--pairs``: the module doc's interleaved first-ever runs; prints each pair and the median."""
     import statistics
 
-    from bench_evaluate import COCO_SCRIPT, METRICS as SCORED, build_files, largest_difference, run_child
+    from bench_evaluate import COCO_SCRIPT, build_files, largest_difference, run_child
+    from bench_evaluate import METRICS as SCORED
+
     from tests.test_wheel import USER_ENV, _built_wheel, _venv_with
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

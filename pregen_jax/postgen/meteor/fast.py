@@ -398,11 +398,6 @@ def packed_pair_stats(tests: np.ndarray, refs: np.ndarray, offsets: np.ndarray,
     return _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS)
 
 
-def compiled_pair_stats(test: tuple, ref: tuple) -> tuple[float, ...]:
-    """The pair's statistics (as the oracle's ``align.pair_stats``) from two ``pack``-ed sentences."""
-    return tuple(_stats(test, ref, WEIGHTS).tolist())
-
-
 def pair_alignment(test: tuple, ref: tuple) -> list[tuple[int, int, int, int, int]]:
     """The best alignment of two ``pack``-ed sentences, as the jar's -writeAlignments lists it:
     (reference start, length, test start, length, stage) in reference order."""

@@ -285,6 +285,8 @@ def table_of_words(words: frozenset[str], source: Path | None = None) -> tuple[P
             return ParaphraseTable.open(folder), served
     served = served | words
     source = Path(source or paraphrase_path())
+    print(f"METEOR: building a paraphrase table of the {len(served):,} words met from {source.name} (the "
+          "whole table is built by `pregen-search doctor --prepare`)", file=sys.stderr, flush=True)
     arrays = build_arrays(source, None, frozenset(w.encode("utf-8") for w in served))
     if cache is not None:
         digest = hashlib.sha256("\n".join(sorted(served)).encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,78 @@
+"""A paraphrase table of some words (evaluate's first run: ``paraphrase.table_of_words``) holds
+exactly the entries of the whole table that sentences of those words can use, in the table's order."""
+import gzip
+
+import numpy as np
+
+from pregen_jax import io
+from pregen_jax.postgen.meteor import paraphrase, paraphrase_build
+from pregen_jax.postgen.meteor.paraphrase import ParaphraseTable
+from tests.test_meteor_cache import _sample_table
+
+
+def _sentences(source) -> list[tuple[str, ...]]:
+    """Sentences that meet the sample's entries: every 500th entry's phrase, its paraphrase and a word of
+    the next entry (phrases of these words the table has, and many it has not), and the odd lines' words."""
+    with gzip.open(source, "rb") as f:
+        lines = f.read().decode("utf-8", "replace").split("\n")
+    refs, paras = lines[1::3], lines[2::3]
+    sentences = [tuple(refs[k].split() + paras[k].split() + paras[k + 1].split()[:1]) for k in range(0, 19_500, 500)]
+    return sentences + [("0", "two", "spaces", "again", "x", "y", "z")]
+
+
+def _usable(source, words: set[bytes]) -> list[tuple[bytes, bytes]]:
+    """The oracle: (reference phrase, paraphrase) of every entry made of ``words``, in file order."""
+    with gzip.open(source, "rb") as f:
+        lines = f.read().split(b"\n")
+    made = lambda line: all(w in words for w in line.split(b" ") if w)  # noqa: E731
+    return [(r, p) for r, p in zip(lines[1::3], lines[2::3]) if made(r) and made(p)]
+
+
+def _found(table: ParaphraseTable, sentence: tuple[str, ...], words: set[str]) -> list[tuple]:
+    """Every (start, phrase length, paraphrase) the table offers the sentence whose paraphrase is made of
+    ``words``, walked in Python: a phrase's key looked up, its words checked."""
+    ids = [table.word_id(w) for w in sentence]
+    vocab = {table.word_id(w): w for w in words if table.word_id(w) >= 0}
+    found = []
+    for start in range(len(sentence)):
+        for length in range(1, min(table.max_phrase, len(sentence) - start) + 1):
+            phrase = ids[start:start + length]
+            k = int(np.searchsorted(table.keys, np.uint64(paraphrase.phrase_key(phrase))))
+            if min(phrase) < 0 or k == len(table.keys) or table.keys[k] != paraphrase.phrase_key(phrase):
+                continue
+            for entry in range(table.entry_offsets[k], table.entry_offsets[k + 1]):
+                said = table.words(entry)
+                if all(w in vocab for w in said):
+                    found.append((start, length, tuple(vocab[w] for w in said)))
+    return found
+
+
+def test_a_table_of_words_holds_the_entries_made_of_them_in_order(tmp_path, monkeypatch):
+    source = _sample_table(tmp_path, 20_000)
+    monkeypatch.setattr(paraphrase_build, "BLOCK", 4096)  # entries cut at block ends, runs of a phrase too
+    sentences = _sentences(source)
+    words = {w for s in sentences for w in s}
+    arrays = paraphrase_build.build_arrays(source, words=frozenset(w.encode() for w in words))
+    table = ParaphraseTable(arrays)
+    entries = range(len(table.para_offsets) - 1)
+    usable = _usable(source, {w.encode() for w in words})
+    assert len(entries) == len(usable) > 40 and len(usable) < 20_000 // 2  # nothing else kept
+    whole = ParaphraseTable(paraphrase_build.build_arrays(source))
+    for sentence in sentences:
+        assert _found(table, sentence, words) == _found(whole, sentence, words), sentence
+    assert sum(len(_found(table, s, words)) for s in sentences) > 40
+
+
+def test_a_table_of_words_is_kept_and_grown_for_new_words(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "cache"))
+    source = _sample_table(tmp_path, 3_000)
+    first, served = paraphrase.table_of_words(frozenset({"two", "spaces", "again"}), source)
+    assert served == {"two", "spaces", "again"} and "building a paraphrase table" in capsys.readouterr().err
+    again, served = paraphrase.table_of_words(frozenset({"two"}), source)
+    assert capsys.readouterr().err == "" and np.array_equal(again.para_ids, first.para_ids)  # served: read back
+    grown, served = paraphrase.table_of_words(frozenset({"x", "y"}), source)
+    assert served == {"two", "spaces", "again", "x", "y"} and "building" in capsys.readouterr().err
+    assert [p.name for p in io.cache_folder().glob("meteor-paraphrase-*")] == [p.name for p in
+                                                                                io.cache_folder().glob("*-words-*")]
+    assert len(list(io.cache_folder().glob("meteor-paraphrase-*"))) == 1 and grown.word_id("x") >= 0
+    assert paraphrase.kept_table(source) is None  # the whole table is not built by these
