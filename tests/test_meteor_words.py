@@ -20,19 +20,29 @@ def _sentences(source) -> list[tuple[str, ...]]:
     return sentences + [("0", "two", "spaces", "again", "x", "y", "z")]
 
 
-def _usable(source, words: set[bytes]) -> list[tuple[bytes, bytes]]:
-    """The oracle: (reference phrase, paraphrase) of every entry made of ``words``, in file order."""
+def _usable(source, sentences: list[tuple[str, ...]]) -> list[tuple[bytes, bytes]]:
+    """The oracle: (reference phrase, paraphrase) of every entry whose phrase and paraphrase occur in some
+    sentence, or are made of their words and neighbour pairs, in file order."""
     with gzip.open(source, "rb") as f:
         lines = f.read().split(b"\n")
-    made = lambda line: all(w in words for w in line.split(b" ") if w)  # noqa: E731
+    grams = _grams(sentences)
+    made = lambda line: all(w in grams for w in line.split(b" ") if w) and all(  # noqa: E731
+        b" ".join(pair) in grams for pair in zip(line.split(), line.split()[1:]))
     return [(r, p) for r, p in zip(lines[1::3], lines[2::3]) if made(r) and made(p)]
 
 
-def _found(table: ParaphraseTable, sentence: tuple[str, ...], words: set[str]) -> list[tuple]:
-    """Every (start, phrase length, paraphrase) the table offers the sentence whose paraphrase is made of
-    ``words``, walked in Python: a phrase's key looked up, its words checked."""
+def _grams(sentences: list[tuple[str, ...]]) -> frozenset[bytes]:
+    """The sentences' words and neighbour pairs, UTF-8."""
+    return frozenset(g.encode() for s in sentences for g in (*s, *map(" ".join, zip(s, s[1:]))))
+
+
+def _found(table: ParaphraseTable, sentence: tuple[str, ...], sentences: list[tuple[str, ...]]) -> list[tuple]:
+    """Every (start, phrase length, paraphrase) the table offers the sentence whose paraphrase can occur in
+    ``sentences`` (their words, neighbours in them; else it matches nowhere), walked in Python: a
+    phrase's key looked up, its words checked."""
+    grams = _grams(sentences)
     ids = [table.word_id(w) for w in sentence]
-    vocab = {table.word_id(w): w for w in words if table.word_id(w) >= 0}
+    vocab = {table.word_id(w): w for s in sentences for w in s if table.word_id(w) >= 0}
     found = []
     for start in range(len(sentence)):
         for length in range(1, min(table.max_phrase, len(sentence) - start) + 1):
@@ -43,7 +53,9 @@ def _found(table: ParaphraseTable, sentence: tuple[str, ...], words: set[str]) -
             for entry in range(table.entry_offsets[k], table.entry_offsets[k + 1]):
                 said = table.words(entry)
                 if all(w in vocab for w in said):
-                    found.append((start, length, tuple(vocab[w] for w in said)))
+                    said = tuple(vocab[w] for w in said)
+                    if all(" ".join(pair).encode() in grams for pair in zip(said, said[1:])):
+                        found.append((start, length, said))
     return found
 
 
@@ -51,27 +63,27 @@ def test_a_table_of_words_holds_the_entries_made_of_them_in_order(tmp_path, monk
     source = _sample_table(tmp_path, 20_000)
     monkeypatch.setattr(paraphrase_build, "BLOCK", 4096)  # entries cut at block ends, runs of a phrase too
     sentences = _sentences(source)
-    words = {w for s in sentences for w in s}
-    arrays = paraphrase_build.build_arrays(source, words=frozenset(w.encode() for w in words))
+    arrays = paraphrase_build.build_arrays(source, grams=_grams(sentences))
     table = ParaphraseTable(arrays)
     entries = range(len(table.para_offsets) - 1)
-    usable = _usable(source, {w.encode() for w in words})
+    usable = _usable(source, sentences)
     assert len(entries) == len(usable) > 40 and len(usable) < 20_000 // 2  # nothing else kept
     whole = ParaphraseTable(paraphrase_build.build_arrays(source))
     for sentence in sentences:
-        assert _found(table, sentence, words) == _found(whole, sentence, words), sentence
-    assert sum(len(_found(table, s, words)) for s in sentences) > 40
+        assert _found(table, sentence, sentences) == _found(whole, sentence, sentences), sentence
+    assert sum(len(_found(table, s, sentences)) for s in sentences) > 40
 
 
 def test_a_table_of_words_is_kept_and_grown_for_new_words(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "cache"))
     source = _sample_table(tmp_path, 3_000)
-    first, served = paraphrase.table_of_words(frozenset({"two", "spaces", "again"}), source)
-    assert served == {"two", "spaces", "again"} and "building a paraphrase table" in capsys.readouterr().err
-    again, served = paraphrase.table_of_words(frozenset({"two"}), source)
+    first, served = paraphrase.table_of_words(frozenset({"two", "spaces", "again", "two spaces"}), source)
+    assert served == {"two", "spaces", "again", "two spaces"} and "building a paraphrase table" in capsys.readouterr().err
+    assert first.word_id("again") >= 0  # "two spaces" -> "again"
+    again, served = paraphrase.table_of_words(frozenset({"two", "two spaces"}), source)
     assert capsys.readouterr().err == "" and np.array_equal(again.para_ids, first.para_ids)  # served: read back
     grown, served = paraphrase.table_of_words(frozenset({"x", "y"}), source)
-    assert served == {"two", "spaces", "again", "x", "y"} and "building" in capsys.readouterr().err
+    assert served == {"two", "spaces", "again", "two spaces", "x", "y"} and "building" in capsys.readouterr().err
     assert [p.name for p in io.cache_folder().glob("meteor-paraphrase-*")] == [p.name for p in
                                                                                 io.cache_folder().glob("*-words-*")]
     assert len(list(io.cache_folder().glob("meteor-paraphrase-*"))) == 1 and grown.word_id("x") >= 0

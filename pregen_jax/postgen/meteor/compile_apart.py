@@ -1,36 +1,62 @@
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT
-"""METEOR's alignment search compiled into numba's cache by a process of its own, on a first run.
+"""METEOR's compiled code built into numba's cache by processes of their own, on a first run.
 
-Why: a first run compiles the search (``fast._batch``: about three quarters of numba's compile)
-and builds a paraphrase table, one after the other in METEOR's process. Here the search compiles
-on the other core while METEOR's process compiles the table's walk and builds the table; that
-process then loads the search from the cache (``PythonMeteor._search_ready``). Only where the cache
-folder can be written (else nothing could be handed over: METEOR's process compiles it itself).
+Why: a first run compiles the search (``fast._batch``: about two thirds of numba's compile) and
+the table's walk (``packed._pack``, with ``scoring``'s rows), and builds a paraphrase table, each
+taking seconds, one after the other in METEOR's process. Here the two compile in two processes
+while METEOR's process builds the table; it then loads both from the cache
+(``PythonMeteor._compiled_ready``). On two cores the three share them (and, on a busy machine,
+hold three of its queue's places, as the JVMs of COCOEvalCap hold several); only where the cache
+folder can be written (else nothing could be handed over: METEOR's process compiles them itself).
 
-Protocol: none. The child compiles, then ends (exit status 0); it dies with its parent
+Protocol: the parent writes the part to compile (``search`` or ``walk``) and a newline on the
+child's standard input; the child compiles it, then ends (exit status 0); it dies with its parent
 (``processes.watch_parent``).
 """
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
+
+PARTS = ("search", "walk")
 
 
-def started() -> subprocess.Popen:
-    """The compiling child, started now."""
+def started(part: str) -> subprocess.Popen:
+    """A child compiling ``part`` (``PARTS``), started now."""
     from ... import processes
-    return processes.python_child(__name__)
+    child = processes.python_child(__name__)
+    child.stdin.write(part.encode() + b"\n")
+    child.stdin.close()
+    return child
+
+
+def compile_part(part: str) -> None:
+    """Compile (or load from numba's cache) ``part``: the search (``fast.warm_up``) or the table's walk
+    and the rows' scores (an empty table and no synonyms: only the types matter)."""
+    if part == "search":
+        from . import fast
+        fast.warm_up()
+        return
+    import numpy as np
+
+    from . import paraphrase, scoring
+    from .matchers import Analyzer
+    from .packed import Packer
+    from .resources import Synonyms
+    Packer(Analyzer(Synonyms({}, {}), paraphrase.empty_table())).pack([("a", "man")])
+    scoring.eval_rows(np.zeros((1, scoring.K)))
 
 
 def serve() -> None:
-    """The child: compile the search into numba's cache (``fast.warm_up``), then end."""
+    """The child: compile the part asked for into numba's cache, then end."""
     from ... import processes
     from .process import _numba_started_without_scipy
     processes.quiet_interrupts_in_worker()
     processes.watch_parent()
+    part = sys.stdin.buffer.readline().decode().strip()
     os.dup2(2, 1)  # nothing on the pipe the parent does not read
     _numba_started_without_scipy()
-    from . import fast
-    fast.warm_up()
+    compile_part(part)
     os._exit(0)

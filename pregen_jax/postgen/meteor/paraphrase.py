@@ -267,31 +267,32 @@ def kept_table(source: Path | None = None) -> ParaphraseTable | None:
     return None
 
 
-def table_of_words(words: frozenset[str], source: Path | None = None) -> tuple[ParaphraseTable, frozenset[str]]:
-    """(a table, the words it serves): the entries of ``source`` whose reference phrase and paraphrase
-    are made of words of a set holding ``words`` (exactly what sentences of those words can use:
-    ``paraphrase_build._entries_of_words``). Kept in the cache folder, one at a time: a kept table
-    serving ``words`` is used, else one is built for its words and these (one pass over the gzip,
-    a few seconds instead of the whole table's build) and replaces it."""
+def table_of_words(grams: frozenset[str], source: Path | None = None) -> tuple[ParaphraseTable, frozenset[str]]:
+    """(a table, the grams it serves): the entries of ``source`` that sentences can use whose words and
+    neighbour pairs (``"a man"``) are in a set holding ``grams`` (``paraphrase_build._entries_of_words``:
+    exactly those entries). Kept in the cache folder, one at a time: a kept table serving ``grams``
+    is used, else one is built for its grams and these (one pass over the gzip: seconds, not the whole
+    table's build) and replaces it."""
     cache, name = cache_folder(), _name(source) + "-words"
     kept = sorted(cache.glob(f"{name}-*")) if cache is not None else []
     served: frozenset[str] = frozenset()
     for folder in kept:
         try:
-            served = frozenset((folder / "words.txt").read_text(encoding="utf-8").split("\n"))
+            served = frozenset((folder / "grams.txt").read_text(encoding="utf-8").split("\n"))
         except OSError:
             continue
-        if served.issuperset(words) and all((folder / file).exists() for file in FILES):
+        if served.issuperset(grams) and all((folder / file).exists() for file in FILES):
             return ParaphraseTable.open(folder), served
-    served = served | words
+    served = served | grams
     source = Path(source or paraphrase_path())
-    print(f"METEOR: building a paraphrase table of the {len(served):,} words met from {source.name} (the "
-          "whole table is built by `pregen-search doctor --prepare`)", file=sys.stderr, flush=True)
-    arrays = build_arrays(source, None, frozenset(w.encode("utf-8") for w in served))
+    print(f"METEOR: building a paraphrase table of the {sum(' ' not in g for g in served):,} words met from "
+          f"{source.name} (the whole table: `pregen-search doctor --prepare`)", file=sys.stderr, flush=True)
+    arrays = build_arrays(source, None, frozenset(g.encode("utf-8") for g in served))
     if cache is not None:
-        digest = hashlib.sha256("\n".join(sorted(served)).encode("utf-8")).hexdigest()[:16]
+        listed = "\n".join(sorted(served))
         try:
-            folder = _kept(arrays, cache, f"{name}-{digest}", "\n".join(sorted(served)), f"{name}-*")
+            folder = _kept(arrays, cache, f"{name}-{hashlib.sha256(listed.encode('utf-8')).hexdigest()[:16]}",
+                           listed, f"{name}-*")
             return ParaphraseTable.open(folder), served
         except OSError as err:
             warnings.warn(f"METEOR's paraphrase table not kept in {cache} ({err}): built again next run", stacklevel=2)
@@ -328,9 +329,9 @@ def table(source: Path | None = None) -> ParaphraseTable:
     return ParaphraseTable(arrays)
 
 
-def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str, words: str | None = None,
+def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str, grams: str | None = None,
           replaces: str = "meteor-paraphrase-*") -> Path:
-    """``cache/name`` holding ``arrays`` (and ``words.txt``: the words a table of some words serves),
+    """``cache/name`` holding ``arrays`` (and ``grams.txt``: the grams a table of some words serves),
     written under a temporary name, then renamed, so readers never see half a table; the other
     tables in ``cache`` named by the pattern ``replaces`` (by default all: an older format or
     source, tables of some words) removed."""
@@ -338,8 +339,8 @@ def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str, words: str | No
     staging = Path(tempfile.mkdtemp(prefix=".meteor-paraphrase-", dir=cache))
     try:
         write_arrays(arrays, staging / "table")
-        if words is not None:
-            (staging / "table" / "words.txt").write_text(words, encoding="utf-8")
+        if grams is not None:
+            (staging / "table" / "grams.txt").write_text(grams, encoding="utf-8")
         try:
             os.rename(staging / "table", folder)
         except OSError:  # another process finished first: its folder is the same

@@ -103,15 +103,18 @@ def _blocks(source: Path, progress):
                 yield block[:cut]
 
 
-def _entries_of_words(blocks, words: frozenset[bytes]):
-    """The entries of ``blocks`` (``_blocks``) whose reference phrase and paraphrase have only words
-    of ``words`` (any other entry can match nowhere in sentences made of ``words``), as blocks of
-    whole entries (an incomplete last entry passed on as it is, for ``read_entries`` to refuse).
-    A phrase's entries follow one another in the table: a reference line is judged where it differs
-    from the one before (430,000 times among 5.3 M entries), a paraphrase only in an entry whose
-    reference passed; the rest is C loops (``split``, ``map``, ``compress``)."""
+def _entries_of_words(blocks, grams: frozenset[bytes]):
+    """The entries of ``blocks`` (``_blocks``) whose reference phrase and paraphrase are made of
+    ``grams``' words with each two neighbours one of its pairs (``b"a man"``): any other entry can
+    match nowhere in sentences whose words and neighbour pairs ``grams`` holds (a phrase matches
+    where it occurs). Given as blocks of whole entries (an incomplete last entry passed on as it is,
+    for ``read_entries`` to refuse). A phrase's entries follow one another in the table: a reference
+    line is judged where it differs from the one before (430,000 times among 5.3 M entries), a
+    paraphrase only in an entry whose reference passed; the rest is C loops (``split``, ``map``,
+    ``compress``)."""
     def made_of_words(line: bytes) -> bool:
-        return words.issuperset(w for w in line.split(b" ") if w)
+        words = [w for w in line.split(b" ") if w]
+        return grams.issuperset(words) and grams.issuperset(map(b" ".join, zip(words, words[1:])))
     carry, last = b"", b"\n"  # the last reference line judged (a newline: none; no line holds one)
     passed = False
     for block in blocks:
@@ -136,17 +139,17 @@ def _entries_of_words(blocks, words: frozenset[bytes]):
         yield carry
 
 
-def read_entries(source: Path, progress=None, words: frozenset[bytes] | None = None) -> Entries:
+def read_entries(source: Path, progress=None, grams: frozenset[bytes] | None = None) -> Entries:
     """The entries of the gzip table ``source`` (three lines each: a probability, the reference
     phrase, its paraphrase; words split at spaces, empty words dropped). ``progress(done, total)``
-    is called with compressed bytes read. ``words`` (UTF-8): only the entries whose reference phrase
-    is made of them (None: every entry)."""
+    is called with compressed bytes read. ``grams`` (UTF-8 words and neighbour pairs): only the
+    entries made of them (``_entries_of_words``; None: every entry)."""
     ref_ids: defaultdict[bytes, int] = defaultdict(itertools.count().__next__)
     vocabulary = _Vocabulary()
     refs, para_counts, para_words = [], [], []  # each block's
     lines_before = 0
     blocks = _blocks(source, progress or (lambda done, total: None))
-    for block in blocks if words is None else _entries_of_words(blocks, words):
+    for block in blocks if grams is None else _entries_of_words(blocks, grams):
         lines = block.split(b"\n")[:-1]  # each block ends with a newline
         chosen = lines[(1 - lines_before) % 3::3]
         refs.append(np.fromiter(map(ref_ids.__getitem__, chosen), np.int32, len(chosen)))
@@ -186,10 +189,10 @@ def _csr(counts: list[np.ndarray], ids: list[np.ndarray]) -> tuple[np.ndarray, n
     return offsets, _joined(ids, np.int32)
 
 
-def build_arrays(source: Path, progress=None, words: frozenset[bytes] | None = None) -> dict[str, np.ndarray]:
+def build_arrays(source: Path, progress=None, grams: frozenset[bytes] | None = None) -> dict[str, np.ndarray]:
     """The compiled table of the gzip table ``source``: file stem -> array (``paraphrase.FILES``;
-    ``vocab.bin`` as u8[...]). ``progress(done, total)`` and ``words``: as ``read_entries``."""
-    entries = read_entries(source, progress, words)
+    ``vocab.bin`` as u8[...]). ``progress(done, total)`` and ``grams``: as ``read_entries``."""
+    entries = read_entries(source, progress, grams)
     offsets, ids = entries.line_offsets, entries.line_words
     line_keys = _keys(offsets, ids)
     _check_no_collisions(line_keys, offsets, ids)

@@ -15,6 +15,7 @@ under their licence, LGPL-2.1-only (docs/licensing.md); the memos are this packa
 """
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -68,9 +69,9 @@ class PythonMeteor:
 
     def __init__(self, tables_of_words: bool = False, compile_apart: bool = False):
         self._tables_of_words = tables_of_words
-        self._compile_apart = compile_apart  # a first run compiles the search in a process of its own
-        self._search_compiling = None  # that process, until the search is loaded
-        self._words: frozenset[str] | None = None  # the words the table serves (None: all, the whole table)
+        self._compile_apart = compile_apart  # a first run compiles in processes of their own
+        self._compiling: list = []  # the processes compiling (compile_apart), until their code is loaded
+        self._words: frozenset[str] | None = None  # the grams the table serves (None: all, the whole table)
         self._analyzer: Analyzer | None = None
         self._packer: Packer | None = None
         self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}  # (test, reference) -> its row
@@ -97,21 +98,20 @@ class PythonMeteor:
             message = compiling_message(sources)
             if message:
                 print(message, file=sys.stderr, flush=True)
-            if message and self._compile_apart and cache_folder() is not None:
-                self._search_compiling = compile_apart.started()  # the search, on the other core
-            self._packer.pack([("a", "man")])  # compiles (or loads) the table's walk
-            scoring.eval_rows(np.zeros((1, scoring.K)))
-            if self._search_compiling is None:
-                self._search_ready()
+            if message and self._compile_apart and cache_folder() is not None:  # while the table is built
+                self._compiling = [compile_apart.started(part) for part in compile_apart.PARTS]
+            else:
+                self._compiled_ready()
 
-    def _search_ready(self) -> None:
-        """The search compiled or loaded (where a process of its own compiles it: once it has ended)."""
-        if self._search_compiling is not None:
-            self._search_compiling.wait()  # failed: compiled here instead (warm_up)
-            for stream in (self._search_compiling.stdin, self._search_compiling.stdout):
-                stream.close()
-            self._search_compiling = None
-        fast.warm_up()
+    def _compiled_ready(self) -> None:
+        """The compiled code compiled or loaded (where processes of their own compile it: once they
+        have ended; one that failed leaves its part to be compiled here)."""
+        for child in self._compiling:
+            child.wait()
+            child.stdout.close()
+        self._compiling = []
+        for part in compile_apart.PARTS:
+            compile_apart.compile_part(part)
         mark_compiled(_compiled_sources())
 
     def _use(self, paraphrases: paraphrase.ParaphraseTable) -> None:
@@ -121,12 +121,15 @@ class PythonMeteor:
         self._packer = Packer(self._analyzer)
 
     def _serve_words(self, segments: list) -> None:
-        """With a table of some words: one that serves every word of ``segments`` (test, references)."""
+        """With a table of some words: one that serves every word and neighbour pair (``"a man"``) of
+        ``segments`` (test, references)."""
         if self._words is None:
             return
-        words = {w for test, refs in segments for sentence in (test, *refs) for w in sentence}
-        if not self._words.issuperset(words):
-            paraphrases, self._words = paraphrase.table_of_words(frozenset(words) | self._words)
+        sentences = set(itertools.chain.from_iterable((test, *refs) for test, refs in segments))
+        grams = set(itertools.chain.from_iterable(sentences))
+        grams.update(itertools.chain.from_iterable(map(" ".join, zip(s, s[1:])) for s in sentences))
+        if not self._words.issuperset(grams):
+            paraphrases, self._words = paraphrase.table_of_words(frozenset(grams) | self._words)
             self._use(paraphrases)
 
     @staticmethod
@@ -163,8 +166,8 @@ class PythonMeteor:
         with collector_paused():
             segments = [_segment(gts[i], res[i][0]) for i in gts]
             self._serve_words(segments)
-            if self._search_compiling is not None:
-                self._search_ready()
+            if self._compiling:
+                self._compiled_ready()
             if len(self._pairs) + sum(len(refs) for _, refs in segments) > MEMO_LIMIT:
                 self._pairs.clear()
                 self._used = 0
