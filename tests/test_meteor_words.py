@@ -3,11 +3,12 @@ exactly the entries of the whole table that sentences of those words can use, in
 import gzip
 
 import numpy as np
+import pytest
 
 from pregen_jax import io
 from pregen_jax.postgen.meteor import paraphrase, paraphrase_build
 from pregen_jax.postgen.meteor.paraphrase import ParaphraseTable
-from tests.test_meteor_cache import _sample_table
+from tests.test_meteor_cache import _installed_table, _sample_table
 
 
 def _sentences(source) -> list[tuple[str, ...]]:
@@ -88,3 +89,24 @@ def test_a_table_of_words_is_kept_and_grown_for_new_words(tmp_path, monkeypatch,
                                                                                 io.cache_folder().glob("*-words-*")]
     assert len(list(io.cache_folder().glob("meteor-paraphrase-*"))) == 1 and grown.word_id("x") >= 0
     assert paraphrase.kept_table(source) is None  # the whole table is not built by these
+
+
+@pytest.mark.slow  # one pass over the installed 62 MB table (about 5 CPU s), and the whole table
+def test_a_meteor_of_tables_of_words_gives_the_whole_tables_statistics(tmp_path, monkeypatch):
+    from pregen_jax.postgen.meteor.python import PythonMeteor
+    from tests.meteor_oracle import sets
+    _installed_table()
+    segments = (sets.where_image2("merge_2")[:300] + sets.flickr8k_leave_one_out()[::100]
+                + [s for c in ("neg_subj", "near_syms") for s in sets.mutt(c, 20)[::20]] + sets.hard_strings())
+    half = len(segments) // 2
+    gts = {k: refs for k, (refs, _, _) in enumerate(segments)}
+    res = {k: [cand] for k, (_, cand, _) in enumerate(segments)}
+    whole = PythonMeteor()
+    expected = whole.stats(gts, res)
+    monkeypatch.setattr(paraphrase, "kept_table", lambda source=None: None)  # as on a first run
+    monkeypatch.setattr(paraphrase, "cache_folder", lambda: tmp_path)
+    of_words = PythonMeteor(tables_of_words=True)
+    first = of_words.stats({k: gts[k] for k in range(half)}, {k: res[k] for k in range(half)})
+    assert np.array_equal(first, expected[:half]) and of_words._words  # a table of the first half's words
+    assert np.array_equal(of_words.stats(gts, res), expected)  # grown for the second half's
+    assert len(list(tmp_path.glob("meteor-paraphrase-*-words-*"))) == 1

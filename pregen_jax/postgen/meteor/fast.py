@@ -193,7 +193,9 @@ def _search(m, n1, n2, weights):
     used1, used2 = USED1, USED1 + words
     start = np.zeros(USED1 + 2 * words, np.int64)
     start[LAST_END], start[NODE] = -1, -1
-    fixed = np.full(n2 + 1, -1, np.int64)
+    fixed = np.empty(n2 + 1, np.int64)  # not np.full: one more numba function to compile
+    for j in range(n2 + 1):
+        fixed[j] = -1
     for j in range(n2):
         if first[j + 1] - first[j] == 1:
             k = first[j]
@@ -352,9 +354,10 @@ def _stats(t, r, weights):
 
 @compiled
 def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights):
-    """Statistics f64[pairs, 23] and scores f64[pairs] of sentence pairs (``tests``, ``refs``: indices
-    into the sentences concatenated by ``concatenate_sentences``)."""
-    rows = np.zeros((len(tests), 23))
+    """Statistics f64[pairs * 23] (row after row) and scores f64[pairs] of sentence pairs (``tests``,
+    ``refs``: indices into the sentences concatenated by ``concatenate_sentences``). Every float
+    array is made one way (``np.zeros(n)``): numba compiles each way of making one apart."""
+    rows = np.zeros(len(tests) * 23)
     scores = np.zeros(len(tests))
     for p in range(len(tests)):
         a, b = tests[p], refs[p]
@@ -370,7 +373,7 @@ def _batch(tests, refs, offsets, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, weights
              d8[offsets[b, 8]:offsets[b + 1, 8]], d9[offsets[b, 9]:offsets[b + 1, 9]])
         row = _stats(t, r, weights)
         for k in range(23):
-            rows[p, k] = row[k]
+            rows[23 * p + k] = row[k]
         scores[p] = scoring.row_score(row)
     return rows, scores
 
@@ -395,7 +398,8 @@ def packed_pair_stats(tests: np.ndarray, refs: np.ndarray, offsets: np.ndarray,
                       data: tuple) -> tuple[np.ndarray, np.ndarray]:
     """(f64[pairs, 23] statistics, f64[pairs] scores) of the pairs (indices into sentences laid out
     as ``concatenate_sentences`` or ``packed.Packer.pack`` give them: ``offsets``, ``data``)."""
-    return _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS)
+    rows, scores = _batch(np.asarray(tests, np.int64), np.asarray(refs, np.int64), offsets, *data, WEIGHTS)
+    return rows.reshape(len(scores), 23), scores
 
 
 def pair_alignment(test: tuple, ref: tuple) -> list[tuple[int, int, int, int, int]]:
