@@ -52,11 +52,11 @@ def compile_part(part: str) -> None:
 def serve() -> None:
     """The child: compile the part asked for into numba's cache, then end."""
     from ... import processes
-    from .process import _numba_started_without_scipy
+    from .jit import numba_started_without_scipy
     processes.quiet_interrupts_in_worker()
     processes.watch_parent()
     part = sys.stdin.buffer.readline().decode().strip()
     os.dup2(2, 1)  # nothing on the pipe the parent does not read
-    _numba_started_without_scipy()
+    numba_started_without_scipy()
     compile_part(part)
     os._exit(0)

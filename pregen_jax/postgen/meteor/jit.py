@@ -99,3 +99,19 @@ def _marker(sources: list[Path]) -> Path | None:
     for source in sources:  # numba's cache is per source path and content
         digest.update(str(Path(source).resolve()).encode() + Path(source).read_bytes())
     return cache / "numba" / f".compiled-{digest.hexdigest()[:16]}"
+
+
+def numba_started_without_scipy() -> None:
+    """Import numba's array functions with scipy hidden, in this process only: numba's import of
+    them probes scipy's BLAS (``numba.np.arraymath``: 0.2 s importing ``scipy.linalg``) to pick an
+    inner product for ``np.cov``-like functions, which METEOR's search never calls; ``np.dot`` and
+    the rest of numba's linear algebra still import scipy when compiled. Only this child does it:
+    another process's own numba functions are untouched."""
+    import numba  # noqa: F401
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    sys.modules["scipy.linalg"] = None  # makes ``import scipy.linalg...`` raise ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg"]

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ... import processes
+from .jit import numba_started_without_scipy
 
 CLOSE_SECONDS = 5.0  # how long ``close`` waits for the child to end by itself before killing it
 
@@ -165,22 +166,6 @@ def _reaped(child: subprocess.Popen) -> None:
         child.wait()
 
 
-def _numba_started_without_scipy() -> None:
-    """Import numba's array functions with scipy hidden, in this process only: numba's import of
-    them probes scipy's BLAS (``numba.np.arraymath``: 0.2 s importing ``scipy.linalg``) to pick an
-    inner product for ``np.cov``-like functions, which METEOR's search never calls; ``np.dot`` and
-    the rest of numba's linear algebra still import scipy when compiled. Only this child does it:
-    another process's own numba functions are untouched."""
-    import numba  # noqa: F401
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    sys.modules["scipy.linalg"] = None  # makes ``import scipy.linalg...`` raise ImportError
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        del sys.modules["scipy.linalg"]
-
-
 def _answer_requests(requests, replies) -> None:
     """Answer each pickled request on ``requests`` with a pickled ``(answer, warned)`` on ``replies``:
     the answer (module doc) and the messages of the warnings given since the last reply (the
@@ -189,7 +174,7 @@ def _answer_requests(requests, replies) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            _numba_started_without_scipy()
+            numba_started_without_scipy()
             from . import scoring
             from .python import PythonMeteor
             meteor = PythonMeteor(tables_of_words=True, compile_apart=True)  # asked about all its sentences at once
