@@ -166,13 +166,14 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
-    fits = caption_checks(refs, systems, images)
-    notes = input_notes(refs, systems, images, fits) + _empty_caption_notes(systems) + [
-        f"{s.path}: image ids are Karpathy {s.keyed_by}" for s in systems if "matched to" in s.keyed_by]
     jvms_before = jvms_started()
     beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
-    # made first, apart: METEOR's own process loads (numba, its tables) while this one tokenizes
+    # made first, apart, once the inputs are read: METEOR's own process loads (numba, its tables; on a
+    # first run it compiles) while this one checks the captions' fit and tokenizes
     with postgen.make_metrics(beside, options, apart=True) as started:
+        fits = caption_checks(refs, systems, images)
+        notes = input_notes(refs, systems, images, fits) + _empty_caption_notes(systems) + [
+            f"{s.path}: image ids are Karpathy {s.keyed_by}" for s in systems if "matched to" in s.keyed_by]
         gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, notes)
 
         def meanwhile(ran: dict, stats: dict) -> tuple:

@@ -4,8 +4,9 @@
 
 Why: a first run compiles the search (``fast._batch``: about two thirds of numba's compile) and
 the table's walk (``packed._pack``, with ``scoring``'s rows), and builds a paraphrase table, each
-taking seconds, one after the other in METEOR's process. Here the two compile in two processes
-while METEOR's process builds the table; it then loads both from the cache
+taking seconds, one after the other in METEOR's process. Here two processes compile them (the
+search's candidate matching in the walk's process: the parts about even) while METEOR's process
+builds the table; it then loads both from the cache
 (``PythonMeteor._compiled_ready``). On two cores the three share them (and, on a busy machine,
 hold three of its queue's places, as the JVMs of COCOEvalCap hold several); only where the cache
 folder can be written (else nothing could be handed over: METEOR's process compiles them itself).
@@ -33,18 +34,26 @@ def started(part: str) -> subprocess.Popen:
 
 
 def compile_part(part: str) -> None:
-    """Compile (or load from numba's cache) ``part``: the search (``fast.warm_up``) or the table's walk
-    and the rows' scores (an empty table and no synonyms: only the types matter)."""
-    if part == "search":
-        from . import fast
-        fast.warm_up()
-        return
+    """Compile (or load from numba's cache) ``part``. ``search``: the beam search, then the batch
+    (``fast.pair_stats_batch``), which takes the candidates' matching from the cache where ``walk`` has
+    put it by then; ``walk``: the candidates' matching first (so that it is there), then the
+    table's walk and the rows' scores (an empty table and no synonyms: only the types matter).
+    Each is called with the types the batch calls it with, so the cache holds what it loads."""
     import numpy as np
 
+    from . import fast
+    words, offsets = np.array([1, 2], np.int64), np.array([0, 1, 2], np.int64)
+    sentence = (words, words, offsets, words, words, np.array([True, False]), offsets, np.array([1, 1], np.int64),
+                offsets, words)  # fast.pack's arrays: a sentence that meets every matcher
+    if part == "search":
+        fast._search(np.array([[0, 1, 0, 1, 0]], np.int64), 1, 1, fast.WEIGHTS)
+        fast.pair_stats_batch(np.zeros(1, np.int64), np.zeros(1, np.int64), [sentence])
+        return
     from . import paraphrase, scoring
     from .matchers import Analyzer
     from .packed import Packer
     from .resources import Synonyms
+    fast._candidates(sentence, sentence)
     Packer(Analyzer(Synonyms({}, {}), paraphrase.empty_table())).pack([("a", "man")])
     scoring.eval_rows(np.zeros((1, scoring.K)))
 

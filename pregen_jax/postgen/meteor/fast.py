@@ -406,12 +406,3 @@ def pair_alignment(test: tuple, ref: tuple) -> list[tuple[int, int, int, int, in
     """The best alignment of two ``pack``-ed sentences, as the jar's -writeAlignments lists it:
     (reference start, length, test start, length, stage) in reference order."""
     return [tuple(row) for row in _search(_candidates(test, ref), len(test[0]), len(ref[0]), WEIGHTS).tolist()]
-
-
-def warm_up() -> None:
-    """Compile (or load from the cache) the search, on a pair that exercises every matcher."""
-    words = np.array([1, 2], np.int64)
-    offsets = np.array([0, 1, 2], np.int64)
-    sentence = (words, words, offsets, words, words, np.array([True, False]), offsets, np.array([1, 1], np.int64),
-                offsets, words)
-    pair_stats_batch(np.zeros(1, np.int64), np.zeros(1, np.int64), [sentence])

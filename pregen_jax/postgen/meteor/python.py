@@ -91,16 +91,16 @@ class PythonMeteor:
         first time on a machine). With ``tables_of_words`` and no whole table in the cache folder,
         the table waits for the sentences (``stats_started``)."""
         if self._packer is None:
+            message = compiling_message(_compiled_sources())
+            if message:
+                print(message, file=sys.stderr, flush=True)
+            apart = message and self._compile_apart and cache_folder() is not None
+            if apart:  # first: they compile while this process reads the synonyms and builds the table
+                self._compiling = [compile_apart.started(part) for part in compile_apart.PARTS]
             whole = paraphrase.kept_table() if self._tables_of_words else table()
             self._words = None if whole is not None else frozenset()
             self._use(whole if whole is not None else paraphrase.empty_table())
-            sources = _compiled_sources()
-            message = compiling_message(sources)
-            if message:
-                print(message, file=sys.stderr, flush=True)
-            if message and self._compile_apart and cache_folder() is not None:  # while the table is built
-                self._compiling = [compile_apart.started(part) for part in compile_apart.PARTS]
-            else:
+            if not apart:
                 self._compiled_ready()
 
     def _compiled_ready(self) -> None:
