@@ -62,9 +62,10 @@ class PythonMeteor:
     """The jar's SCORE statistics, computed here; resources loaded on first use.
 
     ``tables_of_words``: where the cache folder lacks the whole paraphrase table, use a table of the
-    words of the sentences asked about (``paraphrase.table_of_words``: exactly the entries they can
-    use; built in seconds, not the whole table's build), again for a later call that brings new
-    words. For a process that is asked about all its sentences at once (``evaluate``'s METEOR
+    words and neighbour pairs of the sentences asked about (``paraphrase.table_of_words``: exactly
+    the entries they can use; built in seconds, not the whole table's build), again for a later
+    call that brings new ones. ``compile_apart``: a first run compiles in two processes of their
+    own (``compile_apart.py``) while this one builds the table. For a process that is asked about all its sentences at once (``evaluate``'s METEOR
     process); elsewhere the whole table is built once (``doctor --prepare`` does it ahead)."""
 
     def __init__(self, tables_of_words: bool = False, compile_apart: bool = False):
