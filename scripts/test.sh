@@ -12,4 +12,5 @@ python3 -m ruff check .
 lint-imports --no-cache
 deptry .
 reuse lint -q  # every file names its licence and copyright (REUSE.toml, LICENSES/; docs/licensing.md)
-python3 -m pytest -q "$@"
+workers="${PYTEST_WORKERS:-$(python3 -c 'import os; print(min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))')}"
+python3 -m pytest -q -n "$workers" --dist loadfile "$@"

@@ -125,6 +125,7 @@ def test_intervals_cover_and_p_values_reject_at_the_nominal_rate(population, nam
                                                                                           type1_randomization)
 
 
+@pytest.mark.slow  # 2,000 more replications (about 2 minutes): the figures are in docs/guides/evaluate.md
 @pytest.mark.parametrize("name", METRICS)
 def test_coverage_at_50_and_100_images_is_reported(population, name, capsys):
     """Small samples: reported (the issue asks for the figures), not held to 0.93."""
