@@ -110,3 +110,25 @@ def test_a_meteor_of_tables_of_words_gives_the_whole_tables_statistics(tmp_path,
     assert np.array_equal(first, expected[:half]) and of_words._words  # a table of the first half's words
     assert np.array_equal(of_words.stats(gts, res), expected)  # grown for the second half's
     assert len(list(tmp_path.glob("meteor-paraphrase-*-words-*"))) == 1
+
+
+def test_a_call_of_many_sentences_builds_and_keeps_the_whole_table(tmp_path, monkeypatch):
+    from pregen_jax.postgen.meteor import python
+    monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "cache"))
+    source = _sample_table(tmp_path, 3_000)
+    monkeypatch.setattr(paraphrase, "paraphrase_path", lambda: source)
+    monkeypatch.setattr(python, "WHOLE_TABLE_SENTENCES", 4)
+    paraphrase.table.cache_clear()
+    try:
+        used = []
+        meteor = python.PythonMeteor(tables_of_words=True)
+        meteor._use = used.append  # load()'s state on a first run: a table of no word yet
+        meteor._words = frozenset()
+        meteor._serve_words([(("two", "spaces"), [("again",)])])  # 2 sentences: a table of their words
+        assert meteor._words == {"two", "spaces", "again", "two spaces"} and paraphrase.kept_table(source) is None
+        meteor._serve_words([(("x",), [("y", "z"), ("two",), ("a",)])])  # 4: the whole table, kept
+        assert meteor._words is None and len(used[-1].keys) == len(paraphrase.table(source).keys) > 500 > len(used[0].keys)
+        assert [p.name for p in io.cache_folder().glob("meteor-paraphrase-*")] == [paraphrase._name(source)]
+        assert paraphrase.kept_table(source) is not None  # a later run's load() uses it, no words checked
+    finally:
+        paraphrase.table.cache_clear()

@@ -37,6 +37,10 @@ from .resources import synonyms
 MEMO_LIMIT = 1_000_000  # pairs whose statistics are kept; past it the memo starts afresh
 BATCH = 5_000  # new pairs aligned per compiled call (their sentences' arrays are held together: at 20,000
 # pairs two batches in flight held 136 MB more at 40,504 images, for no speed)
+WHOLE_TABLE_SENTENCES = 100_000  # sentences asked about (test and references, repeats counted) from which a
+# first run builds and keeps the whole paraphrase table rather than one of their words: its ~9 CPU s more, once,
+# are a small share of such a run (COCOEvalCap takes minutes there), and every later run then loads it with no
+# check of its words (at 40,504 COCO images, 243,000 sentences, that check cost 1.5 s of each warm run's 18.5)
 
 
 def _segment(references: list[str], candidate: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -64,7 +68,8 @@ class PythonMeteor:
     ``tables_of_words``: where the cache folder lacks the whole paraphrase table, use a table of the
     words and neighbour pairs of the sentences asked about (``paraphrase.table_of_words``: exactly
     the entries they can use; built in seconds, not the whole table's build), again for a later
-    call that brings new ones. ``compile_apart``: a first run compiles in two processes of their
+    call that brings new ones; from ``WHOLE_TABLE_SENTENCES`` sentences in one call, the whole table
+    instead (built and kept: later runs load it unchecked). ``compile_apart``: a first run compiles in two processes of their
     own (``compile_apart.py``) while this one builds the table. For a process that is asked about all its sentences at once (``evaluate``'s METEOR
     process); elsewhere the whole table is built once (``doctor --prepare`` does it ahead)."""
 
@@ -125,6 +130,10 @@ class PythonMeteor:
         """With a table of some words: one that serves every word and neighbour pair (``"a man"``) of
         ``segments`` (test, references)."""
         if self._words is None:
+            return
+        if sum(1 + len(refs) for _, refs in segments) >= WHOLE_TABLE_SENTENCES:
+            self._words = None  # the whole table: kept, it replaces the tables of words in the cache folder
+            self._use(table())
             return
         sentences = set(itertools.chain.from_iterable((test, *refs) for test, refs in segments))
         grams = set(itertools.chain.from_iterable(sentences))
