@@ -78,12 +78,12 @@ def popen(args, **kwargs) -> subprocess.Popen:
 _EARLY: dict[str, subprocess.Popen] = {}  # module -> its child, started by start_early, not yet adopted
 
 
-def python_child(module: str) -> subprocess.Popen:
-    """A Python process running ``module.serve()`` (``served``), with pipes for standard input and
-    output, dying with this process, Ctrl-C reported by this one (the child calls
-    ``quiet_interrupts_in_worker``)."""
+def python_child(module: str, entry: str = "serve") -> subprocess.Popen:
+    """A Python process running ``module.<entry>()`` (``served``; ``serve`` unless named), with pipes
+    for standard input and output, dying with this process, Ctrl-C reported by this one (the child
+    calls ``quiet_interrupts_in_worker``)."""
     with interrupts_deferred():
-        return popen([sys.executable, "-c", f"import {__name__}; {__name__}.served({module!r})"],
+        return popen([sys.executable, "-c", f"import {__name__}; {__name__}.served({module!r}, {entry!r})"],
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                      env={**os.environ, **ONE_BLAS_THREAD, PARENT_REPORTS_INTERRUPTS: "1"})
 
@@ -94,8 +94,8 @@ numpy's BLAS starts one thread, not one per core that spin at start (a 16-core m
 spent 8.7 CPU seconds for 1.5 s of wall at 5,000 images)."""
 
 
-def served(module: str) -> None:
-    """A child's entry (``python_child``): ``module.serve()``, with the packages between the top one
+def served(module: str, entry: str = "serve") -> None:
+    """A child's entry (``python_child``): ``module.<entry>()``, with the packages between the top one
     and ``module`` made but not run: their ``__init__`` import what their users need (``postgen``'s:
     every metric, the settings' pydantic models: 0.1 s), not what the worker reads, and whatever the
     worker imports from them it imports by its module (``from ..base import x`` runs base.py)."""
@@ -104,7 +104,7 @@ def served(module: str) -> None:
         name = ".".join(parts[:k])
         if name not in sys.modules:
             sys.modules[name] = importlib.util.module_from_spec(importlib.util.find_spec(name))
-    importlib.import_module(module).serve()
+    getattr(importlib.import_module(module), entry)()
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ PARTS = ("search", "walk")
 def started(part: str) -> subprocess.Popen:
     """A child compiling ``part`` (``PARTS``), started now."""
     from ... import processes
-    child = processes.python_child(__name__)
+    child = processes.python_child(__name__, "compile_in_child")
     child.stdin.write(part.encode() + b"\n")
     child.stdin.close()
     return child
@@ -58,8 +58,8 @@ def compile_part(part: str) -> None:
     scoring.eval_rows(np.zeros((1, scoring.K)))
 
 
-def serve() -> None:
-    """The child: compile the part asked for into numba's cache, then end."""
+def compile_in_child() -> None:
+    """The child (``python_child``'s entry): compile the part asked for into numba's cache, then end."""
     from ... import processes
     from .jit import numba_started_without_scipy
     processes.quiet_interrupts_in_worker()
