@@ -4,6 +4,7 @@ dataset's captions, 10% moved), whatever the caller's tokens. The commands' warn
 test_score, test_jobs)."""
 import json
 import math
+from collections import Counter
 import re
 import warnings
 
@@ -19,6 +20,7 @@ from pregen_jax.datasets.caption_fit import (
     NULL_CURVE,
     _words,
     caption_fit,
+    fit_blocks,
     flag_threshold,
     judged,
     null_share,
@@ -56,7 +58,6 @@ def test_captions_of_their_own_images_pass_and_shifted_or_constant_ones_do_not()
 
 def _ranks_by_loops(references, captions) -> list[float]:
     """The definition, one caption and one image at a time (the module docstring's fit and mid-rank)."""
-    from collections import Counter
     n = len(captions)
     held = [Counter(w for ref in refs for w in set(_words(ref))) for refs in references]
     images_holding = Counter(w for h in held for w in h)
@@ -246,7 +247,6 @@ def test_the_column_shares_score_every_cell_as_the_own_image_is_scored():
     captions = [captions[k % 7] if k % 2 else "w1 w2" for k in range(40)]  # repeats and a caption most images tie on
     profile = rank_profile(refs, captions)
     tops = np.zeros(40)
-    from collections import Counter
     n = len(captions)
     held = [Counter(w for ref in refs_ for w in set(_words(ref))) for refs_ in refs]
     images_holding = Counter(w for h in held for w in h)
@@ -257,3 +257,24 @@ def test_the_column_shares_score_every_cell_as_the_own_image_is_scored():
             mid = (sum(f < fits[k] for f in fits) + 0.5 * (sum(f == fits[k] for f in fits) - 1)) / (n - 1)
             tops[k] += 1.0 if mid > 0.5 else 0.5 if mid == 0.5 else 0.0
     np.testing.assert_array_equal(profile.columns, tops / n)
+
+
+def test_the_fits_are_the_definitions_sums_whichever_way_each_word_is_added():
+    """``fit_blocks``: every caption's fit to every image, the definition's loop to the last bit,
+    whether a word goes through the dense product (here "half": a third of the captions, half the
+    images) or pair by pair (the rare ones), and whatever the block size; an empty caption fits nothing."""
+    refs, captions = _toy(70, seed=3)
+    # "half": in the references of half the images and in a third of the captions (dense, weight log 2)
+    refs = [[f"{ref} half" if k % 2 else ref for ref in refs_] for k, refs_ in enumerate(refs)]
+    captions = ["" if k % 9 == 0 else f"{c} half" if k % 3 == 0 else c for k, c in enumerate(captions)]
+    n = len(captions)
+    held = [Counter(w for ref in refs_ for w in set(_words(ref))) for refs_ in refs]
+    images_holding = Counter(w for h in held for w in h)
+    weight = {w: round(math.log(n / c) * 2 ** 20) / 2 ** 20 for w, c in images_holding.items()}
+    expected = np.array([[sum(weight[w] * h[w] for w in set(_words(caption)) if w in h) for h in held]
+                         for caption in captions])
+    assert (expected > 0).sum() > n * n / 6 and not expected[::9].any()  # "half" fits many; the empty captions none
+    for block in (1, 16, 512):
+        blocks = list(fit_blocks(refs, captions, block=block))
+        assert [start for start, _ in blocks] == list(range(0, n, block))
+        np.testing.assert_array_equal(np.concatenate([fits for _, fits in blocks]), expected)

@@ -24,7 +24,7 @@ import pandas as pd
 from run import MODELS, corrupt, demo_files, flickr8k
 
 from pregen_jax import io
-from pregen_jax.datasets.caption_fit import CHANCE, fit_factors, flag_threshold, rank_profile, share_of
+from pregen_jax.datasets.caption_fit import CHANCE, fit_blocks, flag_threshold, rank_profile, share_of
 
 SIZES = (50, 100, 200, 500)
 
@@ -190,8 +190,7 @@ def tie_variants(references: list, captions: list) -> dict:
     """Is it ties? One file's bottom-half share three ways: as the check counts (a tie with the own
     image half), ties counted as not bottom half (only images fitting strictly better count), and
     with the images that got the very same caption left out of each image's decoys."""
-    by_caption, by_image_t = fit_factors(references, captions)
-    fits = (by_caption @ by_image_t).toarray()                                  # f64[n, n]
+    fits = np.concatenate([block for _, block in fit_blocks(references, captions)])  # f64[n, n]
     n = len(captions)
     own = fits[np.arange(n), np.arange(n)][:, None]
     _, group = np.unique([c.strip().lower() for c in captions], return_inverse=True)

@@ -36,7 +36,7 @@ Fit of a caption to an image: over the caption's distinct words, the number of t
 references that hold the word, times the word's inverse document frequency over the checked
 images (``log(images / images whose references hold it)``), summed. Words are lower-cased
 alphanumeric runs of the strings (or of the tokens joined by spaces), whatever the caller's
-tokenizer was. All fits are one sparse product, captions x words by words x images, ``_BLOCK``
+tokenizer was. All fits are one product, captions x words by words x images (``fit_blocks``), ``_BLOCK``
 captions at a time (dense f64[block, n]).
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ import functools
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from statistics import NormalDist
 
 import numpy as np
@@ -60,6 +60,7 @@ TAU = 0.005  # their spread (standard deviation across the 12 models)
 FALSE_ALARM = 0.01  # the threshold's one-sided level for a file of a model like those
 LEVEL = 0.95  # the misplaced share's interval
 _BLOCK = 512  # images per dense block of fits
+_DENSE_SHARE = 0.01  # a word in this share of the captions times share of the images: in the dense product
 _GRID = 1 << 20  # the weights' grid (see own_image_ranks)
 
 Text = str | Sequence[str]  # a caption or a reference: a string, or its tokens
@@ -251,34 +252,64 @@ class RankProfile:
         return spread / math.sqrt(mean * (1 - mean)) if 0 < mean < 1 and spread > 0 else 0.0
 
 
-def fit_factors(references: Sequence[Sequence[Text]], captions: Sequence[Text]):
-    """(captions x words, words x images), sparse CSR, whose product is every caption's fit to every
-    image's references (the module docstring's fit)."""
-    import scipy.sparse as sparse  # its C product: a numpy gather of the same was 2-3x slower (temporaries)
+def fit_blocks(references: Sequence[Sequence[Text]], captions: Sequence[Text],
+               block: int = _BLOCK) -> Iterator[tuple[int, np.ndarray]]:
+    """(start, f64[rows, n]): the fits of captions ``start..start + rows`` to every image's
+    references (the module docstring's fit), ``block`` captions at a time.
+
+    The product of captions x words by words x images, in numpy alone (scipy.sparse's import took
+    0.16 s of ``evaluate``'s 1.8 at 5,000 images, and its product was 2-4x slower): the words that
+    many captions share with many images (``_DENSE_SHARE``) as one dense product, the others each
+    added to the images that hold them (``np.bincount``). Every fit is an exact sum (``_weights``),
+    so the order of the sums changes no bit."""
     n = len(captions)
     vocabulary: dict[str, int] = {}
     # every reference's words, each once per reference, then each image's words with the references holding them
     ref, word = _word_ids([text for refs in references for text in refs], vocabulary, add=True)
     image = np.repeat(np.arange(n), [len(refs) for refs in references])[ref]
-    words = len(vocabulary)
+    words = max(1, len(vocabulary))
     pair, held = np.unique(image * words + word, return_counts=True)            # sorted: image-major
     weight = _weights(np.bincount(pair % words, minlength=words), n)
-    starts = np.searchsorted(pair // words, np.arange(n + 1))
-    by_image = sparse.csr_matrix((held.astype(np.float64), pair % words, starts), shape=(n, words))
+    by_word = np.argsort(pair % words, kind="stable")                           # the pairs word-major
+    holder, count = pair[by_word] // words, held[by_word].astype(np.float64)   # per word: its images, its counts
+    first = np.searchsorted(pair[by_word] % words, np.arange(words + 1))        # word w's pairs: first[w]..first[w + 1]
+    holders = np.diff(first)
     row, column = _word_ids(captions, vocabulary, add=False)  # a word no reference holds never counts
-    by_caption = sparse.csr_matrix((weight[column], column, np.searchsorted(row, np.arange(n + 1))), shape=(n, words))
-    return by_caption, by_image.T.tocsr()
+    # dense: a word whose share of captions times share of images is large (adding it pair by pair would
+    # touch about as many cells as the dense product, at ten times the cost a cell)
+    dense = np.flatnonzero(np.bincount(column, minlength=words) * holders > _DENSE_SHARE * n * n)
+    dense_rows = np.zeros((len(dense), n))                                     # f64[dense words, images]
+    for k, w in enumerate(dense):
+        dense_rows[k, holder[first[w]:first[w + 1]]] = count[first[w]:first[w + 1]]
+    slot = np.full(words, -1)
+    slot[dense] = np.arange(len(dense))
+    starts = np.searchsorted(row, np.arange(n + 1))
+    for start in range(0, n, block):
+        end = min(n, start + block)
+        at = slice(starts[start], starts[end])
+        rows, cols, weights = row[at] - start, column[at], weight[column[at]]
+        is_dense = slot[cols] >= 0
+        caption_weights = np.zeros((end - start, len(dense)))
+        caption_weights[rows[is_dense], slot[cols[is_dense]]] = weights[is_dense]
+        fits = caption_weights @ dense_rows                                     # f64[rows, n]
+        rows, cols, weights = rows[~is_dense], cols[~is_dense], weights[~is_dense]
+        lengths = holders[cols]
+        if lengths.sum():  # each (caption, word) pair over the images holding the word
+            within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            entry = np.repeat(first[cols], lengths) + within
+            fits += np.bincount(np.repeat(rows * n, lengths) + holder[entry],
+                                weights=np.repeat(weights, lengths) * count[entry],
+                                minlength=(end - start) * n).reshape(end - start, n)
+        yield start, fits
 
 
 def rank_profile(references: Sequence[Sequence[Text]], captions: Sequence[Text]) -> RankProfile:
     """The own-image ranks and the images' column shares (``RankProfile``) of one file, from the
     n x n fits of every caption to every image's references."""
     n = len(captions)
-    by_caption, by_image_t = fit_factors(references, captions)                 # n x words, words x n
     ranks, columns = np.empty(n), np.zeros(n)
-    for start in range(0, n, _BLOCK):  # captions start.. : each one's fit to every image, f64[block, n]
-        rows = np.arange(start, min(n, start + _BLOCK))
-        fits = (by_caption[rows] @ by_image_t).toarray()
+    for start, fits in fit_blocks(references, captions):  # captions start.. : each one's fit to every image
+        rows = np.arange(start, start + len(fits))
         own = fits[np.arange(len(rows)), rows][:, None]                          # f64[block, 1]
         # each cell scored as the own image is: mid-rank among the row's others above 1/2 (#less + #tied / 2
         # > n / 2) counts 1, exactly 1/2 half; only cells equal to the lower median need their counts
