@@ -35,3 +35,22 @@ def test_evaluate_caps_numpys_blas_threads_before_numpy_starts(tmp_path):
             "print(seen)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[(False, '4')]", done.stdout + done.stderr
+
+
+def test_the_command_ends_after_its_exit_functions_with_its_output_whole(tmp_path):
+    """``pregen-search`` skips the interpreter's teardown (``cli._exit_without_teardown``): the exit
+    functions still run, output larger than a pipe's buffer arrives whole, the exit code is kept,
+    and a thread that is not a daemon is waited for."""
+    code = ("import atexit\nfrom pregen_jax import cli\n"
+            "atexit.register(lambda: open('ran', 'w').write('yes'))\n"
+            "print('x' * 200_000)\n"
+            "cli._exit_without_teardown(3)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 3 and done.stdout == "x" * 200_000 + "\n", done.stderr
+    assert (tmp_path / "ran").read_text() == "yes"
+    code = ("import threading, time\nfrom pregen_jax import cli\n"
+            "def late():\n    time.sleep(0.3)\n    open('late', 'w').write('done')\n"
+            "threading.Thread(target=late).start()\n"
+            "cli._exit_without_teardown(0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / "late").read_text() == "done", done.stderr
