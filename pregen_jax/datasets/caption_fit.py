@@ -258,7 +258,8 @@ def fit_blocks(references: Sequence[Sequence[Text]], captions: Sequence[Text],
     references (the module docstring's fit), ``block`` captions at a time.
 
     The product of captions x words by words x images, in numpy alone (scipy.sparse's import took
-    0.16 s of ``evaluate``'s 1.8 at 5,000 images, and its product was 2-4x slower): the words that
+    0.16 s of ``evaluate``'s 1.8 at 5,000 images; its product, factors included, took 0.13 s where
+    this takes 0.10 at 2,000 images, 0.56 against 0.41 at 5,000): the words that
     many captions share with many images (``_DENSE_SHARE``) as one dense product, the others each
     added to the images that hold them (``np.bincount``). Every fit is an exact sum (``_weights``),
     so the order of the sums changes no bit."""

@@ -176,9 +176,9 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
 
         def meanwhile(ran: dict, stats: dict) -> tuple:
             """The captions' check, the bootstrap's draws and the comparison of the metrics scored here,
-            while METEOR's process may still align (it waits for none of them: the check, 0.3 s at 5,000
-            images, ran before tokenizing in 0.2.0 and held METEOR's start back); METEOR's own
-            comparison, after, reads the same draws."""
+            while METEOR's process may still align (it waits for none of them; the check, 0.3 s at 5,000
+            images with scipy's import, once ran before tokenizing and held METEOR's start back);
+            METEOR's own comparison, after, reads the same draws."""
             fits = caption_checks(refs, systems, images)
             counts, here = drawn_ahead(len(images), plan), _with_stats(ran)
             compared = compare_rows(here, _stats_of(here, stats, names), plan, counts)
