@@ -4,9 +4,9 @@ dataset's captions, 10% moved), whatever the caller's tokens. The commands' warn
 test_score, test_jobs)."""
 import json
 import math
-from collections import Counter
 import re
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
