@@ -137,16 +137,29 @@ def _exit_without_teardown(code: int) -> None:
     import atexit
     import os
     import threading
-    if any(thread is not threading.main_thread() and not thread.daemon and thread.is_alive()
-           for thread in threading.enumerate()):
-        sys.exit(code)
+    if not isinstance(code, int) or any(thread is not threading.main_thread() and not thread.daemon
+                                        and thread.is_alive() for thread in threading.enumerate()):
+        sys.exit(code)  # os._exit takes an int only; a live pool's threads are not daemons
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started without it (``>&-``)
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (the reader gone) or a closed stream: nothing more to write
             pass
+    _flush_c_stdio()
     os._exit(code)
+
+
+def _flush_c_stdio() -> None:
+    """Flush C's stdio buffers (what native code printed to a pipe or file), which ``os._exit``
+    would drop where the interpreter's exit flushes them."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library to load by that name (Windows): nothing to do
+        pass
 
 
 if __name__ == "__main__":

@@ -274,6 +274,9 @@ def test_the_fits_are_the_definitions_sums_whichever_way_each_word_is_added():
     expected = np.array([[sum(weight[w] * h[w] for w in set(_words(caption)) if w in h) for h in held]
                          for caption in captions])
     assert (expected > 0).sum() > n * n / 6 and not expected[::9].any()  # "half" fits many; the empty captions none
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(fit_blocks([], [])) == []  # no images: no blocks, and no log(0) warned
     for block in (1, 16, 512):
         blocks = list(fit_blocks(refs, captions, block=block))
         assert [start for start, _ in blocks] == list(range(0, n, block))

@@ -1,4 +1,5 @@
 """The command line: every subcommand is there, and --help imports nothing heavy (it answers at once)."""
+import os
 import subprocess
 import sys
 
@@ -39,8 +40,9 @@ def test_evaluate_caps_numpys_blas_threads_before_numpy_starts(tmp_path):
 
 def test_the_command_ends_after_its_exit_functions_with_its_output_whole(tmp_path):
     """``pregen-search`` skips the interpreter's teardown (``cli._exit_without_teardown``): the exit
-    functions still run, output larger than a pipe's buffer arrives whole, the exit code is kept,
-    and a thread that is not a daemon is waited for."""
+    functions still run, output larger than a pipe's buffer arrives whole (C's printf's too), the exit
+    code is kept (None is 0, as for sys.exit), a closed stdout is no error, and a thread that is not a
+    daemon is waited for."""
     code = ("import atexit\nfrom pregen_jax import cli\n"
             "atexit.register(lambda: open('ran', 'w').write('yes'))\n"
             "print('x' * 200_000)\n"
@@ -48,6 +50,19 @@ def test_the_command_ends_after_its_exit_functions_with_its_output_whole(tmp_pat
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 3 and done.stdout == "x" * 200_000 + "\n", done.stderr
     assert (tmp_path / "ran").read_text() == "yes"
+    code = ("import ctypes\nfrom pregen_jax import cli\n"
+            "ctypes.CDLL(None).printf(b'from C\\n')\n"
+            "cli._exit_without_teardown(4)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONUNBUFFERED": ""})
+    assert done.returncode == 4 and done.stdout == "from C\n", done.stderr
+    done = subprocess.run([sys.executable, "-c", "from pregen_jax import cli\ncli._exit_without_teardown(None)"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    done = subprocess.run([sys.executable, "-c", "import sys\nfrom pregen_jax import cli\nassert sys.stdout is None\n"
+                           "cli._exit_without_teardown(0)"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, cwd=tmp_path, preexec_fn=lambda: os.close(1))
+    assert done.returncode == 0 and not done.stderr, done.stderr
     code = ("import threading, time\nfrom pregen_jax import cli\n"
             "def late():\n    time.sleep(0.3)\n    open('late', 'w').write('done')\n"
             "threading.Thread(target=late).start()\n"

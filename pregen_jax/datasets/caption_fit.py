@@ -264,6 +264,8 @@ def fit_blocks(references: Sequence[Sequence[Text]], captions: Sequence[Text],
     added to the images that hold them (``np.bincount``). Every fit is an exact sum (``_weights``),
     so the order of the sums changes no bit."""
     n = len(captions)
+    if n == 0:
+        return
     vocabulary: dict[str, int] = {}
     # every reference's words, each once per reference, then each image's words with the references holding them
     ref, word = _word_ids([text for refs in references for text in refs], vocabulary, add=True)
