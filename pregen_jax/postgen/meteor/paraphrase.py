@@ -262,7 +262,7 @@ def empty_table() -> ParaphraseTable:
 def kept_table(source: Path | None = None) -> ParaphraseTable | None:
     """The whole compiled table of ``source`` where the cache folder holds it (``table`` built it), else None."""
     cache, name = cache_folder(), _name(source)
-    if cache is not None and all((cache / name / file).exists() for file in FILES):
+    if cache is not None and _complete(cache / name):
         return table(source)
     return None
 
@@ -281,7 +281,7 @@ def table_of_words(grams: frozenset[str], source: Path | None = None) -> tuple[P
             served = frozenset((folder / "grams.txt").read_text(encoding="utf-8").split("\n"))
         except OSError:
             continue
-        if served.issuperset(grams) and all((folder / file).exists() for file in FILES):
+        if served.issuperset(grams) and _complete(folder):
             return ParaphraseTable.open(folder), served
     served = served | grams
     source = Path(source or paraphrase_path())
@@ -299,6 +299,11 @@ def table_of_words(grams: frozenset[str], source: Path | None = None) -> tuple[P
     return ParaphraseTable(arrays), served
 
 
+def _complete(folder: Path) -> bool:
+    """Whether ``folder`` holds every file of a compiled table (``FILES``)."""
+    return all((folder / file).exists() for file in FILES)
+
+
 def _name(source: Path | None) -> str:
     return f"meteor-paraphrase-v{FORMAT}-{file_hash(str(Path(source or paraphrase_path())))[:16]}"
 
@@ -311,7 +316,7 @@ def table(source: Path | None = None) -> ParaphraseTable:
     source = Path(source or paraphrase_path())
     name = _name(source)
     cache = cache_folder()
-    if cache is not None and all((cache / name / file).exists() for file in FILES):
+    if cache is not None and _complete(cache / name):
         return ParaphraseTable.open(cache / name)
     where = cache / name if cache is not None else "memory (the cache folder is not writable)"
     print(f"METEOR: building the paraphrase table from {source.name} (5.3 M entries; once per cache folder) "
@@ -344,7 +349,7 @@ def _kept(arrays: dict[str, np.ndarray], cache: Path, name: str, grams: str | No
         try:
             os.rename(staging / "table", folder)
         except OSError:  # another process finished first: its folder is the same
-            if not all((folder / file).exists() for file in FILES):
+            if not _complete(folder):
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
