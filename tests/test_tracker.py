@@ -54,6 +54,9 @@ def test_killed_and_resumed_tracker_gives_the_same_verdicts(tmp_path):
 
     with pytest.raises(Killed):
         tracker.offer(STREAM[3][0], dies_mid_offer)
+    # a failed offer leaves the tracker as it was (the kept one's scores of that offer not taken)
+    assert len(tracker.verdicts) == 3 and tracker.kept_scores == Tracker(
+        REFS, within=0.05, batch=BATCH, state=tmp_path / "b.json", quiet=True).kept_scores
     decoded = []
 
     def load(name):  # a restarted training decodes the kept checkpoint from its saved file
@@ -68,7 +71,7 @@ def test_killed_and_resumed_tracker_gives_the_same_verdicts(tmp_path):
     assert [dataclasses.asdict(v) for v in again] == [dataclasses.asdict(v) for v in whole]
     assert (tmp_path / "b.jsonl").read_text() == (tmp_path / "a.jsonl").read_text()
     assert len((tmp_path / "b.jsonl").read_text().splitlines()) == len(STREAM)
-    assert resumed.best == whole[-1].best
+    assert resumed.best == whole[-1].best and set(decoded) <= {v.against for v in whole}
 
 
 def test_every_offer_draws_a_fresh_order_and_caches_the_kept_scores():

@@ -68,6 +68,8 @@ def track(scores: np.ndarray, replays: int, within: float, alpha: float, width: 
     bound = np.full(replays, within)
     statuses = np.zeros((replays, k_total), np.int8)
     statuses[:, 0] = 1
+    history = np.zeros((replays, k_total), np.int64)  # the kept checkpoint after each offer
+    spent = np.zeros((replays, k_total))  # images decoded up to and including each offer
     for k in range(1, k_total):
         orders = np.stack([np.random.default_rng([r, k + 1]).permutation(n)[:at[-1]] for r in range(replays)])
         differences = scores[k][orders] - scores[kept[:, None], orders]
@@ -86,10 +88,28 @@ def track(scores: np.ndarray, replays: int, within: float, alpha: float, width: 
         cached[better] = seen[better]
         undecided = result.status == 0
         bound[undecided] = np.maximum(bound[undecided], np.maximum(result.high[undecided], 0))
-        statuses[:, k] = result.status
+        statuses[:, k], history[:, k], spent[:, k] = result.status, kept, cost
     gap = truth.max() - truth[kept]
     failed |= gap > bound + 1e-12
-    return {"kept": kept, "cost": cost, "failed": failed, "bound": bound, "statuses": statuses, "gap": gap}
+    return {"kept": kept, "cost": cost, "failed": failed, "bound": bound, "statuses": statuses, "gap": gap,
+            "history": history, "spent": spent}
+
+
+def with_patience(result: dict, truth: np.ndarray, patience: int) -> dict:
+    """The tracker's replays stopped at ``patience`` offers in a row not better (the verdicts before the
+    stop are the same; the checkpoints after it are never offered but count in the stream's best)."""
+    replays, k_total = result["statuses"].shape
+    stopped = np.full(replays, k_total)
+    for r in range(replays):
+        misses = 0
+        for k in range(1, k_total):
+            misses = 0 if result["statuses"][r, k] == 1 else misses + 1
+            if misses >= patience:
+                stopped[r] = k + 1
+                break
+    kept = result["history"][np.arange(replays), stopped - 1]
+    return {"kept": kept, "cost": result["spent"][np.arange(replays), stopped - 1], "gap": truth.max() - truth[kept],
+            "stopped": stopped}
 
 
 def fixed_subset(scores: np.ndarray, replays: int, share: float, patience: int | None = None) -> dict:
@@ -177,24 +197,31 @@ def main(argv=None) -> int:
                               most=None)
         print("the real Tracker gives the simulated verdicts on replays 0 and 1")
     rows = []
+
+    def add(found: dict) -> None:  # printed as it comes: a long run shows its rows before the end
+        rows.append(found)
+        print("\t".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in found.items()), flush=True)
+
     models = np.arange(len(where_image2.MODELS))  # the human captions are among the references: far above
     streams = {"12 models listed": models, "12 models rising": models[np.argsort(truth[models], kind="stable")],
                "12 models + human last": np.arange(len(names))}
     for stream, order in streams.items():
         s = scores[order]
         k_total = len(s)
-        rows.append(row("full validation", stream, {"cost": np.full(args.replays, s.shape[1] * k_total),
+        add(row("full validation", stream, {"cost": np.full(args.replays, s.shape[1] * k_total),
                                                     "gap": np.zeros(args.replays)}, k_total))
         for share in SUBSETS:
-            rows.append(row(f"fixed {share:.0%}", stream, fixed_subset(s, args.replays, share), k_total))
+            add(row(f"fixed {share:.0%}", stream, fixed_subset(s, args.replays, share), k_total))
         for share in (0.25, 1.0):
-            rows.append(row(f"patience {PATIENCE} on fixed {share:.0%}", stream,
+            add(row(f"patience {PATIENCE} on fixed {share:.0%}", stream,
                             fixed_subset(s, args.replays, share, PATIENCE), k_total))
         for within, budget, most in settings:
             start = time.process_time()
             result = track(s, args.replays, within, args.alpha, width, 32, budget, most)
             label = f"tracker within {within} budget {budget:.0%}" + (f" most {most}" if most else "")
-            rows.append(row(label, stream, result, k_total, args.alpha))
+            add(row(label, stream, result, k_total, args.alpha))
+            if (within, budget, most) == (0.05, 1.0, None):
+                add(row(f"{label} patience {PATIENCE}", stream, with_patience(result, s.mean(1), PATIENCE), k_total))
             print(f"{stream}: {label}: {time.process_time() - start:.0f} s CPU", flush=True)
     table = pd.DataFrame(rows)
     table["tokenizer"] = TOKENIZER_NAME

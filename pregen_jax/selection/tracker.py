@@ -153,16 +153,15 @@ class Tracker:
                               self.spending.width_factor(1), False, self.signature)
             return self._record(verdict, {}, captions_for)
         order = np.random.default_rng([self.settings.seed, k]).permutation(self.num_images)
-        differences, challenger, decoded = [], {}, 0
+        differences, challenger, kept = [], {}, dict(self.kept_scores)  # taken only with the verdict
         status = 0
         for t in self.looks:
             images = order[len(differences):t]
-            missing = self._kept_missing(images)
-            new, kept = self._scores([(name, captions_for, images), (self.best, self.kept_captions_for, missing)])
-            self.kept_scores.update(zip(missing.tolist(), kept.tolist()))
+            missing = self._kept_missing(images, kept)
+            new, old = self._scores([(name, captions_for, images), (self.best, self.kept_captions_for, missing)])
+            kept.update(zip(missing.tolist(), old.tolist()))
             challenger.update(zip(images.tolist(), new.tolist()))
-            decoded += len(missing)
-            differences.extend(new - np.array([self.kept_scores[int(i)] for i in images]))
+            differences.extend(new - np.array([kept[i] for i in images.tolist()]))
             status, low, high = tracking.paired_look(np.array([differences]), self.num_images, alpha_k,
                                                      self.range[1] - self.range[0], self.settings.within)
             if status[0]:
@@ -173,8 +172,10 @@ class Tracker:
         since = next((j for j, v in enumerate(reversed(self.verdicts)) if v.status == "better"), len(self.verdicts))
         misses = 0 if status == "better" else since + 1
         stop = self.settings.patience is not None and misses >= self.settings.patience
-        verdict = Verdict(name, k, self.best, status, len(differences), decoded, float(np.mean(differences)), low, high, bound,
-                          best, alpha_k, self.spending.width_factor(k), stop, self.signature)
+        verdict = Verdict(name, k, self.best, status, len(differences), len(kept) - len(self.kept_scores),
+                          float(np.mean(differences)), low, high, bound, best, alpha_k, self.spending.width_factor(k),
+                          stop, self.signature)
+        self.kept_scores = kept
         return self._record(verdict, challenger, captions_for)
 
     def guarantee(self) -> str:
@@ -204,9 +205,10 @@ class Tracker:
             scores.append(np.asarray(per_image, np.float64))
         return scores
 
-    def _kept_missing(self, images: np.ndarray) -> np.ndarray:
-        """i64[m]: those of ``images`` the kept checkpoint has not scored (making sure it can decode them)."""
-        missing = np.array([i for i in images.tolist() if i not in self.kept_scores], np.int64)
+    def _kept_missing(self, images: np.ndarray, kept: dict[int, float]) -> np.ndarray:
+        """i64[m]: those of ``images`` the kept checkpoint has not scored (``kept``: its scores so far),
+        making sure it can decode them."""
+        missing = np.array([i for i in images.tolist() if i not in kept], np.int64)
         if len(missing) and self.kept_captions_for is None:
             if self.load is None:
                 raise ValueError(f"the kept checkpoint {self.best} must decode {len(missing)} images and this tracker "
