@@ -178,6 +178,11 @@ def main(argv=None) -> int:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--out", default=None, help="write stream.tsv here")
     parser.add_argument("--quick", action="store_true", help="one tracker setting, no check against the Tracker")
+    parser.add_argument("--streams", nargs="*", default=None, metavar="STREAM",
+                        help="listed, rising, human (default: all three)")
+    parser.add_argument("--settings", nargs="*", default=None, metavar="WITHIN:BUDGET[:MOST]",
+                        help="tracker settings (default: 0.02:1 0.05:1 0.05:1:13 0.1:0.25)")
+    parser.add_argument("--no-check", action="store_true", help="skip running the real Tracker on two replays")
     args = parser.parse_args(argv)
     shared = io.shared_data()
     if not (shared / "where-image2-captions").is_dir():
@@ -190,9 +195,11 @@ def main(argv=None) -> int:
     truth = scores.mean(1)
     print("full-split CIDEr-D:", ", ".join(f"{n} {t:.4f}" for n, t in zip(names, truth)), f"(range bound {high:.3f})")
     settings = [(0.02, 1.0, None), (0.05, 1.0, None), (0.05, 1.0, 13), (0.1, 0.25, None)]
+    if args.settings:
+        settings = [(float(w), float(b), int(m[0]) if m else None) for w, b, *m in (x.split(":") for x in args.settings)]
     if args.quick:
         settings = settings[1:2]
-    else:
+    elif not args.no_check:
         check_against_tracker(names, scores, data, width, within=0.05, alpha=args.alpha, batch=32, budget=1.0,
                               most=None)
         print("the real Tracker gives the simulated verdicts on replays 0 and 1")
@@ -205,6 +212,9 @@ def main(argv=None) -> int:
     models = np.arange(len(where_image2.MODELS))  # the human captions are among the references: far above
     streams = {"12 models listed": models, "12 models rising": models[np.argsort(truth[models], kind="stable")],
                "12 models + human last": np.arange(len(names))}
+    if args.streams:
+        short = dict(zip(("listed", "rising", "human"), streams))
+        streams = {short[k]: streams[short[k]] for k in args.streams}
     for stream, order in streams.items():
         s = scores[order]
         k_total = len(s)

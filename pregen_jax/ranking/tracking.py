@@ -93,7 +93,10 @@ def paired_look(differences: np.ndarray, population: int, alpha: float, width: f
     score's scale). ``better`` wins when both hold (low > 0 and high <= within)."""
     x = confseq.difference_to_unit(np.atleast_2d(differences), (0.0, width))
     t = x.shape[1]
-    low, high = confseq.two_sided(x, population, alpha, np.array([t]), TRACKER_TUNING)
+    if t == population:  # every image drawn: the sequence is the exact mean (its logical bounds), no bets needed
+        low, high = confseq.logical_bounds(x, population, np.array([t]))
+    else:
+        low, high = confseq.two_sided(x, population, alpha, np.array([t]), TRACKER_TUNING)
     low = confseq.difference_from_unit(low[:, 0], (0.0, width))
     high = confseq.difference_from_unit(high[:, 0], (0.0, width))
     status = np.where(low > 0, 1, np.where(high <= within, -1, 0)).astype(np.int8)
