@@ -203,3 +203,23 @@ def test_track_command_refuses_bad_input_before_any_work(tmp_path, capsys):
     assert cli.main(["track", "--references", "r.json", "--checkpoints", str(tmp_path), "--state", str(state)]) == 2
     assert "needs --decode" in capsys.readouterr().err
     assert not state.exists()
+
+
+def test_track_command_scores_caption_files_on_every_image(tmp_path, capsys):
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"images": [{"id": i} for i in range(IMAGES)],
+                                "annotations": [{"image_id": i, "caption": r} for i in range(IMAGES) for r in REFS[i]]}))
+    files = []
+    for name, noise in STREAM[:3]:
+        files.append(str(tmp_path / f"{name}.json"))
+        Path(files[-1]).write_text(json.dumps([{"image_id": i, "caption": c}
+                                               for i, c in enumerate(model(noise)(np.arange(IMAGES)))]))
+    command = ["track", "--references", str(refs), "--captions", *files, "--state", str(tmp_path / "t.json")]
+    assert cli.main(command) == 0
+    printed = capsys.readouterr()
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert all(r["images"] == IMAGES and r["low"] == r["high"] for r in records[1:])  # exact verdicts
+    assert "tokenizer: ptb\n" in printed.out and all("tok:ptb" in r["signature"] for r in records)
+    assert "at 95% for the whole stream (alpha_k = 6 x 0.05 /" in printed.out
+    assert cli.main([*command, "--within", "0.1"]) == 2
+    assert "key 'within' is 0.02, this tracker's is 0.1" in capsys.readouterr().err

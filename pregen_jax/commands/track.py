@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--checkpoints {args.checkpoints}: no checkpoint files")
     print(f"kept: {tracker.best}")
     print(f"guarantee: {tracker.guarantee()}")
-    print(f"tokenizer: {tracker.settings.tokenizer}")
+    print(f"tokenizer: {tracker.tokenizer_name}")
     print(f"signature: {tracker.signature}")
     print(f"wrote {args.state} and {Path(args.state).with_suffix('.jsonl')}")
     print(WORDS)
@@ -84,7 +84,7 @@ def check_stream(args: argparse.Namespace) -> None:
 
 def _tracker(args: argparse.Namespace, references, tokenizer: str, batch: int | None = None):
     from ..selection import Tracker
-    options = dict(metric=args.metric, within=args.within, alpha=1 - args.confidence, seed=args.seed, most=args.most,
+    options = dict(metric=args.metric, within=args.within, alpha=round(1 - args.confidence, 12), seed=args.seed, most=args.most,
                    patience=args.patience, tokenizer=tokenizer, state=args.state)
     try:
         return Tracker(references, **options, batch=batch or args.batch, budget=args.budget)
@@ -102,8 +102,10 @@ def _captions_stream(args: argparse.Namespace):
     references = read_references(args.references, args.split)
     found = read_file_race(references, args.captions, args.tokenizer)
     refs = [[" ".join(r) for r in image] for image in found.references]
-    tracker = _tracker(args, refs, "none", batch=len(refs))
-    print(f"tokenizer: {found.tokenizer} (references and captions; scored as tokenized)")
+    from ..selection.race import race_signature
+    tracker = _tracker(args, refs, "none", batch=len(refs))  # scored as the file race tokenized them
+    tracker.tokenizer_name = found.tokenizer
+    tracker.signature = race_signature(args.metric, found.tokenizer, refs)
     offers = ((str(path), _lookup([" ".join(c) for c in captions]))
               for path, captions in zip(args.captions, found.captions))
     return tracker, offers

@@ -72,8 +72,8 @@ class Spending:
         return math.sqrt(math.log(1 / self.level(k)) / math.log(1 / self.alpha))
 
     def describe(self) -> str:
-        return (f"alpha_k = 6 x {self.alpha} / (pi^2 k^2) over any number of offers" if self.most is None
-                else f"alpha_k = {self.alpha} / {self.most} for each of at most {self.most} offers")
+        return (f"alpha_k = 6 x {self.alpha:g} / (pi^2 k^2) over any number of offers" if self.most is None
+                else f"alpha_k = {self.alpha:g} / {self.most} for each of at most {self.most} offers")
 
 
 def looks(population: int, first: int, budget: int) -> np.ndarray:
@@ -93,8 +93,8 @@ def paired_look(differences: np.ndarray, population: int, alpha: float, width: f
     score's scale). ``better`` wins when both hold (low > 0 and high <= within)."""
     x = confseq.difference_to_unit(np.atleast_2d(differences), (0.0, width))
     t = x.shape[1]
-    if t == population:  # every image drawn: the sequence is the exact mean (its logical bounds), no bets needed
-        low, high = confseq.logical_bounds(x, population, np.array([t]))
+    if t == population:  # every image drawn: the exact mean S / N (the logical bounds, whose upper one,
+        low = high = confseq.logical_bounds(x, population, np.array([t]))[0]  # (S + N - N) / N, may round)
     else:
         low, high = confseq.two_sided(x, population, alpha, np.array([t]), TRACKER_TUNING)
     low = confseq.difference_from_unit(low[:, 0], (0.0, width))

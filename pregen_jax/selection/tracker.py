@@ -123,6 +123,8 @@ class Tracker:
         self.looks = tracking.looks(n, self.settings.batch, self.settings.budget)
         self.gts = dict(enumerate(self.refs))
         self.range = score_range(metric, self.gts, self.gts, tokenized=False)
+        # the tokenizer outputs name: a caller that tokenized the text itself (tokenizer "none") names its own
+        self.tokenizer_name = tokenizer
         self.signature = race_signature(metric, tokenizer, self.refs)
         self.state_path = None if state is None else Path(state)
         self.load, self.quiet = load, quiet
