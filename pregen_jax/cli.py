@@ -22,11 +22,12 @@ from .commands import (
     run,
     scst,
     select,
+    track,
     unit_tests,
 )
 
 # The subcommands in the order --help lists them.
-COMMANDS = (demo, run, rank, predict, select, evaluate, export_references, scst, mutt, unit_tests, judgments, doctor)
+COMMANDS = (demo, run, rank, predict, select, track, evaluate, export_references, scst, mutt, unit_tests, judgments, doctor)
 
 
 class _Parser(argparse.ArgumentParser):

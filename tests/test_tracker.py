@@ -1,0 +1,225 @@
+"""The checkpoint tracker (issue 61): ``selection.Tracker`` and ``pregen-search track``: verdicts
+valid over a stream, a fresh image order per offer, the state resumed with the same verdicts."""
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pregen_jax import cli
+from pregen_jax.ranking import tracking
+from pregen_jax.selection import Tracker
+
+WORDS = ["dog", "cat", "runs", "sits", "grass", "mat", "red", "blue", "on", "the", "ball", "jumps"]
+IMAGES = 120
+BATCH = 30  # 4 looks an offer: few scoring calls (each costs ~20 ms)
+REFS = [[" ".join(np.random.default_rng([7, i, r]).choice(WORDS, 7)) for r in range(5)] for i in range(IMAGES)]
+STREAM = [("step-1", 0.9), ("step-2", 0.5), ("step-3", 0.55), ("step-4", 0.2), ("step-5", 0.5), ("step-6", 0.05)]
+
+
+def model(noise: float):
+    """A checkpoint: copies an image's first reference, each word replaced at rate ``noise`` (the same
+    captions at every call: decoding is deterministic)."""
+    def captions_for(images):
+        out = []
+        for i in images:
+            rng = np.random.default_rng([int(noise * 1000), int(i)])
+            out.append(" ".join(w if rng.random() > noise else str(rng.choice(WORDS)) for w in REFS[i][0].split()))
+        return out
+    return captions_for
+
+
+def run_stream(tracker, stream=STREAM):
+    return [tracker.offer(name, model(noise)) for name, noise in stream]
+
+
+def test_killed_and_resumed_tracker_gives_the_same_verdicts(tmp_path):
+    whole = run_stream(Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "a.json", quiet=True))
+    assert {v.status for v in whole} >= {"better", "not better"}
+
+    class Killed(Exception):
+        pass
+
+    tracker = Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "b.json", quiet=True)
+    run_stream(tracker, STREAM[:3])
+    calls = []
+
+    def dies_mid_offer(images):  # training killed while the 4th checkpoint decodes its second batch
+        calls.append(len(images))
+        if len(calls) == 2:
+            raise Killed
+        return model(STREAM[3][1])(images)
+
+    with pytest.raises(Killed):
+        tracker.offer(STREAM[3][0], dies_mid_offer)
+    # a failed offer leaves the tracker as it was (the kept one's scores of that offer not taken)
+    assert len(tracker.verdicts) == 3 and tracker.kept_scores == Tracker(
+        REFS, within=0.05, batch=BATCH, state=tmp_path / "b.json", quiet=True).kept_scores
+    decoded = []
+
+    def load(name):  # a restarted training decodes the kept checkpoint from its saved file
+        def captions_for(images):
+            decoded.append(name)
+            return model(dict(STREAM)[name])(images)
+        return captions_for
+
+    resumed = Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "b.json", load=load, quiet=True)
+    assert [v.name for v in resumed.verdicts] == ["step-1", "step-2", "step-3"]
+    again = run_stream(resumed)  # the loop offers every checkpoint again: decided ones are not decoded
+    assert [dataclasses.asdict(v) for v in again] == [dataclasses.asdict(v) for v in whole]
+    assert (tmp_path / "b.jsonl").read_text() == (tmp_path / "a.jsonl").read_text()
+    assert len((tmp_path / "b.jsonl").read_text().splitlines()) == len(STREAM)
+    assert resumed.best == whole[-1].best and set(decoded) <= {v.against for v in whole}
+
+
+def test_every_offer_draws_a_fresh_order_and_caches_the_kept_scores():
+    asked = {}
+
+    def recording(name, noise):
+        def captions_for(images):
+            asked.setdefault(name, []).append(np.asarray(images).tolist())
+            return model(noise)(images)
+        return captions_for
+
+    tracker = Tracker(REFS, within=0.05, batch=20, quiet=True)
+    for name, noise in STREAM[:4]:
+        tracker.offer(name, recording(name, noise))
+    first = [asked[name][0] for name in ("step-2", "step-3", "step-4")]
+    assert first[0] != first[1] != first[2]  # one order for every offer would be a winner's curse
+    # the kept checkpoint decodes only images it has not scored, each once
+    kept = [image for call in asked["step-2"] for image in call]
+    assert len(kept) == len(set(kept))
+
+
+def test_verdicts_and_their_intervals():
+    tracker = Tracker(REFS, within=0.02, batch=BATCH, quiet=True)
+    assert tracker.offer("a", model(0.5)).status == "better" and tracker.best == "a"
+    worse = tracker.offer("b", model(0.95))
+    assert worse.status == "not better" and worse.high <= 0.02
+    same = tracker.offer("c", model(0.5))  # the same captions: shown within 0.02 only once nearly every image is in
+    assert same.status == "not better" and same.estimate == 0 and same.low <= 0 <= same.high
+    better = tracker.offer("d", model(0.05))
+    assert better.status == "better" and better.low > 0 and tracker.best == "d" and better.against == "a"
+    far = tracker.offer("e", model(0.95))
+    assert far.status == "not better" and far.images < IMAGES  # decided before every image is drawn
+    line = better.line()
+    assert line.startswith("track: offer 4 d: better: +") and "vs a" in line and "alpha_k" in line
+    assert "d is at most 0.0200 CIDEr below every one of the 5" in tracker.guarantee()
+
+
+def test_a_capped_offer_is_undecided_with_its_bound():
+    tracker = Tracker(REFS, within=0.0, batch=BATCH, budget=0.25, quiet=True)
+    tracker.offer("a", model(0.5))
+    verdict = tracker.offer("b", model(0.52))
+    assert verdict.status == "undecided" and verdict.images == IMAGES // 4
+    assert verdict.bound == max(verdict.high, 0) > 0 and tracker.best == "a"
+    assert f"at most {verdict.bound:.4f}" in tracker.guarantee()
+
+
+def test_every_image_scored_gives_the_exact_verdict():
+    tracker = Tracker(REFS, within=0.0, batch=IMAGES, quiet=True)
+    tracker.offer("a", model(0.5))
+    verdict = tracker.offer("b", model(0.45))
+    every = np.arange(IMAGES)
+    scores = [s.mean() for s in tracker._scores([("b", model(0.45), every), ("a", model(0.5), every)])]
+    assert verdict.low == pytest.approx(scores[0] - scores[1], abs=1e-9) == verdict.high
+    assert verdict.status == ("better" if scores[0] > scores[1] else "not better")
+
+
+def test_patience_stops_after_offers_in_a_row_not_better():
+    tracker = Tracker(REFS, within=0.05, batch=BATCH, patience=2, quiet=True)
+    stops = [tracker.offer(name, model(x)).stop for name, x in [("a", 0.1), ("b", 0.9), ("c", 0.8), ("d", 0.9)]]
+    assert stops == [False, False, True, True]
+
+
+def test_alpha_spending():
+    basel = tracking.Spending(0.05)
+    assert sum(basel.level(k) for k in range(1, 100_000)) < 0.05
+    assert basel.level(1) == pytest.approx(0.05 * 6 / math.pi ** 2)
+    assert 1 < basel.width_factor(2) < basel.width_factor(30)
+    declared = tracking.Spending(0.05, most=10)
+    assert declared.level(10) == 0.005
+    with pytest.raises(ValueError, match="at most 10 offers"):
+        declared.level(11)
+
+
+def test_a_resume_with_other_settings_is_refused(tmp_path):
+    run_stream(Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "s.json", quiet=True), STREAM[:2])
+    with pytest.raises(ValueError, match="key 'within' is 0.05, this tracker's is 0.1"):
+        Tracker(REFS, within=0.1, batch=BATCH, state=tmp_path / "s.json")
+    with pytest.raises(ValueError, match="key 'references'"):
+        Tracker([*REFS[:-1], ["another caption"]], within=0.05, batch=BATCH, state=tmp_path / "s.json")
+
+
+def test_stream_intervals_cover():
+    """Replays of one offer on a population with a known mean difference: every interval covers in
+    at least 1 - alpha of them, at the look where each stopped; a row that drew every image is exact."""
+    rng = np.random.default_rng(0)
+    population = np.clip(rng.normal(0.03, 0.4, 200), -2, 2)
+    orders = np.stack([rng.permutation(200) for _ in range(200)])
+    result = tracking.paired_verdicts(population[orders], 200, 0.05, 2.0, 0.05, tracking.looks(200, 50, 200))
+    truth = population.mean()
+    assert ((result.low <= truth + 1e-12) & (truth - 1e-12 <= result.high)).mean() >= 0.95
+    every = result.drawn == 200
+    assert every.any() and np.allclose(result.low[every], truth) and np.allclose(result.high[every], truth)
+    assert (result.status[result.low > 0] == 1).all() and (result.status[result.drawn < 200] != 0).all()
+
+
+def decode_checkpoint(path, images):
+    """``--decode tests.test_tracker:decode_checkpoint``: a checkpoint file holds its noise level."""
+    return model(float(Path(path).read_text()))(images)
+
+
+def test_track_command_offers_a_folder_and_resumes(tmp_path, capsys):
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"images": [{"id": i} for i in range(IMAGES)],
+                                "annotations": [{"image_id": i, "caption": r} for i in range(IMAGES) for r in REFS[i]]}))
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    for name, noise in STREAM[:3]:
+        (folder / name).write_text(str(noise))
+    command = ["track", "--references", str(refs), "--checkpoints", str(folder), "--decode",
+               "tests.test_tracker:decode_checkpoint", "--tokenizer", "alnum-lower", "--batch", str(BATCH), "--state", str(tmp_path / "t.json")]
+    assert cli.main(command) == 0
+    first = capsys.readouterr()
+    assert first.err.count("track: offer") == 3 and "signature: CIDEr" in first.out
+    for name, noise in STREAM[3:]:
+        (folder / name).write_text(str(noise))
+    assert cli.main(command) == 0  # new checkpoints: only they are offered
+    again = capsys.readouterr()
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert again.err.count("track: offer") == 3 and f"kept: {records[-1]['best']}" in again.out
+    assert records[-1]["best"] == "step-6"  # noise 0.05: far above the rest
+    assert [r["name"] for r in records] == [n for n, _ in STREAM] and records[-1]["signature"].startswith("CIDEr")
+
+
+def test_track_command_refuses_bad_input_before_any_work(tmp_path, capsys):
+    state = tmp_path / "t.json"
+    assert cli.main(["track", "--references", "r.json", "--captions", "a.txt", "--checkpoints", str(tmp_path),
+                     "--state", str(state)]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert cli.main(["track", "--references", "r.json", "--checkpoints", str(tmp_path), "--state", str(state)]) == 2
+    assert "needs --decode" in capsys.readouterr().err
+    assert not state.exists()
+
+
+def test_track_command_scores_caption_files_on_every_image(tmp_path, capsys):
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"images": [{"id": i} for i in range(IMAGES)],
+                                "annotations": [{"image_id": i, "caption": r} for i in range(IMAGES) for r in REFS[i]]}))
+    files = []
+    for name, noise in STREAM[:3]:
+        files.append(str(tmp_path / f"{name}.json"))
+        Path(files[-1]).write_text(json.dumps([{"image_id": i, "caption": c}
+                                               for i, c in enumerate(model(noise)(np.arange(IMAGES)))]))
+    command = ["track", "--references", str(refs), "--captions", *files, "--state", str(tmp_path / "t.json")]
+    assert cli.main(command) == 0
+    printed = capsys.readouterr()
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert all(r["images"] == IMAGES and r["low"] == r["high"] for r in records[1:])  # exact verdicts
+    assert "tokenizer: ptb\n" in printed.out and all("tok:ptb" in r["signature"] for r in records)
+    assert "at 95% for the whole stream (alpha_k = 6 x 0.05 /" in printed.out
+    assert cli.main([*command, "--within", "0.1"]) == 2
+    assert "key 'within' is 0.02, this tracker's is 0.1" in capsys.readouterr().err
