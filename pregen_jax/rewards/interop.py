@@ -1,0 +1,103 @@
+"""Ids from any array library in, rewards back in the caller's kind of array, in few shapes.
+
+``read_ids`` takes what speaks DLPack (torch tensors on CPU or GPU, numpy, cupy) or a JAX array:
+it checks every id against the allowed range *on the caller's array, in its own integer type*
+(``x.min()``, ``x.max()``: two reductions where the array lives, one sync), then imports it
+through DLPack (no copy where JAX shares the device) and casts it to int32 on the device, the
+one cast (torch's int64 ids). The check comes first because JAX without x64 reads an int64
+buffer as int32 and would wrap an id of 2**32 + 5 to 5. Read-only numpy arrays, which DLPack
+cannot export, and plain lists go through the host instead.
+
+``Caller.give`` hands the result back as the caller's kind: numpy in, numpy out; torch in, a torch
+tensor on the input's device (DLPack again); JAX or anything else, a JAX array.
+
+``bucket`` and ``pad_to`` pad a batch to a few fixed shapes (rows to 8, 12, 16, 24, 32, 48, ...,
+positions to a multiple of 8) so a training loop whose last batch is short compiles a handful
+of programs, not one per batch size; the rewards read each row only up to its real width.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """How the rewards go back: ``kind`` "jax", "numpy" or "dlpack" (then ``library``: the
+    caller's module with ``from_dlpack``, e.g. torch, and ``device``: the input's device)."""
+
+    kind: str
+    library: Any = None
+    device: Any = None
+
+    def give(self, out: jax.Array, rows: int, shape: tuple[int, ...] | None = None):
+        """The first ``rows`` of ``out`` (reshaped to ``shape`` if given) as the caller's kind of array."""
+        if self.kind == "numpy":
+            got = np.asarray(out)[:rows]
+        elif self.kind == "dlpack":
+            got = self.library.from_dlpack(out)[:rows]
+            if self.device is not None and hasattr(got, "to") and got.device != self.device:
+                got = got.to(self.device)
+        else:
+            got = out[:rows]
+        return got if shape is None else got.reshape(shape)
+
+
+def is_traced(*arrays) -> bool:
+    """Whether any of ``arrays`` is a JAX tracer (the reward called inside the caller's jit)."""
+    return any(isinstance(a, jax.core.Tracer) for a in arrays)
+
+
+def read_ids(x, name: str, high: int, device=None) -> tuple[jax.Array, Caller]:
+    """(i32 array on ``device``, the caller) from integer ids in 0..``high``; a ValueError naming
+    ``name`` for a float or bool array, or an id out of range, before anything reaches JAX."""
+    if isinstance(x, jax.Array):
+        caller = Caller("jax")
+    elif isinstance(x, np.ndarray):
+        caller = Caller("numpy")
+    elif hasattr(x, "__dlpack__"):
+        caller = Caller("dlpack", sys.modules[type(x).__module__.partition(".")[0]], getattr(x, "device", None))
+    else:
+        x, caller = np.asarray(x), Caller("jax")
+    kind = str(x.dtype).rpartition(".")[2]
+    if "int" not in kind:  # int8..int64, uint8..uint64, in numpy's, JAX's and torch's spelling
+        raise ValueError(f"{name}: token ids must be integers, not {kind}")
+    if int(np.prod(x.shape)) and (int(x.min()) < 0 or int(x.max()) > high):
+        raise ValueError(f"{name}: ids must lie in 0..{high}; found {int(x.min())}..{int(x.max())}")
+    if caller.kind == "dlpack" or (caller.kind == "numpy" and x.flags.writeable):
+        x = jax.dlpack.from_dlpack(x)
+    x = jnp.asarray(x)
+    x = x if x.dtype == jnp.int32 else x.astype(jnp.int32)
+    return (x if device is None else jax.device_put(x, device)), caller
+
+
+def bucket(n: int) -> int:
+    """The padded size of ``n`` rows: the least of 8, 12, 16, 24, 32, 48, ... (2**k and 3 * 2**(k-1)) >= n."""
+    size = 8
+    while size < n:
+        size = size * 3 // 2 if size & (size - 1) == 0 else size * 4 // 3
+    return size
+
+
+def pad_to(x: jax.Array, shape: tuple[int, ...], fill: int) -> jax.Array:
+    """``x`` padded at the end of every axis to ``shape`` with ``fill``."""
+    widths = [(0, s - n) for s, n in zip(shape, x.shape)]
+    return x if not any(w for _, w in widths) else jnp.pad(x, widths, constant_values=fill)
+
+
+def positions(width: int) -> int:
+    """The padded number of positions of rows ``width`` ids wide: a multiple of 8 (at least 8)."""
+    return max(8, -(-width // 8) * 8)
+
+
+def single_device(tree):
+    """The one device every array of ``tree`` lives on, else None (spread or not yet placed)."""
+    devices = set()
+    for leaf in jax.tree_util.tree_leaves(tree):
+        devices |= set(leaf.devices()) if isinstance(leaf, jax.Array) else set()
+    return devices.pop() if len(devices) == 1 else None
