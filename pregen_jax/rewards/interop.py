@@ -69,11 +69,21 @@ def read_ids(x, name: str, high: int, device=None) -> tuple[jax.Array, Caller]:
         raise ValueError(f"{name}: token ids must be integers, not {kind}")
     if int(np.prod(x.shape)) and (int(x.min()) < 0 or int(x.max()) > high):
         raise ValueError(f"{name}: ids must lie in 0..{high}; found {int(x.min())}..{int(x.max())}")
-    if caller.kind == "dlpack" or (caller.kind == "numpy" and x.flags.writeable):
-        x = jax.dlpack.from_dlpack(x)
-    x = jnp.asarray(x)
+    x = jnp.asarray(imported(x, caller.kind))
     x = x if x.dtype == jnp.int32 else x.astype(jnp.int32)
     return (x if device is None else jax.device_put(x, device)), caller
+
+
+def imported(x, kind: str):
+    """``x`` as JAX sees it: through DLPack where it can be (JAX imports compact layouts only, so a
+    strided view is made contiguous by its own library first: ``contiguous()`` as torch names it),
+    else through the host (read-only numpy arrays, which DLPack cannot export; lists)."""
+    if kind == "numpy":
+        return jax.dlpack.from_dlpack(np.ascontiguousarray(x)) if x.flags.writeable else x
+    if kind == "dlpack":
+        contiguous = getattr(x, "contiguous", None)
+        return jax.dlpack.from_dlpack(contiguous() if callable(contiguous) else x)
+    return x
 
 
 def bucket(n: int) -> int:

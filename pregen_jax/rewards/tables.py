@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .pickled import read_cached_frequencies
 from .ngrams import MAX_ID, check_end, check_ids, host_keys, key_of, sentence
+from .pickled import read_cached_frequencies
 
 
 def reference_sentences(references: Sequence[Sequence[Sequence[int]]], pad_id: int, end: str,
