@@ -150,6 +150,7 @@ def test_traced_inside_the_callers_jit_a_bad_row_is_nan_never_a_score(rewards):
     assert np.isfinite(opened[:2]).all() and np.isnan(opened[2:]).all()
 
 
+@pytest.mark.slow
 def test_self_critical_refuses_bad_ids_eagerly_and_gives_nan_traced(rewards):
     cider, bleu, _ = rewards
     critic = SelfCritical(cider, bleu, cider_weight=1.0, bleu_weight=0.5)
