@@ -1,3 +1,7 @@
+# SPDX-FileCopyrightText: 2019 Ruotian Luo (self-critical.pytorch: scripts/prepro_ngrams.py, captioning/utils/rewards.py,
+#   captioning/modules/losses.py; the oracle below transcribes them)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
 """The SCST reward as self-critical.pytorch computes it, on its own cached document frequencies
 and label rows: ``DocumentFrequency.from_pickle`` reads a ``*-idxs.p`` written here as
 ``scripts/prepro_ngrams.py`` writes it (on Flickr8k training captions), and ``SelfCritical``'s
