@@ -76,10 +76,14 @@ def _bleu(res, gts):
 
 @pytest.fixture(scope="module")
 def scst(tmp_path_factory):
+    return scst_data(shared("flickr8k"), IMAGES, BATCH, tmp_path_factory.mktemp("cached"))
+
+
+def scst_data(folder, images: int, batch_size: int, out):
     """(pickle path, vocabulary size, label rows of every image, every image's full id captions,
-    the batch's images, samples i64[B * K, T], greedy i64[B, T])."""
-    folder = shared("flickr8k")
-    names = folder.joinpath("Flickr_8k.trainImages.txt").read_text().split()[:IMAGES]
+    the batch's images, samples i64[B * K, T], greedy i64[B, T]) from Flickr8k's first ``images``
+    training images, the ``-idxs.p`` written into the folder ``out``."""
+    names = folder.joinpath("Flickr_8k.trainImages.txt").read_text().split()[:images]
     by_image: dict = {n: [] for n in names}
     for line in folder.joinpath("Flickr8k.token.txt").read_text(encoding="utf-8").splitlines():
         key, caption = line.split("\t")
@@ -91,16 +95,16 @@ def scst(tmp_path_factory):
         counts[w] = counts.get(w, 0) + 1
     words = sorted(w for w, c in counts.items() if c >= 2)
     wtoi = {w: i + 1 for i, w in enumerate(words)} | {"UNK": len(words) + 1}
-    path = tmp_path_factory.mktemp("cached") / "flickr-train-idxs.p"
+    path = out / "flickr-train-idxs.p"
     prepro_ngrams(captions, wtoi, path)
     ids = [[[wtoi.get(w, wtoi["UNK"]) for w in c] for c in refs] for refs in captions]
     labels = [np.array([(c + [0] * SEQ_LENGTH)[:SEQ_LENGTH] for c in refs]) for refs in ids]  # cut: no end token
     rng = np.random.default_rng(60)
-    batch = rng.choice(IMAGES, BATCH, replace=False)
-    samples = np.zeros((BATCH * K, SEQ_LENGTH), np.int64)
+    batch = rng.choice(images, batch_size, replace=False)
+    samples = np.zeros((batch_size * K, SEQ_LENGTH), np.int64)
     for b, image in enumerate(batch):
         for k in range(K):  # its own captions, words dropped or swapped for another image's, cut at T
-            words = list(ids[image][k % len(ids[image])]) + list(ids[(image + k) % IMAGES][0])[:k]
+            words = list(ids[image][k % len(ids[image])]) + list(ids[(image + k) % images][0])[:k]
             keep = [w if rng.random() > 0.2 else int(rng.integers(1, len(wtoi) + 1)) for w in words]
             row = keep[:SEQ_LENGTH] + [0] * max(0, SEQ_LENGTH - len(keep))
             samples[b * K + k] = row

@@ -70,7 +70,7 @@ class SelfCritical(ArrayPytree):
         """samples: i[N, T]; image_index: i[N] -> f[N], each row's mixed score (``get_scores``)."""
         if interop.is_traced(samples, image_index):
             return self.scores(samples, image_index, samples.shape[1])
-        rows, index, caller = self._read(samples, image_index, None)
+        rows, index, caller, _ = self._read(samples, image_index, None)
         N, T = rows.shape  # noqa: N806
         padded = (interop.bucket(N), interop.positions(T))
         out = _scores(self, interop.pad_to(rows, padded, self._pad), interop.pad_to(index, padded[:1], 0),
@@ -104,34 +104,34 @@ class SelfCritical(ArrayPytree):
         return self.scorers[0].pad_id
 
     def _read(self, samples, image_index, greedy):
-        first = self.scorers[0]
+        """(samples, image_index, the caller, greedy or None): checked, on the tables' device."""
         device = interop.single_device(self)
         high = min(r.max_id for r in self.scorers)
         rows, caller = interop.read_ids(samples, "samples", high, device)
-        index, _ = interop.read_ids(image_index, "image_index", first.image_count - 1, device)
+        index, _ = interop.read_ids(image_index, "image_index", self.scorers[0].image_count - 1, device)
         if greedy is not None:
             greedy, _ = interop.read_ids(greedy, "greedy", high, device)
-        return rows, index, caller, *(() if greedy is None else (greedy,))
+        return rows, index, caller, greedy
 
     def _advantages(self, samples, image_index, greedy):
         if interop.is_traced(samples, image_index, greedy):
             grouped = samples if samples.ndim == 3 else samples.reshape(image_index.shape[0], -1, samples.shape[-1])
             widths = (samples.shape[-1], None if greedy is None else greedy.shape[-1])
             return self.grouped(grouped, image_index, greedy, widths).reshape(samples.shape[:-1])
-        rows, index, caller, *rest = self._read(samples, image_index, greedy)
+        rows, index, caller, greedy = self._read(samples, image_index, greedy)
         B = index.shape[0]  # noqa: N806
         if rows.ndim not in (2, 3) or index.ndim != 1 or (rows.ndim == 2 and rows.shape[0] % max(B, 1)):
             raise ValueError(f"samples {tuple(rows.shape)}, image_index {tuple(index.shape)}: need [B * K, T] or "
                              "[B, K, T] samples and [B] image indices")
         layout = rows.shape[:-1]
         rows = rows.reshape(B, -1, rows.shape[-1])
-        if rest and (rest[0].ndim != 2 or rest[0].shape[0] != B):
-            raise ValueError(f"greedy {tuple(rest[0].shape)}: need [B, T] with B = {B}")
-        T = max(rows.shape[2], rest[0].shape[1] if rest else 0)  # noqa: N806
-        Bp, Tp = interop.bucket(B), interop.positions(T)  # noqa: N806
+        if greedy is not None and (greedy.ndim != 2 or greedy.shape[0] != B):
+            raise ValueError(f"greedy {tuple(greedy.shape)}: need [B, T] with B = {B}")
+        greedy_width = 0 if greedy is None else greedy.shape[1]
+        Bp, Tp = interop.bucket(B), interop.positions(max(rows.shape[2], greedy_width))  # noqa: N806
         pad = self._pad
-        padded_greedy = interop.pad_to(rest[0], (Bp, Tp), pad) if rest else None
-        widths = (jnp.int32(rows.shape[2]), jnp.int32(rest[0].shape[1] if rest else 0))
+        padded_greedy = None if greedy is None else interop.pad_to(greedy, (Bp, Tp), pad)
+        widths = (jnp.int32(rows.shape[2]), jnp.int32(greedy_width))
         out = _grouped(self, interop.pad_to(rows, (Bp, rows.shape[1], Tp), pad), interop.pad_to(index, (Bp,), 0),
                        padded_greedy, widths)
         return caller.give(out, B, layout)
