@@ -158,6 +158,10 @@ def test_a_pickle_that_names_anything_else_is_refused_and_nothing_runs(tmp_path)
     words.write_bytes(pickle.dumps({"document_frequency": {("a", "dog"): 2.0}, "ref_len": 3}, protocol=2))
     with pytest.raises(ValueError, match=r"n-gram \('a', 'dog'\) is not 1\.\.4 id strings"):
         DocumentFrequency.from_pickle(words)
+    wide = tmp_path / "wide-idxs.p"  # an id no exact key holds: refused, not wrapped
+    wide.write_bytes(pickle.dumps({"document_frequency": {("3", "65535"): 1.0}, "ref_len": 3}, protocol=2))
+    with pytest.raises(ValueError, match=r"wide-idxs\.p: token ids must lie in 0\.\.65534"):
+        DocumentFrequency.from_pickle(wide)
     bad = tmp_path / "bad-idxs.p"
     bad.write_bytes(pickle.dumps({"document_frequency": {}, "ref_len": 0}))
     with pytest.raises(ValueError, match="ref_len 0 is not a number of images"):
