@@ -115,7 +115,7 @@ def _edge_cases():
 
 
 @pytest.mark.parametrize(("end", "precision"), [("row", "x64"), pytest.param("never", "x64", marks=pytest.mark.slow),
-                                                ("always", "x64"), ("row", "x32")])
+                                                pytest.param("always", "x64", marks=pytest.mark.slow), ("row", "x32")])
 def test_edge_cases_equal_the_python_rewards(end, precision, request):
     """Each rule for reading rows, applied alike to references and samples, equals the Python
     scorers on the strings that rule gives (``row``: ``array_to_str``)."""
