@@ -105,7 +105,7 @@ class SelfCritical(ArrayPytree):
 
     def _read(self, samples, image_index, greedy):
         """(samples, image_index, the caller, greedy or None): checked, on the tables' device."""
-        device = interop.single_device(self)
+        device = interop.placement(self)
         high = min(r.max_id for r in self.scorers)
         rows, caller = interop.read_ids(samples, "samples", high, device)
         index, _ = interop.read_ids(image_index, "image_index", self.scorers[0].image_count - 1, device)

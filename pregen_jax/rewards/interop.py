@@ -25,6 +25,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +56,7 @@ def is_traced(*arrays) -> bool:
 
 
 def read_ids(x, name: str, high: int, device=None) -> tuple[jax.Array, Caller]:
-    """(i32 array on ``device``, the caller) from integer ids in 0..``high``; a ValueError naming
+    """(i32 array on ``device`` (a device or a sharding: ``placement``), the caller) from integer ids in 0..``high``; a ValueError naming
     ``name`` for a float or bool array, or an id out of range, before anything reaches JAX."""
     if isinstance(x, jax.Array):
         caller = Caller("jax")
@@ -107,9 +108,15 @@ def positions(width: int) -> int:
     return max(8, -(-width // 4) * 4)
 
 
-def single_device(tree):
-    """The one device every array of ``tree`` lives on, else None (spread or not yet placed)."""
-    devices = set()
-    for leaf in jax.tree_util.tree_leaves(tree):
-        devices |= set(leaf.devices()) if isinstance(leaf, jax.Array) else set()
-    return devices.pop() if len(devices) == 1 else None
+def placement(tree):
+    """Where inputs must go to meet the reward's tables: their one device; replicated over the mesh
+    their tables are placed on (``jax.device_put(reward, NamedSharding(mesh, P()))``); else None."""
+    leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if isinstance(leaf, jax.Array)]
+    device_sets = {frozenset(leaf.devices()) for leaf in leaves}
+    if len(device_sets) != 1:
+        return None
+    devices = device_sets.pop()
+    if len(devices) == 1:
+        return next(iter(devices))
+    sharding = leaves[0].sharding
+    return NamedSharding(sharding.mesh, PartitionSpec()) if isinstance(sharding, NamedSharding) else None

@@ -66,7 +66,7 @@ class RowReward(ArrayPytree):
         caller's ``jit``: NaN for that row."""
         if interop.is_traced(samples, image_index):
             return self.rewards(samples, image_index, samples.shape[1])
-        device = interop.single_device(self)
+        device = interop.placement(self)
         rows, caller = interop.read_ids(samples, "samples", self.max_id, device)
         index, _ = interop.read_ids(image_index, "image_index", self.image_count - 1, device)
         if rows.ndim != 2 or index.shape != rows.shape[:1]:
