@@ -173,22 +173,20 @@ def test_self_critical_refuses_bad_ids_eagerly_and_gives_nan_traced(rewards):
 
 
 def test_batches_of_many_sizes_compile_a_few_programs(rewards, fake_tensors):
-    """Rows padded to 8, 10, 12, 14, 16, 20, ... and positions to a multiple of 4: batches of 1..8
-    rows of 17..20 positions compile one program; 9 rows a second; a padded row changes nothing."""
+    """Rows padded to 8, 10, 12, 14, 16, 20, ... and positions to a multiple of 4 (at least 8):
+    batches of 1..8 rows of 5..8 positions run one program; 9 rows compile a second; a padded row
+    or position changes nothing (a row with no end token within its width has none)."""
     cider = rewards[0]
     rng = np.random.default_rng(0)
+    rows = rng.integers(0, VOCAB, (8, 8))
+    cider(rows, rng.integers(0, 3, 8))
     compiled = reward_module._row_rewards._cache_size()
-    rows = rng.integers(0, VOCAB, (8, 20))
-    full = np.asarray(cider(rows, rng.integers(0, 3, 8)))
-    assert reward_module._row_rewards._cache_size() == compiled + 1
-    for batch, width in ((1, 17), (3, 20), (5, 18), (7, 19)):
+    for batch, width in ((1, 5), (3, 8), (5, 6), (7, 7)):
         index = rng.integers(0, 3, batch)
         got = cider(_Tensor(rows[:batch, :width]), index).array
         assert got.shape == (batch,)
-        # read up to ``width``: a row with no end token within it has none, padding adds none
         want = ref.cider_d(rows[:batch, :width], index, STRINGS, *ref.document_frequency(STRINGS))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    assert reward_module._row_rewards._cache_size() == compiled + 1
+    assert reward_module._row_rewards._cache_size() == compiled
     cider(rows[:1].repeat(9, 0), np.zeros(9, int))
-    assert reward_module._row_rewards._cache_size() == compiled + 2
-    assert np.isfinite(full).all()
+    assert reward_module._row_rewards._cache_size() == compiled + 1
