@@ -23,6 +23,18 @@ def array_to_str(row, end: int = 0) -> str:
     return " ".join(out)
 
 
+def read_str(row, rule: str = "row", end: int = 0) -> str:
+    """A row as the rewards' rule ``rule`` reads it: "row" is ``array_to_str``; "always" adds the end
+    id where the row has none; "never" drops it."""
+    words = array_to_str(row, end).split()
+    has_end = bool(words) and words[-1] == str(end) and end in list(map(int, row))
+    if rule == "never" and has_end:
+        words = words[:-1]
+    elif rule == "always" and not has_end:
+        words.append(str(end))
+    return " ".join(words)
+
+
 def reference_str(ids, end: int = 0, count_end: bool = True) -> str:
     """A reference's ids, then the end id when counted (``prepro_ngrams``: tokens + ['<eos>'])."""
     return " ".join(map(str, [*ids, end] if count_end else ids))

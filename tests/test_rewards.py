@@ -38,7 +38,7 @@ def flickr():
                 for m in MODELS}
     words = sorted({w for i in images for r in by_image[i] for w in r} | {w for c in captions.values() for s in c for w in s})
     vocab = {w: k + 1 for k, w in enumerate(words)}  # 0: the end token
-    references = [[[vocab[w] for w in r] for r in by_image[i]] for i in images]
+    references = [[[*(vocab[w] for w in r), 0] for r in by_image[i]] for i in images]  # label rows that fit
     samples = {}
     for m, lines in captions.items():
         rows = np.zeros((len(lines), T), np.int32)  # a caption of T words or more keeps no end token
@@ -46,7 +46,7 @@ def flickr():
             ids = [vocab[w] for w in c][:T]
             rows[k, :len(ids)] = ids
         samples[m] = rows
-    strings = [[ref.reference_str(r) for r in refs] for refs in references]
+    strings = [[ref.array_to_str(r) for r in refs] for refs in references]
     return references, strings, samples, vocab
 
 
@@ -91,11 +91,14 @@ def test_bleu_4_equals_pycocoevalcap_per_sentence(flickr, precision, request):
 
 
 def _edge_cases():
-    """Images with 1..6 references of 1..9 ids (two at MAX_ID), and samples: empty, longer than
-    every reference with no end token, repeated n-grams, exact copies, ids no reference has."""
+    """Images with 1..6 references of 1..9 ids (two at MAX_ID; every other one ending with the end
+    id 0, as a label row that fits, the rest as rows cut with no end id), and samples: empty,
+    longer than every reference with no end token, repeated n-grams, exact copies, ids no
+    reference has."""
     rng = np.random.default_rng(3)
     references = [[list(rng.integers(1, 9, rng.integers(1, 10))) for _ in range(rng.integers(1, 7))] for _ in range(12)]
     references[0][0] = [MAX_ID, 2, MAX_ID, MAX_ID]
+    references = [[[*r, 0] if (i + k) % 2 == 0 else r for k, r in enumerate(refs)] for i, refs in enumerate(references)]
     rows = np.zeros((24, 30), np.int64)
     image = np.arange(24) % 12
     for k in range(24):
@@ -111,35 +114,33 @@ def _edge_cases():
     return references, rows, image
 
 
-@pytest.mark.parametrize(("count_end", "precision"), [(True, "x64"), pytest.param(False, "x64", marks=pytest.mark.slow),
-                                                      (True, "x32")])
-def test_edge_cases_equal_the_python_rewards(count_end, precision, request):
+@pytest.mark.parametrize(("end", "precision"), [("row", "x64"), pytest.param("never", "x64", marks=pytest.mark.slow),
+                                                pytest.param("always", "x64", marks=pytest.mark.slow), ("row", "x32")])
+def test_edge_cases_equal_the_python_rewards(end, precision, request):
+    """Each rule for reading rows, applied alike to references and samples, equals the Python
+    scorers on the strings that rule gives (``row``: ``array_to_str``)."""
     request.getfixturevalue(precision)
     references, rows, image = _edge_cases()
-    strings = [[ref.reference_str(r, count_end=count_end) for r in refs] for refs in references]
-    if not count_end:  # the end id leaves the sample's string too
-        to_str = ref.array_to_str
-        rows_str = [" ".join(to_str(r).split()[:-1]) if to_str(r).split()[-1] == "0" else to_str(r) for r in rows]
+    strings = [[ref.read_str(r, end) for r in refs] for refs in references]
     df, images = ref.document_frequency(strings)
     cider = ref.CachedCiderD(df, images)
     bleu = ref.BleuScorer(n=4)
-    for k, (row, i) in enumerate(zip(rows, image)):
-        sample = ref.array_to_str(row) if count_end else rows_str[k]
-        cider += (sample, strings[i])
-        bleu += (sample, strings[i])
-    got = CiderD(references, count_end=count_end)(rows, image)
+    for row, i in zip(rows, image):
+        cider += (ref.read_str(row, end), strings[i])
+        bleu += (ref.read_str(row, end), strings[i])
+    got = CiderD(references, end=end)(rows, image)
     assert_close(got, cider.compute_score()[1], precision == "x64")
-    assert_close(Bleu(references, count_end=count_end)(rows, image), bleu.compute_score(option="closest")[1][3],
+    assert_close(Bleu(references, end=end)(rows, image), bleu.compute_score(option="closest")[1][3],
                  precision == "x64")
-    assert float(got[4]) > 0 and (count_end or float(got[0]) == 0.0)
+    assert float(got[4]) > 0 and (end != "never" or float(got[0]) == 0.0)
 
 
 def test_document_frequencies_from_another_corpus_and_from_counts(x64):
     """Frequencies of a larger corpus (a cached file's ``document_frequency`` and ``ref_len``)
     passed in: n-grams the scored references lack, and log(images) of that corpus."""
     references, rows, image = _edge_cases()
-    corpus = references + [[[1, 2, 3], [2, 3, 4, 5]], [[6, 7]], [[8, 1, 2]]]
-    strings = [[ref.reference_str(r) for r in refs] for refs in corpus]
+    corpus = references + [[[1, 2, 3, 0], [2, 3, 4, 5]], [[6, 7, 0]], [[8, 1, 2]]]
+    strings = [[ref.array_to_str(r) for r in refs] for refs in corpus]
     df, images = ref.document_frequency(strings)
     from_counts = DocumentFrequency.from_counts({tuple(map(int, g)): v for g, v in df.items()}, images)
     from_refs = DocumentFrequency.from_references(corpus)
@@ -168,9 +169,13 @@ def test_the_reward_runs_inside_jit_as_an_argument_with_no_host_callback():
 def test_bad_references_are_refused():
     with pytest.raises(ValueError, match="0..65534"):
         CiderD([[[1, MAX_ID + 1]]])
+    with pytest.raises(ValueError, match="0..9 .a vocabulary of 10"):
+        Bleu([[[1, 10]]], vocab_size=10)
+    with pytest.raises(ValueError, match="end 'sometimes'"):
+        CiderD([[[1, 2]]], end="sometimes")
     with pytest.raises(ValueError, match="image 1 has no references"):
         Bleu([[[1, 2]], []])
-    with pytest.raises(ValueError, match="vocabulary of 70000"):
+    with pytest.raises(ValueError, match="vocabulary of 70000 ids"):
         CiderD([[[1, 2]]], vocab_size=70_000)
     with pytest.raises(ValueError, match="no images"):
         CiderD([])

@@ -61,8 +61,9 @@ class Rewards:
 
     @classmethod
     def build(cls, captions, vocab: Vocabulary, bleu_weight: float = 0.0) -> Rewards:
-        """From the training captions (``captions[n][r]``: words), encoded with the model's vocabulary."""
-        references = [[vocab.encode(tokens) for tokens in refs] for refs in captions]
+        """From the training captions (``captions[n][r]``: words), encoded with the model's vocabulary,
+        each ending with the end token (as a label row that fits, read by ``array_to_str``)."""
+        references = [[[*vocab.encode(tokens), decode.EDGE_ID] for tokens in refs] for refs in captions]
         bleu = Bleu(references, vocab_size=len(vocab)) if bleu_weight > 0 else None
         return cls(CiderD(references, vocab_size=len(vocab)), bleu, bleu_weight)
 

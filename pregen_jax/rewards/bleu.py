@@ -18,40 +18,38 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .cider import check_vocab, reward_dtype
-from .grams import ArrayPytree, ImageGrams, SampleGrams, padded, sample_grams
+from .cider import reward_dtype
+from .grams import ImageGrams, SampleGrams, padded
 from .ngrams import MAX_ORDER
+from .reward import RowReward
 from .tables import ReferenceTable
 
 TINY, SMALL = 1e-15, 1e-9
 
 
 @jax.tree_util.register_pytree_node_class
-class Bleu(ArrayPytree):
+class Bleu(RowReward):
     """BLEU-``order`` (1..4, default 4) of each sample against its image's references.
 
-    Built like ``CiderD`` (``references[i]``: image i's id sequences; ``pad_id``, ``count_end``);
-    ``reward(samples i[B, T], image_index i[B]) -> f[B]``; a pytree, to pass to jitted functions.
+    Built and called like ``CiderD`` (``references[i]``: image i's id sequences; ``pad_id``;
+    ``end``, the same rules for reading rows; ``vocab_size``; ids out of range refused the same
+    way): ``reward(samples i[B, T], image_index i[B]) -> f[B]``; a pytree, to pass to jitted functions.
     """
 
-    def __init__(self, references, *, order: int = MAX_ORDER, pad_id: int = 0, count_end: bool = True,
+    def __init__(self, references, *, order: int = MAX_ORDER, pad_id: int = 0, end: str = "row",
                  dtype=None, vocab_size: int | None = None):
         if not 1 <= order <= MAX_ORDER:
             raise ValueError(f"BLEU order {order}: must be 1..{MAX_ORDER}")
-        check_vocab(vocab_size)
-        table = ReferenceTable.build(references, pad_id, count_end)
+        self.configure(pad_id, end, vocab_size)
+        table = ReferenceTable.build(references, pad_id, end, self.max_id)
         self.images = ImageGrams.of(table)
         self.max_tf = padded(table.tf.max(1), jnp.int32)                                 # [E]
         self.ref_words = jnp.asarray(table.words, jnp.int32)                             # [images, R]
         self.one = jnp.ones((), reward_dtype(dtype))  # carries the float type through the pytree
-        self.order, self.pad_id, self.count_end = int(order), int(pad_id), bool(count_end)
+        self.order = int(order)
 
     _ARRAYS = ("images", "max_tf", "ref_words", "one")
-    _STATIC = ("order", "pad_id", "count_end")
-
-    def __call__(self, samples, image_index) -> jax.Array:
-        """samples: i[B, T] padded with ``pad_id``; image_index: i[B] -> f[B] each sample's BLEU."""
-        return _bleu(self, jnp.asarray(samples), jnp.asarray(image_index))
+    _STATIC = ("order", "pad_id", "end", "max_id")
 
     def scores(self, grams: SampleGrams, image_index: jax.Array) -> jax.Array:
         """f[B]: BLEU of samples already split into n-grams (``sample_grams``)."""
@@ -75,7 +73,3 @@ def closest_length(ref_words: jax.Array, ref_count: jax.Array, testlen: jax.Arra
     nearest = jnp.min(distance, 1, keepdims=True)
     return jnp.min(jnp.where(real & (distance == nearest), ref_words, jnp.iinfo(jnp.int32).max), 1)
 
-
-@jax.jit
-def _bleu(reward: Bleu, samples, image_index):
-    return reward.scores(sample_grams(samples, reward.pad_id, reward.count_end), image_index)

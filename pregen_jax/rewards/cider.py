@@ -15,9 +15,12 @@ over distinct images, the idf numerator log(number of images)), re-expressed as 
 operations over token ids (no line is copied). So this file is under coco-caption's licence
 (BSD-2-Clause-Views; docs/licensing.md).
 
-The end token: part of every sentence by default (Rennie et al. 2017; ``array_to_str`` and
-``prepro_ngrams``): a sample's first ``pad_id`` ends it and counts as a word, a reference gets it
-appended, and the document frequencies are counted the same way. ``count_end=False`` leaves it out.
+The end token: samples and references alike are read as self-critical.pytorch's ``array_to_str``
+reads rows (``end="row"``, the default): the first ``pad_id`` ends a row and counts as a word; a
+row without one has no end token. ``end="always"`` appends it where a row has none (as
+``prepro_ngrams`` does to every training reference), ``end="never"`` leaves it out; the document
+frequencies built from the references are read by the same rule (a cached ``DocumentFrequency``
+keeps the rule it was counted with).
 """
 from __future__ import annotations
 
@@ -25,8 +28,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .grams import ArrayPytree, ImageGrams, SampleGrams, padded, sample_grams
-from .ngrams import MAX_ID, MAX_ORDER, search_keys, search_steps, split_key
+from .grams import ImageGrams, SampleGrams, padded
+from .ngrams import MAX_ORDER, search_keys, search_steps, split_key
+from .reward import RowReward
 from .tables import DocumentFrequency, ReferenceTable
 
 SIGMA = 6.0
@@ -37,30 +41,32 @@ def reward_dtype(dtype=None):
     return jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
 
 
-def check_vocab(vocab_size: int | None) -> None:
-    if vocab_size is not None and vocab_size > MAX_ID + 1:
-        raise ValueError(f"vocabulary of {vocab_size} ids: exact two-word n-gram keys need at most {MAX_ID + 1}")
-
-
 @jax.tree_util.register_pytree_node_class
-class CiderD(ArrayPytree):
+class CiderD(RowReward):
     """CIDEr-D of samples against the references of their images (pycocoevalcap's scale, x10).
 
-    ``references[i]``: the id sequences of image i (each up to its first ``pad_id``, if any; at
-    least one per image; ids 0..65,534). ``document_frequency``: a ``DocumentFrequency`` from
-    another corpus (e.g. a whole training set); by default the references' own, over distinct
-    images. ``reward(samples i[B, T], image_index i[B]) -> f[B]``, a jax array in ``dtype``
-    (float32, or float64 under x64). The reward is a pytree: pass it to a jitted function as an
-    argument (its tables are then inputs, not constants compiled in).
+    ``references[i]``: the id sequences of image i (lists, or padded label rows as
+    self-critical.pytorch's ``data['gts'][i]``; at least one per image), read by the rule ``end``:
+    ``"row"`` (default, ``array_to_str``: up to and including the first ``pad_id``; a row with no
+    ``pad_id`` has no end token), ``"always"`` (the end token appended where a row has none) or
+    ``"never"``. Ids 0..``vocab_size - 1`` (at most 65,534). ``document_frequency``: a
+    ``DocumentFrequency`` from another corpus (e.g. ``DocumentFrequency.from_pickle`` of a
+    ``*-idxs.p``); by default the references' own, over distinct images.
+
+    ``reward(samples i[B, T], image_index i[B]) -> f[B]`` in ``dtype`` (float32, or float64 under
+    x64): samples are read by the same rule; numpy, torch (CPU or GPU, through DLPack) or JAX in,
+    the same kind out; an id out of range is a ValueError before the jitted call, or a NaN reward
+    when traced inside the caller's ``jit``. The reward is a pytree: pass it to a jitted function
+    as an argument (its tables are then inputs, not constants compiled in).
     """
 
-    def __init__(self, references, *, pad_id: int = 0, count_end: bool = True,
+    def __init__(self, references, *, pad_id: int = 0, end: str = "row",
                  document_frequency: DocumentFrequency | None = None, sigma: float = SIGMA, dtype=None,
                  vocab_size: int | None = None):
-        check_vocab(vocab_size)
+        self.configure(pad_id, end, vocab_size)
         dtype = reward_dtype(dtype)
-        table = ReferenceTable.build(references, pad_id, count_end)
-        df = document_frequency or DocumentFrequency.from_references(references, pad_id, count_end)
+        table = ReferenceTable.build(references, pad_id, end, self.max_id)
+        df = document_frequency or DocumentFrequency.from_references(references, pad_id, end)
         ref_len = np.log(float(df.images))
         idf = ref_len - np.log(np.maximum(1.0, df.lookup(table.keys).astype(np.float64)))
         weight = table.tf * idf[:, None]                                          # f64[E, R]
@@ -76,14 +82,10 @@ class CiderD(ArrayPytree):
         self.ref_norm = jnp.asarray(np.sqrt(norm2), dtype)                             # [images, 4, R]
         self.ref_bigrams = jnp.asarray(np.maximum(table.words - 1, 0), dtype)          # [images, R]
         self.df_size, self.df_steps = len(df.keys), search_steps(len(df.keys))
-        self.pad_id, self.count_end, self.sigma = int(pad_id), bool(count_end), float(sigma)
+        self.sigma = float(sigma)
 
     _ARRAYS = ("images", "df_hi", "df_lo", "idf", "ref_len", "weight", "ref_norm", "ref_bigrams")
-    _STATIC = ("df_size", "df_steps", "pad_id", "count_end", "sigma")
-
-    def __call__(self, samples, image_index) -> jax.Array:
-        """samples: i[B, T] padded with ``pad_id``; image_index: i[B] -> f[B] each sample's CIDEr-D."""
-        return _cider_d(self, jnp.asarray(samples), jnp.asarray(image_index))
+    _STATIC = ("df_size", "df_steps", "pad_id", "end", "max_id", "sigma")
 
     def scores(self, grams: SampleGrams, image_index: jax.Array) -> jax.Array:
         """f[B]: CIDEr-D of samples already split into n-grams (``sample_grams``)."""
@@ -105,7 +107,3 @@ class CiderD(ArrayPytree):
         summed = jnp.sum(jnp.where(real[:, None, :], similarity, 0.0), -1)              # [B, 4]
         return jnp.mean(summed, -1) / count.astype(dtype) * 10.0
 
-
-@jax.jit
-def _cider_d(reward: CiderD, samples, image_index):
-    return reward.scores(sample_grams(samples, reward.pad_id, reward.count_end), image_index)

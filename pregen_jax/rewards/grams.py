@@ -45,13 +45,13 @@ class SampleGrams:
     lengths: jax.Array
 
 
-def sample_grams(samples: jax.Array, pad_id: int, count_end: bool) -> SampleGrams:
-    """samples: i[B, T] padded with ``pad_id`` -> their ``SampleGrams``.
+def sample_grams(samples: jax.Array, pad_id: int, end: str, width) -> SampleGrams:
+    """samples: i[B, T] from ``row_ids`` (read up to ``width`` by the rule ``end``) -> their ``SampleGrams``.
 
     Counts come from comparing every pair of positions (T x T per order): T is a caption's
     length, so that is cheaper on the device than a sort per row.
     """
-    lengths = sample_lengths(samples, pad_id, count_end)
+    lengths = sample_lengths(samples, pad_id, end, width)
     hi, lo, valid = device_keys(samples, lengths)
     same = (hi[..., :, None] == hi[..., None, :]) & (lo[..., :, None] == lo[..., None, :])
     same = same & valid[..., :, None] & valid[..., None, :]

@@ -4,7 +4,7 @@ An n-gram (n <= 4) of ids is two uint32 words: ``hi = (t0 + 1) << 16 | (t1 + 1)`
 ``lo = (t2 + 1) << 16 | (t3 + 1)``, a missing position (n < 4) left 0. Ids + 1 keep the end
 token (id 0) apart from "no token", so the order is part of the key and one table holds all
 four orders, with no hashing and no collision, as long as every id is below 65,535
-(``MAX_ID``; checked where ids are concrete). The device never needs jax's x64 mode: keys are
+(``MAX_ID``; checked where ids are concrete, a NaN reward where they are traced). The device never needs jax's x64 mode: keys are
 compared word by word (``search``); the host packs them into one uint64 for numpy's sorts.
 """
 from __future__ import annotations
@@ -17,24 +17,41 @@ import numpy as np
 
 MAX_ORDER = 4
 MAX_ID = 65_534  # ids + 1 must fit in 16 bits
+ENDS = ("row", "always", "never")  # how a row of ids ends (``sentence``)
 
 
-def check_ids(ids: np.ndarray, source: str) -> None:
-    """A ValueError naming ``source`` where an id is negative or above ``MAX_ID``."""
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) > MAX_ID):
-        raise ValueError(f"{source}: token ids must lie in 0..{MAX_ID} (vocabulary under 65,535) for exact "
-                         f"two-word n-gram keys; found {int(ids.min())}..{int(ids.max())}")
+def check_ids(ids: np.ndarray, source: str, max_id: int = MAX_ID) -> None:
+    """A ValueError naming ``source`` where an id is negative or above ``max_id`` (at most ``MAX_ID``)."""
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) > max_id):
+        raise ValueError(f"{source}: token ids must lie in 0..{max_id} ({id_limit(max_id)}); "
+                         f"found {int(ids.min())}..{int(ids.max())}")
 
 
-def sentence(ids: Sequence[int], pad_id: int, count_end: bool) -> np.ndarray:
-    """i64[L]: the words of one id sequence as a sampler's string holds them: up to the first
-    ``pad_id`` (the end token), which is kept when ``count_end`` (self-critical.pytorch's
-    ``array_to_str``); a sequence without it keeps all its ids."""
+def id_limit(max_id: int) -> str:
+    """Why ids stop at ``max_id``: the vocabulary, or the exact n-gram keys."""
+    return f"a vocabulary of {max_id + 1}" if max_id < MAX_ID else "exact two-word n-gram keys hold ids under 65,535"
+
+
+def check_end(end: str) -> None:
+    if end not in ENDS:
+        raise ValueError(f"end {end!r}: must be one of {', '.join(map(repr, ENDS))}")
+
+
+def sentence(ids: Sequence[int], pad_id: int, end: str) -> np.ndarray:
+    """i64[L]: the words of one id sequence, read by the rule ``end`` (``ENDS``):
+
+    - ``"row"`` (self-critical.pytorch's ``array_to_str``): the ids up to and including the first
+      ``pad_id`` (the end token); a sequence with no ``pad_id`` keeps all its ids and has no end token;
+    - ``"always"`` (``prepro_ngrams``'s references, ``tokens + ['<eos>']``): the same, with the end
+      token appended where the sequence has none;
+    - ``"never"``: the ids before the first ``pad_id``, no end token.
+    """
     ids = np.asarray(ids, np.int64).reshape(-1)
     ends = np.flatnonzero(ids == pad_id)
-    if len(ends):
-        return ids[:ends[0] + 1] if count_end else ids[:ends[0]]
-    return ids
+    words = ids[:ends[0]] if len(ends) else ids
+    if end == "never" or (end == "row" and not len(ends)):
+        return words
+    return np.append(words, pad_id)
 
 
 def host_keys(sentences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,12 +86,25 @@ def key_of(gram: Sequence[int]) -> int:
     return sum((int(t) + 1) << (48 - 16 * k) for k, t in enumerate(gram))
 
 
-def sample_lengths(samples: jax.Array, pad_id: int, count_end: bool) -> jax.Array:
-    """samples: i[B, T] -> i32[B], each row's words as ``sentence`` counts them."""
+def sample_lengths(samples: jax.Array, pad_id: int, end: str, width) -> jax.Array:
+    """samples: i[B, T] -> i32[B], each row's words as ``sentence`` counts them, reading only its
+    first ``width`` (i32 scalar, <= T) positions. ``"always"`` needs position ``width`` to hold
+    ``pad_id`` (the appended end token): ``row_ids`` gives rows that do."""
     T = samples.shape[1]  # noqa: N806
-    is_end = samples == pad_id
-    first = jnp.where(is_end.any(1), jnp.argmax(is_end, 1), T)
-    return jnp.where(first < T, first + int(count_end), T).astype(jnp.int32)
+    is_end = (samples == pad_id) & (jnp.arange(T)[None, :] < width)
+    has_end, first = is_end.any(1), jnp.argmax(is_end, 1)
+    if end == "never":
+        return jnp.where(has_end, first, width).astype(jnp.int32)
+    return jnp.where(has_end, first + 1, width + int(end == "always")).astype(jnp.int32)
+
+
+def row_ids(samples: jax.Array, pad_id: int, end: str, width) -> jax.Array:
+    """samples: i[B, T] -> i[B, T'] with ``pad_id`` at and after position ``width`` (T' = T + 1
+    for ``"always"``, whose appended end token sits at position ``width``)."""
+    samples = jnp.where(jnp.arange(samples.shape[1])[None, :] < width, samples, pad_id)
+    if end == "always":
+        samples = jnp.concatenate([samples, jnp.full((samples.shape[0], 1), pad_id, samples.dtype)], 1)
+    return samples
 
 
 def device_keys(samples: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:

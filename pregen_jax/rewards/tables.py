@@ -10,30 +10,27 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .ngrams import check_ids, host_keys, key_of, sentence
+from .ngrams import MAX_ID, check_end, check_ids, host_keys, key_of, sentence
+from .pickled import read_cached_frequencies
 
 
-def reference_sentence(ids: Sequence[int], pad_id: int, count_end: bool) -> np.ndarray:
-    """i64[L]: a reference's words (up to its first ``pad_id``, if any), then the end token when
-    ``count_end`` (self-critical.pytorch's ``prepro_ngrams``: ``tokens + ['<eos>']``)."""
-    words = sentence(ids, pad_id, count_end=False)
-    return np.append(words, pad_id) if count_end else words
+def reference_sentences(references: Sequence[Sequence[Sequence[int]]], pad_id: int, end: str,
+                        source: str = "references", max_id: int = MAX_ID) -> tuple[list[np.ndarray], np.ndarray]:
+    """(every reference's words, read by the rule ``end`` (``ngrams.sentence``), grouped by image;
+    i64[images] the number of references of each image).
 
-
-def reference_sentences(references: Sequence[Sequence[Sequence[int]]], pad_id: int, count_end: bool,
-                        source: str = "references") -> tuple[list[np.ndarray], np.ndarray]:
-    """(every reference's words, grouped by image; i64[images] the number of references of each image).
-
-    A ValueError naming ``source`` for no images, an image without references, or an id out of range.
+    A ValueError naming ``source`` for no images, an image without references, an unknown rule,
+    or an id out of range (negative or above ``max_id``).
     """
+    check_end(end)
     if len(references) == 0:
         raise ValueError(f"{source}: no images")
-    check_ids(np.array([pad_id]), f"{source}: pad_id")
+    check_ids(np.array([pad_id]), f"{source}: pad_id", max_id)
     counts = np.fromiter(map(len, references), np.int64, len(references))
     if (counts == 0).any():
         raise ValueError(f"{source}: image {int(np.argmin(counts))} has no references")
-    words = [reference_sentence(ids, pad_id, count_end) for refs in references for ids in refs]
-    check_ids(np.concatenate(words) if words else np.zeros(0, np.int64), source)
+    words = [sentence(ids, pad_id, end) for refs in references for ids in refs]
+    check_ids(np.concatenate(words) if words else np.zeros(0, np.int64), source, max_id)
     return words, counts
 
 
@@ -50,11 +47,12 @@ class DocumentFrequency:
     images: int
 
     @classmethod
-    def from_references(cls, references, pad_id: int = 0, count_end: bool = True) -> DocumentFrequency:
-        """From ``references[i]`` (image i's id sequences): an n-gram counts once per image whose
-        references hold it, as pycocoevalcap's ``compute_doc_freq`` and the cached frequencies
-        of self-critical.pytorch's ``prepro_ngrams`` (distinct images) count."""
-        words, counts = reference_sentences(references, pad_id, count_end)
+    def from_references(cls, references, pad_id: int = 0, end: str = "row") -> DocumentFrequency:
+        """From ``references[i]`` (image i's id sequences, read by the rule ``end``): an n-gram
+        counts once per image whose references hold it, as pycocoevalcap's ``compute_doc_freq``
+        and the cached frequencies of self-critical.pytorch's ``prepro_ngrams`` (distinct images)
+        count. ``prepro_ngrams`` appends the end token to every reference: ``end="always"``."""
+        words, counts = reference_sentences(references, pad_id, end)
         key, owner, _ = host_keys(words)
         image = np.repeat(np.arange(len(counts)), counts)[owner]
         order = np.lexsort((image, key))
@@ -65,20 +63,32 @@ class DocumentFrequency:
         return cls(keys, df.astype(np.int64), len(counts))
 
     @classmethod
-    def from_counts(cls, counts: Mapping[Sequence[int], float], images: int) -> DocumentFrequency:
+    def from_counts(cls, counts: Mapping[Sequence[int], float], images: int,
+                    source: str = "document frequencies") -> DocumentFrequency:
         """From a mapping of id n-grams (tuples of 1..4 ids, the end token as its id) to their
         document frequency, such as a cached ``document_frequency`` with its ``ref_len`` (images)."""
         if images < 1:
-            raise ValueError(f"document frequencies of {images} images: need at least one")
+            raise ValueError(f"{source}: document frequencies of {images} images: need at least one")
         grams = list(counts)
-        check_ids(np.fromiter((t for g in grams for t in g), np.int64), "document frequencies")
+        check_ids(np.fromiter((t for g in grams for t in g), np.int64), source)
         keys = np.fromiter((key_of(g) for g in grams), np.uint64, len(grams))
         df = np.fromiter((counts[g] for g in grams), np.float64, len(grams))
         order = np.argsort(keys)
         keys, df = keys[order], df[order]
         if len(keys) > 1 and (keys[1:] == keys[:-1]).any():
-            raise ValueError("document frequencies: an n-gram is listed twice")
+            raise ValueError(f"{source}: an n-gram is listed twice")
         return cls(keys, df.astype(np.int64), int(images))
+
+    @classmethod
+    def from_pickle(cls, path) -> DocumentFrequency:
+        """From self-critical.pytorch's cached frequencies (``prepro_ngrams.py``'s ``*-idxs.p``:
+        ``{"document_frequency": {("12", "7", "0"): 3.0, ...}, "ref_len": images}``), read by a
+        restricted unpickler (``pickled``: dicts, tuples, strings and numbers only, nothing
+        executed). ``ref_len`` is the number of images (the reward takes its log, as ciderD does);
+        the end token is the id string "0" (``prepro_ngrams`` appends it to every reference).
+        A ValueError naming the file for anything else."""
+        counts, images = read_cached_frequencies(path)
+        return cls.from_counts(counts, images, source=str(path))
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """i64[...]: the document frequency of each key (0 where no image holds it)."""
@@ -107,8 +117,8 @@ class ReferenceTable:
     words: np.ndarray
 
     @classmethod
-    def build(cls, references, pad_id: int = 0, count_end: bool = True) -> ReferenceTable:
-        words, counts = reference_sentences(references, pad_id, count_end)
+    def build(cls, references, pad_id: int = 0, end: str = "row", max_id: int = MAX_ID) -> ReferenceTable:
+        words, counts = reference_sentences(references, pad_id, end, max_id=max_id)
         images, width = len(counts), int(counts.max())
         first_ref = np.concatenate([[0], np.cumsum(counts)[:-1]])
         ref_image = np.repeat(np.arange(images), counts)
