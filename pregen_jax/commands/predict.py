@@ -86,11 +86,14 @@ def _render(scores) -> str:
                                      else "equal")
             if np.isfinite(row["measured"]):
                 entry["measured"] = f"{row['measured']:.3f}"
-            entry["domain"] = f"FLAGGED: {row['flag']}" if row["flag"] else "ok"
+            entry["domain"] = _domain(row)
             entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
             table.append(entry)
         lines += [pd.DataFrame(table).to_string(index=False)]
-        for note in sorted(set(rows["note"]) - {""}):
+        for _, row in rows[rows["why"].fillna("") != ""].iterrows():
+            lines.append(f"  why ({row['model']}, from {'perplexity' if row['predictor'] == PERPLEXITY else metric}): "
+                         f"{row['why']}")
+        for note in sorted(set(rows["note"].fillna("")) - {""}):
             lines.append(f"  note: {note}")
         for predictor in (CHOSEN, PERPLEXITY):
             ranked = scores.order[(scores.order["postgen"] == post) & (scores.order["predictor"] == predictor)]
@@ -102,9 +105,11 @@ def _render(scores) -> str:
                          + " > ".join(ranked["model"]) + "; intervals cannot separate: "
                          + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
         lines.append("")
-    lines.append(f"{level} full conformal intervals with the metric chosen inside every fit: each covers the real "
+    lines.append(f"{level} full conformal sets with the metric chosen inside every fit, printed whole (an "
+                 "interval, islands joined by 'or', or unbounded with its reason): each covers the real "
                  f"score at least {level} of the time for a model like the search's own (exchangeable with them), "
-                 "choice included; a model beyond the calibration models' domain (domain: FLAGGED, naming the axis "
+                 "choice included, on average over such models (marginal: among the rows still printed after "
+                 "others are withheld it is not guaranteed); a model beyond the calibration models' domain (domain: FLAGGED, naming the axis "
                  "and how far out, in spans of their range) is no such model: its numbers are not covered by that, "
                  "and it is left out of the order; beyond it on the predictor's own metric, no prediction")
     if not scores.pairs["separable"].all():
@@ -114,19 +119,27 @@ def _render(scores) -> str:
     return "\n".join(lines)
 
 
+def _domain(row) -> str:
+    """``ok`` only beside an ordinary number: ``WITHHELD`` (no number, beyond the domain on its own metric),
+    ``FLAGGED`` (a number for a model beyond the domain on another axis), ``-`` where nothing was placed."""
+    if row["status"] == "withheld":
+        return f"WITHHELD: {row['pregen']} outside"
+    if row["flag"]:
+        return f"FLAGGED: {row['flag']}"
+    return "ok" if row["status"] in ("predicted", "unbounded") else "-"
+
+
 def _interval(row) -> str:
-    """``0.472 [0.401, 0.533]``; ``none: 0.12 above [0.31, 0.45] (0.9x its span)`` beyond the calibration
-    models' domain on the predictor's own metric; ``n/a`` where the run's data cannot calibrate."""
-    import numpy as np
-    if row["outside_calibration_range"]:
+    """``0.472 [0.401, 0.533]``; islands ``0.472 [0.401, 0.433] or [0.45, 0.533]``; unbounded ``0.472 [0.401, inf)``
+    (its reason in a ``why`` line); ``none: 0.12 above [0.31, 0.45] (0.9x its span)`` beyond the calibration
+    models' domain on the predictor's own metric; ``none`` where there is no number (its ``why`` line says why)."""
+    if row["status"] == "withheld":
         span = row["calibration_max"] - row["calibration_min"]
         return (f"none: {row['distance']:.3g} {row['side']} [{row['calibration_min']:.4g}, {row['calibration_max']:.4g}]"
                 f" ({row['distance'] / span:.1f}x its span)")
-    if not np.isfinite(row["predicted"]):
-        return "n/a"
-    if not np.isfinite([row["low"], row["high"]]).all():
-        return f"{row['predicted']:.3f} [unbounded]"
-    return f"{row['predicted']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+    if row["status"] == "none":
+        return "none"
+    return f"{row['predicted']:.3f} {row['set']}"
 
 
 COMMAND = Command("predict", "new models' post-gen scores predicted from their reference probabilities, with "
