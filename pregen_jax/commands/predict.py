@@ -71,27 +71,29 @@ def _render(scores) -> str:
         chosen = rows[rows["predictor"] == CHOSEN]
         pplx = rows[rows["predictor"] == PERPLEXITY].set_index("model")
         metric = scores.calibration.chosen[post]
-        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} conformal intervals, valid after choosing; "
+        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} conformal sets, valid after choosing; "
                   f"chosen pre-gen metric {metric})"]
         table = []
         for _, row in chosen.iterrows():
+            both = [row]
             entry = {"model": row["model"], "perplexity": f"{row['perplexity']:.3f}",
                      metric: f"{row['pregen_value']:.4g}" + (f" ({row['pregen']})" if row["pregen"] != metric else ""),
                      "predicted": _interval(row)}
             if row["model"] in pplx.index:
                 other = pplx.loc[row["model"]]
+                both.append(other)
                 entry["from perplexity"] = _interval(other)
                 entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"]
                                      else "-" if not np.isfinite([row["high"] - row["low"], other["high"] - other["low"]]).all()
                                      else "equal")
             if np.isfinite(row["measured"]):
                 entry["measured"] = f"{row['measured']:.3f}"
-            entry["domain"] = _domain(row)
+            entry["domain"] = _domain(both)
             entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
             table.append(entry)
         lines += [pd.DataFrame(table).to_string(index=False)]
         for _, row in rows[rows["why"].fillna("") != ""].iterrows():
-            lines.append(f"  why ({row['model']}, from {'perplexity' if row['predictor'] == PERPLEXITY else metric}): "
+            lines.append(f"  why ({row['model']}, from {row['pregen']}): "
                          f"{row['why']}")
         for note in sorted(set(rows["note"].fillna("")) - {""}):
             lines.append(f"  note: {note}")
@@ -119,14 +121,17 @@ def _render(scores) -> str:
     return "\n".join(lines)
 
 
-def _domain(row) -> str:
-    """``ok`` only beside an ordinary number: ``WITHHELD`` (no number, beyond the domain on its own metric),
-    ``FLAGGED`` (a number for a model beyond the domain on another axis), ``-`` where nothing was placed."""
-    if row["status"] == "withheld":
-        return f"WITHHELD: {row['pregen']} outside"
-    if row["flag"]:
-        return f"FLAGGED: {row['flag']}"
-    return "ok" if row["status"] in ("predicted", "unbounded") else "-"
+def _domain(rows: list) -> str:
+    """The model's ``domain`` cell from its rows (chosen, then perplexity): ``ok`` only where every number is
+    ordinary; ``WITHHELD from ...`` for each predictor beyond the domain on its own metric (no number),
+    ``FLAGGED: ...`` for a number of a model beyond the domain on another axis; ``-`` where nothing was placed."""
+    parts = [f"WITHHELD from {row['pregen']}" for row in rows if row["status"] == "withheld"]
+    flags = [row["flag"] for row in rows if row["flag"]]
+    if flags:
+        parts.append(f"FLAGGED: {flags[0]}")
+    if parts:
+        return "; ".join(parts)
+    return "ok" if any(row["status"] in ("predicted", "unbounded") for row in rows) else "-"
 
 
 def _interval(row) -> str:
