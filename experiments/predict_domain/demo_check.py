@@ -18,7 +18,8 @@ rule's false flags, and the README's noise models.
    out, the threshold refitted on the others, flagged or not.
 3. **Noise models.** The README's recipe (random next-token scores, the true token favoured by
    ``strength``), fingerprinted with the search's references, through ``predict_scores``: each
-   row withheld, flagged or ordinary.
+   row withheld (beyond the domain on its own metric), none (no number: ``why`` says why), flagged
+   or ordinary.
 """
 from __future__ import annotations
 
@@ -138,10 +139,10 @@ def main(argv=None) -> int:
         paths.append(str(path))
     scores = predict_scores(run, paths, calibration=cal)
     p = scores.predictions
-    kind = np.where(p["outside_calibration_range"], "withheld", np.where(p["flag"].fillna("") != "", "flagged",
-                                                                         "ordinary"))
-    shown = p.assign(kind=kind)[["model", "perplexity", "postgen", "predictor", "kind", "predicted", "low", "high",
-                                 "flag", "note"]]
+    flagged = p["flag"].fillna("") != ""
+    kind = np.where(p["status"].isin(["withheld", "none"]), p["status"], np.where(flagged, "flagged", "ordinary"))
+    shown = p.assign(kind=kind)[["model", "perplexity", "postgen", "predictor", "kind", "predicted", "set", "flag",
+                                 "why", "note"]]
     pd.set_option("display.max_colwidth", 90)
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(pd.Series(kind).value_counts().to_string())

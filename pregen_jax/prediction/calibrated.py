@@ -121,11 +121,20 @@ def _withheld(axis: str, placement: domain.Placement) -> dict:
 
 
 def _cut(pieces, bounds) -> list[tuple[float, float]]:
-    """The pieces cut at the metric's range; a piece wholly outside it (or cut to a point) is dropped."""
+    """The pieces cut at the metric's range (infinite ends too); a piece wholly outside it (or cut to a point)
+    is dropped."""
     if bounds is None:
         return list(pieces)
-    cut = [(clip(a, bounds), clip(b, bounds)) for a, b in pieces]
+    cut = [(float(np.clip(a, *bounds)), float(np.clip(b, *bounds))) for a, b in pieces]
     return [(a, b) for a, b in cut if b > a]
+
+
+def _still_unbounded(reason: str, low: float, high: float) -> str:
+    """The parts of ``conformal.Interval.reason`` for the sides the metric's range leaves unbounded."""
+    keep = [part for part in reason.split("; ") if part.startswith("unbounded:")
+            or (part.startswith("unbounded below") and low == -np.inf)
+            or (part.startswith("unbounded above") and high == np.inf)]
+    return "; ".join(keep)
 
 
 def _predict(cal: CalibrationSet, names: list[str], post: str, values: dict, bounds) -> dict:
@@ -161,7 +170,7 @@ def _predict(cal: CalibrationSet, names: list[str], post: str, values: dict, bou
     side, distance = placement.sides[0], placement.distances[0] * (where["calibration_max"] - where["calibration_min"])
     return {**none, **where, "predicted": predicted, "low": low, "high": high, "set": set_text(pieces),
             "pieces": len(pieces), "status": "predicted" if bounded else "unbounded",
-            "why": "" if bounded else made.reason, "clipped": pieces != list(made.pieces) or predicted != made.predicted,
+            "why": "" if bounded else _still_unbounded(made.reason, low, high), "clipped": pieces != list(made.pieces) or predicted != made.predicted,
             "side": side, "distance": distance}
 
 
