@@ -181,3 +181,15 @@ def test_the_domain_names_the_axis_and_how_far_out_and_rarely_flags_its_own_mode
     # the threshold is the calibration models' own spread: at most one in 20 beyond it, left out in turn
     flagged = sum(domain.loo_flag_rate(rng.normal(size=(20, 4)))[0] for _ in range(10))
     assert flagged / 200 <= 0.1
+
+
+def test_a_set_cut_at_the_metrics_range_keeps_only_what_is_left_unbounded():
+    """CIDEr's range [0, inf): the unbounded-below piece of a set is cut away (not printed as ``(-inf, 0.000]``),
+    and its why keeps only the side still unbounded."""
+    from pregen_jax.prediction import calibrated
+    made = conformal.conformal_interval(*_small_world(124), 0.9)
+    pieces = calibrated._cut(made.pieces, (0.0, math.inf))
+    assert pieces and pieces[0][0] >= 0 and pieces[-1][1] == math.inf and -math.inf not in np.ravel(pieces)
+    why = calibrated._still_unbounded(made.reason, pieces[0][0], pieces[-1][1])
+    assert why.startswith("unbounded above: ") and "below" not in why
+    assert calibrated.set_text(pieces).endswith(", inf)") and not calibrated.set_text(pieces).startswith("(-inf")
