@@ -3,11 +3,13 @@
 A finished search's models calibrate, per post-gen metric, a straight line from a pre-gen metric
 to the post-gen score. The metric is chosen by ``predict`` itself (the candidate with the highest
 R^2 over the calibration models' whole-test-set values; or the one ``--pregen`` names), and the
-choice is part of what the interval accounts for: full conformal prediction with the choice made
+choice is part of what the set accounts for: full conformal prediction with the choice made
 inside every fit (``conformal``: at least ``level`` coverage for a model exchangeable with the
-search's, after choosing). The same from the perplexity baseline, beside it. The ends are cut at
-the post-gen metric's range (never to a point), and the narrower of the two is named where both
-exist.
+search's, after choosing, marginally: not among the rows left after some are withheld), the set
+computed exactly and reported whole (``set``, ``pieces``; ``low`` and ``high`` its outermost ends).
+The same from the perplexity baseline, beside it. The set is cut at the post-gen metric's range
+(never to a point), and the narrower of the two is named where both are bounded. A row without
+a number, or with an unbounded set, says why in ``status`` and ``why``.
 
 Each new model is first placed against the calibration models (``domain``: perplexity, the
 chosen metrics and the next informative ones, in spans of their range). A model beyond the
