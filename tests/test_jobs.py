@@ -53,7 +53,14 @@ def test_a_model_of_any_framework_is_predicted_against_a_search(guide, capsys):
     folder, namespace, _ = guide
     out, _ = _printed(guide, "pregen-search predict")
     assert out.startswith("calibration: 6 usable model(s) of the search's 6; 80% intervals need at least 4")
-    assert "CIDEr (range [0, inf); 80% conformal intervals" in out and "mine" in out and "s (the whole run)" in out
+    assert "CIDEr (range [0, inf); 80% conformal sets" in out and "mine" in out and "s (the whole run)" in out
+    # one of the search's own models, exported as arrays the way a foreign model is: inside the domain, a number
+    # with its set (the guide's own block asserts, at 0.7, a bounded one for every post-gen metric and predictor)
+    own = [line for line in out.splitlines() if line.lstrip().startswith("own ")]
+    assert own and all(re.search(r"\d\.\d{3} [\[(]", line) and " ok " in line and "none" not in line for line in own)
+    # the random bigram: a row without a number says why, in a line of its own
+    mine = [line for line in out.splitlines() if line.lstrip().startswith("mine ")]
+    assert mine and all("none" in line for line in mine) and "  why (mine, from " in out
     # Without the search's fingerprint (attach_references alone), the refusal says what differs and
     # how to fix it, as the guide shows.
     with contextlib.chdir(folder):

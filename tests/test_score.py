@@ -73,13 +73,18 @@ def test_score_predicts_n_models_with_conformal_intervals_and_perplexity(search,
     assert printed.startswith("calibration: 4 usable model(s) of the search's 4; 50% intervals need at least 3; "
                               "domain axes: geomean_join_pplx_none, ")
     assert "from perplexity" in printed and "order by the chosen metric: " in printed
-    assert "50% conformal intervals, valid after choosing" in printed
+    assert "50% conformal sets, valid after choosing" in printed
     frame = pd.read_csv(out / "scores.tsv", sep="\t", keep_default_na=False, na_values=[""])
     assert len(frame) == 2 * 2 * 2 and set(frame["predictor"]) == {"chosen", "perplexity"}
     assert (frame["decoding"] == "unknown").all() and (frame["units"] == "word").all()
     # the search's own models: inside every range, never flagged
     assert not frame["outside_calibration_range"].any() and frame["flag"].isna().all()
     assert (frame["low"] < frame["high"]).all() and (frame["low"] >= 0).all()
+    # the whole set, as printed (4 models and many candidate metrics: often islands), its outermost ends the row's
+    assert (frame["status"] == "predicted").all() and frame["why"].isna().all() and (frame["pieces"] >= 1).all()
+    for _, row in frame.iterrows():
+        assert row["set"].startswith(f"[{row['low']:.3f}, ") and row["set"].endswith(f", {row['high']:.3f}]")
+        assert row["set"].count(" or ") == row["pieces"] - 1 and row["set"] in printed
     assert (frame.loc[frame["postgen"] != "CIDEr", "high"] <= 1).all()
     # At most one of the two predictions is the narrower one per model and post-gen metric.
     assert (frame.groupby(["model", "postgen"])["narrower"].sum() <= 1).all()
@@ -285,6 +290,13 @@ def test_the_readme_fake_models_are_flagged_or_withheld_and_get_no_zero_width_in
     outside = frame[frame["outside_calibration_range"]]
     assert outside["predicted"].isna().all() and outside["low"].isna().all() and outside["high"].isna().all()
     assert set(outside["side"]) <= {"below", "above"} and (outside["distance"] > 0).all()
+    # a row without a number says why in its own columns, naming the axis; the domain cell never reads ok there
+    assert (outside["status"] == "withheld").all()
+    assert all(why.startswith(f"outside the calibration models' domain on its own metric: {axis} ")
+               for why, axis in zip(outside["why"], outside["pregen"]))
+    withheld = [line for line in printed.splitlines() if "none: " in line]
+    assert withheld and all("WITHHELD from " in line and " ok " not in line for line in withheld)
+    assert "  why (noise, from geomean_join_pplx_none): outside the calibration models' domain" in printed
     assert ~outside["narrower"].any()  # never the extrapolated one
     given = frame[frame["predicted"].notna()]
     assert (given["high"] > given["low"]).all()  # no zero-width interval, clipped or not

@@ -54,7 +54,7 @@ def coverage_by_family(models: pd.DataFrame, candidates: list[str], post: str, l
             axes = list(dict.fromkeys([PERPLEXITY, metric]))
             placement = domain.place(train[axes].to_numpy(np.float64), row[axes].to_numpy(np.float64), axes)
             actual = float(row[post])
-            covered = bool(made.low <= actual <= made.high)
+            covered = made.covers(actual)
             withheld = placement.flagged(metric)
             rows.append({"family": held_out, "pregen": metric, "postgen": post, "calibration_models": len(train),
                          "side": placement.sides[axes.index(metric)] if withheld else "inside",

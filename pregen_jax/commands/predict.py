@@ -71,26 +71,31 @@ def _render(scores) -> str:
         chosen = rows[rows["predictor"] == CHOSEN]
         pplx = rows[rows["predictor"] == PERPLEXITY].set_index("model")
         metric = scores.calibration.chosen[post]
-        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} conformal intervals, valid after choosing; "
+        lines += [f"{post} (range {chosen['range'].iloc[0]}; {level} conformal sets, valid after choosing; "
                   f"chosen pre-gen metric {metric})"]
         table = []
         for _, row in chosen.iterrows():
+            both = [row]
             entry = {"model": row["model"], "perplexity": f"{row['perplexity']:.3f}",
                      metric: f"{row['pregen_value']:.4g}" + (f" ({row['pregen']})" if row["pregen"] != metric else ""),
                      "predicted": _interval(row)}
             if row["model"] in pplx.index:
                 other = pplx.loc[row["model"]]
+                both.append(other)
                 entry["from perplexity"] = _interval(other)
                 entry["narrower"] = ("pre-gen" if row["narrower"] else "perplexity" if other["narrower"]
                                      else "-" if not np.isfinite([row["high"] - row["low"], other["high"] - other["low"]]).all()
                                      else "equal")
             if np.isfinite(row["measured"]):
                 entry["measured"] = f"{row['measured']:.3f}"
-            entry["domain"] = f"FLAGGED: {row['flag']}" if row["flag"] else "ok"
+            entry["domain"] = _domain(both)
             entry["decoding"], entry["vocabulary"] = row["decoding"], row["vocabulary"]
             table.append(entry)
         lines += [pd.DataFrame(table).to_string(index=False)]
-        for note in sorted(set(rows["note"]) - {""}):
+        for _, row in rows[rows["why"].fillna("") != ""].iterrows():
+            lines.append(f"  why ({row['model']}, from {row['pregen']}): "
+                         f"{row['why']}")
+        for note in sorted(set(rows["note"].fillna("")) - {""}):
             lines.append(f"  note: {note}")
         for predictor in (CHOSEN, PERPLEXITY):
             ranked = scores.order[(scores.order["postgen"] == post) & (scores.order["predictor"] == predictor)]
@@ -102,9 +107,11 @@ def _render(scores) -> str:
                          + " > ".join(ranked["model"]) + "; intervals cannot separate: "
                          + (", ".join(f"{a} ~ {b}" for a, b in zip(close["model_a"], close["model_b"])) or "none"))
         lines.append("")
-    lines.append(f"{level} full conformal intervals with the metric chosen inside every fit: each covers the real "
+    lines.append(f"{level} full conformal sets with the metric chosen inside every fit, printed whole (an "
+                 "interval, islands joined by 'or', or unbounded with its reason): each covers the real "
                  f"score at least {level} of the time for a model like the search's own (exchangeable with them), "
-                 "choice included; a model beyond the calibration models' domain (domain: FLAGGED, naming the axis "
+                 "choice included, on average over such models (marginal: among the rows still printed after "
+                 "others are withheld it is not guaranteed); a model beyond the calibration models' domain (domain: FLAGGED, naming the axis "
                  "and how far out, in spans of their range) is no such model: its numbers are not covered by that, "
                  "and it is left out of the order; beyond it on the predictor's own metric, no prediction")
     if not scores.pairs["separable"].all():
@@ -114,19 +121,30 @@ def _render(scores) -> str:
     return "\n".join(lines)
 
 
+def _domain(rows: list) -> str:
+    """The model's ``domain`` cell from its rows (chosen, then perplexity): ``ok`` only where every number is
+    ordinary; ``WITHHELD from ...`` for each predictor beyond the domain on its own metric (no number),
+    ``FLAGGED: ...`` for a number of a model beyond the domain on another axis; ``-`` where nothing was placed."""
+    parts = [f"WITHHELD from {row['pregen']}" for row in rows if row["status"] == "withheld"]
+    flags = [row["flag"] for row in rows if row["flag"]]
+    if flags:
+        parts.append(f"FLAGGED: {flags[0]}")
+    if parts:
+        return "; ".join(parts)
+    return "ok" if any(row["status"] in ("predicted", "unbounded") for row in rows) else "-"
+
+
 def _interval(row) -> str:
-    """``0.472 [0.401, 0.533]``; ``none: 0.12 above [0.31, 0.45] (0.9x its span)`` beyond the calibration
-    models' domain on the predictor's own metric; ``n/a`` where the run's data cannot calibrate."""
-    import numpy as np
-    if row["outside_calibration_range"]:
+    """``0.472 [0.401, 0.533]``; islands ``0.472 [0.401, 0.433] or [0.45, 0.533]``; unbounded ``0.472 [0.401, inf)``
+    (its reason in a ``why`` line); ``none: 0.12 above [0.31, 0.45] (0.9x its span)`` beyond the calibration
+    models' domain on the predictor's own metric; ``none`` where there is no number (its ``why`` line says why)."""
+    if row["status"] == "withheld":
         span = row["calibration_max"] - row["calibration_min"]
         return (f"none: {row['distance']:.3g} {row['side']} [{row['calibration_min']:.4g}, {row['calibration_max']:.4g}]"
                 f" ({row['distance'] / span:.1f}x its span)")
-    if not np.isfinite(row["predicted"]):
-        return "n/a"
-    if not np.isfinite([row["low"], row["high"]]).all():
-        return f"{row['predicted']:.3f} [unbounded]"
-    return f"{row['predicted']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+    if row["status"] == "none":
+        return "none"
+    return f"{row['predicted']:.3f} {row['set']}"
 
 
 COMMAND = Command("predict", "new models' post-gen scores predicted from their reference probabilities, with "

@@ -3,7 +3,8 @@ finished search's models (``pregen-search predict``).
 
 ``calibrated`` (``predict_scores``: per model and post-gen metric, the prediction from the
 chosen pre-gen metric and from perplexity, with intervals; the models' order and the pairs the
-intervals cannot separate), ``conformal`` (the intervals, valid after choosing the metric),
+intervals cannot separate), ``conformal`` (the conformal sets, valid after choosing the metric; ``conformal_set`` computes
+them exactly, islands and unbounded sides included),
 ``domain`` (where a new model lies against the calibration models), ``calibration_set`` (what
 the predictions of one run share) and ``measured`` (the real scores of captions, beside them).
 """

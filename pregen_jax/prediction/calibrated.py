@@ -3,11 +3,13 @@
 A finished search's models calibrate, per post-gen metric, a straight line from a pre-gen metric
 to the post-gen score. The metric is chosen by ``predict`` itself (the candidate with the highest
 R^2 over the calibration models' whole-test-set values; or the one ``--pregen`` names), and the
-choice is part of what the interval accounts for: full conformal prediction with the choice made
+choice is part of what the set accounts for: full conformal prediction with the choice made
 inside every fit (``conformal``: at least ``level`` coverage for a model exchangeable with the
-search's, after choosing). The same from the perplexity baseline, beside it. The ends are cut at
-the post-gen metric's range (never to a point), and the narrower of the two is named where both
-exist.
+search's, after choosing, marginally: not among the rows left after some are withheld), the set
+computed exactly and reported whole (``set``, ``pieces``; ``low`` and ``high`` its outermost ends).
+The same from the perplexity baseline, beside it. The set is cut at the post-gen metric's range
+(never to a point), and the narrower of the two is named where both are bounded. A row without
+a number, or with an unbounded set, says why in ``status`` and ``why``.
 
 Each new model is first placed against the calibration models (``domain``: perplexity, the
 chosen metrics and the next informative ones, in spans of their range). A model beyond the
@@ -45,7 +47,7 @@ RANGES: dict[str, tuple[float, float]] = {
     **{f"Bleu_{n}": (0.0, 1.0) for n in range(1, 5)}}
 CHOSEN, PERPLEXITY = "chosen", "perplexity"
 COLUMNS = ["model", "file", "perplexity", "postgen", "predictor", "pregen", "pregen_value", "predicted", "low",
-           "high", "measured", "range", "clipped", "narrower", "outside_calibration_range", "side", "distance",
+           "high", "set", "pieces", "status", "why", "measured", "range", "clipped", "narrower", "outside_calibration_range", "side", "distance",
            "calibration_min", "calibration_max", "calibration_models", "loo_mean_abs_error", "flag",
            "domain_threshold", "note", "decoding",
            "vocabulary", "units", "tokenizer"]
@@ -101,28 +103,55 @@ def _range_text(bounds: tuple[float, float] | None) -> str:
     return f"[{low:g}, {'inf)' if math.isinf(high) else f'{high:g}]'}"
 
 
+def set_text(pieces, digits: int = 3) -> str:
+    """The set as printed: ``[0.401, 0.533]``, ``[0.401, 0.433] or [0.45, 0.533]`` (islands), ``[0.401, inf)``."""
+    def end(v: float) -> str:
+        return f"{v:.{digits}f}" if np.isfinite(v) else ("-inf" if v < 0 else "inf")
+    return " or ".join(f"{'(' if np.isinf(a) else '['}{end(a)}, {end(b)}{')' if np.isinf(b) else ']'}"
+                       for a, b in pieces)
+
+
 def _withheld(axis: str, placement: domain.Placement) -> dict:
     """Where a predictor's own metric lies beyond the domain's threshold: which side, how far."""
     a = placement.axes.index(axis)
     low, high = placement.low[a], placement.high[a]
     return {"outside_calibration_range": True, "side": placement.sides[a],
             "distance": placement.distances[a] * (high - low), "calibration_min": low, "calibration_max": high,
-            "note": "no prediction beyond the calibration models' domain on its own metric (nothing there says "
-                    "the line holds)"}
+            "status": "withheld",
+            "why": f"outside the calibration models' domain on its own metric: {placement.describe(axis)} (beyond "
+                   f"{placement.threshold:.2g} spans nothing says the line holds)"}
+
+
+def _cut(pieces, bounds) -> list[tuple[float, float]]:
+    """The pieces cut at the metric's range (infinite ends too); a piece wholly outside it (or cut to a point)
+    is dropped."""
+    if bounds is None:
+        return list(pieces)
+    cut = [(float(np.clip(a, *bounds)), float(np.clip(b, *bounds))) for a, b in pieces]
+    return [(a, b) for a, b in cut if b > a]
+
+
+def _still_unbounded(reason: str, low: float, high: float) -> str:
+    """The parts of ``conformal.Interval.reason`` for the sides the metric's range leaves unbounded."""
+    keep = [part for part in reason.split("; ") if part.startswith("unbounded:")
+            or (part.startswith("unbounded below") and low == -np.inf)
+            or (part.startswith("unbounded above") and high == np.inf)]
+    return "; ".join(keep)
 
 
 def _predict(cal: CalibrationSet, names: list[str], post: str, values: dict, bounds) -> dict:
-    """One prediction with its conformal interval, the choice among ``names`` inside every fit (ends cut at
-    ``bounds``), or a note saying why there is none."""
-    none = {"predicted": np.nan, "low": np.nan, "high": np.nan, "clipped": False, "outside_calibration_range": False,
-            "side": "", "distance": np.nan, "calibration_models": cal.n, "loo_mean_abs_error": np.nan, "note": ""}
+    """One prediction with its conformal set, the choice among ``names`` inside every fit (cut at ``bounds``),
+    or ``status`` and ``why`` saying why there is none (or why its set is unbounded)."""
+    none = {"predicted": np.nan, "low": np.nan, "high": np.nan, "set": "", "pieces": 0, "status": "none", "why": "",
+            "clipped": False, "outside_calibration_range": False, "side": "", "distance": np.nan,
+            "calibration_models": cal.n, "loo_mean_abs_error": np.nan}
     x = cal.models[names].to_numpy(np.float64)
     y = cal.models[post].to_numpy(np.float64)
     x_new = np.array([values[name] for name in names], np.float64)
     try:
         made = conformal.conformal_interval(x, y, x_new, cal.level)
     except ValueError as err:
-        return {**none, "pregen": names[0], "calibration_min": np.nan, "calibration_max": np.nan, "note": str(err)}
+        return {**none, "pregen": names[0], "calibration_min": np.nan, "calibration_max": np.nan, "why": str(err)}
     metric = names[made.chosen]
     own = cal.models[metric].to_numpy(np.float64)
     where = {"pregen": metric, "calibration_min": float(own.min()), "calibration_max": float(own.max()),
@@ -130,15 +159,20 @@ def _predict(cal: CalibrationSet, names: list[str], post: str, values: dict, bou
     placement = domain.place(own[:, None], np.array([values[metric]]), [metric], cal.threshold)
     if placement.flagged():
         return {**none, **where, **_withheld(metric, placement)}
-    raw = (made.predicted, made.low, made.high)
-    clipped = tuple(clip(v, bounds) for v in raw) if bounds is not None else raw
-    if not raw[2] > raw[1]:
-        return {**none, **where, "note": "the calibration models lie exactly on their line: no interval of positive "
-                                         "width to give"}
-    if not clipped[2] > clipped[1]:  # the whole interval beyond the metric's range: no point to clip it to
-        return {**none, **where, "note": f"the interval lies outside {post}'s range {_range_text(bounds)}"}
+    if not made.high > made.low:
+        return {**none, **where, "why": "the calibration models lie exactly on their line: no set of positive "
+                                        "width to give"}
+    pieces = _cut(made.pieces, bounds)
+    if not pieces:  # the whole set beyond the metric's range: no point to clip it to
+        return {**none, **where, "why": f"the conformal set {set_text(made.pieces)} lies outside {post}'s range "
+                                        f"{_range_text(bounds)}"}
+    predicted = clip(made.predicted, bounds) if bounds is not None else made.predicted
+    low, high = pieces[0][0], pieces[-1][1]
+    bounded = bool(np.isfinite([low, high]).all())
     side, distance = placement.sides[0], placement.distances[0] * (where["calibration_max"] - where["calibration_min"])
-    return {**none, **where, "predicted": clipped[0], "low": clipped[1], "high": clipped[2], "clipped": clipped != raw,
+    return {**none, **where, "predicted": predicted, "low": low, "high": high, "set": set_text(pieces),
+            "pieces": len(pieces), "status": "predicted" if bounded else "unbounded",
+            "why": "" if bounded else _still_unbounded(made.reason, low, high), "clipped": pieces != list(made.pieces) or predicted != made.predicted,
             "side": side, "distance": distance}
 
 
@@ -184,11 +218,11 @@ def predict_scores(run: FinishedSearch, paths: list, pregen: str | None = None, 
             for predictor, names in predictors:
                 row = _predict(cal, names, post, values, bounds)
                 flag = "" if row["outside_calibration_range"] else placement.flags()
-                notes = [row["note"], _disagreement(placement, cal.chosen[post])]
+                note = _disagreement(placement, cal.chosen[post])
                 made.append({"model": name, "file": str(path), "perplexity": perplexity(ref_probs), "postgen": post,
                              "predictor": predictor, "pregen_value": values[row["pregen"]], **row,
                              "flag": flag, "domain_threshold": cal.threshold,
-                             "note": "; ".join(n for n in notes if n), "measured": scores.get(post, np.nan),
+                             "note": note, "measured": scores.get(post, np.nan),
                              "range": _range_text(bounds), "decoding": UNKNOWN,
                              "vocabulary": ref_probs.references.vocabulary, "units": references.units,
                              "tokenizer": run.tokenizer})
