@@ -324,6 +324,11 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
         if len(alive) == 1 or stopped_by_within:
             break
 
+    if done == num_images and len(alive) > 1:  # the whole split drawn: a survivor below the best is worse, exactly
+        means = scores[alive].mean(1)
+        for c, mean in zip(alive, means):
+            status[c] = f"dropped in round {len(run)}" if mean < means.max() else status[c]
+        alive, within = [c for c, mean in zip(alive, means) if mean >= means.max()], 0.0
     counts = (~np.isnan(scores)).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         estimates = np.nansum(scores, axis=1) / counts
