@@ -91,3 +91,38 @@ def test_cider_bound_holds_for_every_candidate_and_is_reached_by_a_lone_referenc
     single = [i for i, r in enumerate(refs) if len(r) == 1 and len(set(r[0].split())) >= 4]
     exact = np.array(postgen.score("CIDEr", gts, {i: [r[0]] for i, r in gts.items()}, tokenize=False)[1])
     assert single and np.allclose(exact[single], bound[single])  # a lone reference: its own vector, penalty 1
+
+
+def test_the_evidence_runs_forward_only_against_the_leader_of_its_time(monkeypatch):
+    # after each round, log E_c grew by exactly the sum of that round's factors (its draws only) bet
+    # on the leader fixed at the look before; a race that recomputes the evidence over every image
+    # against each new leader (the forbidden recompute of drops' docstring) breaks this where the
+    # leader switched, so the test asserts that it switched
+    tunings = []
+    original = drops.leader_log_evidence
+
+    def recording(differences, start, population, alpha, tuning):
+        tunings.append(tuning)
+        return original(differences, start, population, alpha, tuning)
+
+    monkeypatch.setattr(drops, "leader_log_evidence", recording)
+    matrix = _skewed([1.0, 1.0, 0.97, 0.9], 400, 5)
+    switches = 0
+    for seed in range(4):
+        tunings.clear()
+        result = race_table(matrix, RaceSettings(budget=0.6, seed=seed))
+        order = np.random.default_rng(seed).permutation(400)
+        history = np.vstack([np.zeros(4), result.evidence_history])
+        done, calls = 0, iter(tunings)
+        for k, size in enumerate(result.rounds):
+            leader = result.leaders[k]
+            alive = [c for c in range(4) if result.table["images_scored"][c] >= size]
+            expected = np.zeros(4)
+            others = [c for c in alive if c != leader]
+            if others:
+                u = confseq.difference_to_unit(matrix[leader, order[:size]] - matrix[others][:, order[:size]], (0, 10))
+                expected[others] = original(u, done, 400, result.alpha_drop, next(calls)).sum(1)
+            np.testing.assert_allclose(history[k + 1] - history[k], expected, rtol=1e-9, atol=1e-9)
+            switches += k > 0 and leader != result.leaders[k - 1]
+            done = size
+    assert switches >= 1

@@ -120,8 +120,9 @@ def test_every_interval_holds_at_every_round_and_narrows():
 def test_the_whole_split_gives_exact_intervals():
     matrix = _skewed([1.0, 0.98], images=64)  # too close to separate on 32 of the 64 images
     result = race_table(matrix, RaceSettings(budget=1.0, seed=0))
-    # sampled without replacement, the whole split leaves nothing unknown: the worse one leaves then
-    assert result.rounds == [16, 32, 64] and list(result.table["status"]) == ["picked", "dropped in round 3"]
+    # sampled without replacement, the whole split leaves nothing unknown: the answer is exact (issue 57)
+    assert result.rounds == [16, 32, 64] and result.exact and result.not_separated == [] and result.within == 0
+    assert list(result.table["status"]) == ["picked", "below the pick on these images"]
     assert np.allclose(result.table["low"], matrix.mean(1)) and np.allclose(result.table["high"], matrix.mean(1))
 
 

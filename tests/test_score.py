@@ -230,13 +230,14 @@ def test_rank_refuses_unknown_columns_unless_named(search, tmp_path, capsys):
 def test_select_races_a_finished_searchs_models_on_the_test_split(search, capsys):
     out = search / "selected"
     assert cli.main(["select", "--search", str(search / "run"), "--split", "test", "--budget", "0.5",
-                     "--seed", "1", "--out", str(out), "--no-progress"]) == 0
+                     "--seed", "1", "--out", str(out), "--no-progress", "--verbose"]) == 0
     printed = capsys.readouterr().out
     table = pd.read_csv(out / "select.tsv", sep="\t")
     assert list(table.columns[:3]) == ["architecture", "run", "epoch"]
     assert {"rounds", "images_scored", "estimate", "low", "high", "status", "picked", "search_score",
             "tokenizer"} <= set(table.columns)
-    assert table["picked"].sum() == 1 and "picked " in printed and "cost: " in printed
+    assert table["picked"].sum() == 1 and "cost: " in printed
+    assert printed.splitlines()[1].startswith(("separated: picked ", "not separated: ", "within "))  # after the tokenizer
     assert table["images_scored"].sum() <= 0.5 * 4 * 12
     assert "check against the search's whole-split CIDEr" in printed
     # a search of ready-made models has no captions of the validation images: refused in one line

@@ -111,3 +111,17 @@ def test_the_summary_says_what_its_intervals_are_and_promises_no_budget():
     assert "valid at every look" in said
     assert "--budget 1" in budget_hint(0.2) and "--within EPS" in budget_hint(0.2)
     assert "whole_split_score" in budget_hint(1.0) and "--budget" not in budget_hint(1.0)
+
+
+def test_captions_at_hand_are_scored_on_every_image_and_models_that_decode_race():
+    refs = _references(120)
+    rng = np.random.default_rng(4)
+    good = [r[0] for r in refs]
+    noise = [" ".join(rng.choice(WORDS, 6)) for _ in refs]
+    exact = select([Candidate("noise", lookup(noise)), Candidate("good", lookup(good))], refs, "CIDEr")
+    assert exact.race.exact and exact.race.picked == 1 and exact.race.images_scored == 2 * 120
+    assert list(exact.race.table["status"]) == ["below the pick on these images", "picked"]
+    assert exact.paired.loc[0, "better"] and exact.paired.loc[0, "p_adjusted"] < 0.05  # evaluate's max-T
+    decoding = Candidate("good", lambda images: [good[int(i)] for i in images])  # must generate: a race
+    raced = select([Candidate("noise", lookup(noise)), decoding], refs, "CIDEr")
+    assert not raced.race.exact and raced.race.images_scored <= 0.1 * 2 * 120 + 1e-9 and raced.paired is None

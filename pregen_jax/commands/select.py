@@ -1,6 +1,7 @@
-"""``pregen-search select``: the best of several models, chosen by racing them on real post-gen
-scores: caption files alone against a references file (``--references``), or a finished search's
-models with any more (``--search``)."""
+"""``pregen-search select``: the best of several models on real post-gen scores: caption files alone
+against a references file (``--references``), or a finished search's models with any more
+(``--search``). Where every model's captions exist, every image is scored (exact, with evaluate's
+paired test beside); models that must decode race (or anything, given ``--budget``)."""
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "the only one its scores compare with)")
     parser.add_argument("--metric", default="CIDEr", help="a post-gen metric whose corpus score is the mean of "
                                                           "per-image scores: CIDEr (default), ROUGE_L, WMD, SPICE")
-    parser.add_argument("--budget", type=float, default=0.1,
-                        help="share of (models x images) that may be decoded and scored (default 0.1; 1: every "
-                             "model on every image, as evaluate --idf-from all scores them)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="race: share of (models x images) that may be decoded and scored (default: every "
+                             "image where every model's captions exist, exact with evaluate's paired test; else "
+                             "0.1; 1: every model on every image, as evaluate --idf-from all scores them)")
     parser.add_argument("--split", default="val", choices=["val", "test"],
                         help="val (default: select on validation images) or test: the search's split (with --search: "
                              "test checks a pick against the search's whole-split scores), or a Karpathy-split "
@@ -53,6 +55,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --screen, the share of models that race, best by the prior (default 0.5)")
     parser.add_argument("--out", required=True, help="output folder (select.tsv)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the whole answer (what the intervals are, hints, notes), as summary.txt has it")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -71,14 +75,15 @@ def _run(args: argparse.Namespace) -> int:
     with warnings_as_lines():
         table, selection, notes, where = (_race_files(args, settings) if args.search is None
                                           else _race_search(args, settings))
-    for note in notes:
-        print(note)
+    seconds = time.perf_counter() - start
+    answer = summary_lines(table, selection, seconds, where, verbose=False)
+    everything = notes + summary_lines(table, selection, seconds, where)
+    signature = f"signature: {table['signature'].iloc[0]}"  # how every score is computed (its tokenizer too)
     with io.staged_folder(out) as staging:
         io.write_tsv(table, staging / "select.tsv")
-    print("\n".join(summary_lines(table, selection, time.perf_counter() - start, where)))
-    print(f"signature: {table['signature'].iloc[0]}")  # how every score of the race is computed
-    print(f"wrote {out}/select.tsv")
-    print(WORDS)
+        io.write_text("\n".join([*everything, signature]) + "\n", staging / "summary.txt")
+    print("\n".join([*(everything if args.verbose else answer), signature,
+                     f"wrote {out}/select.tsv and summary.txt (the whole answer; --verbose prints it)", WORDS]))
     return 0
 
 
@@ -103,7 +108,8 @@ def _race_files(args: argparse.Namespace, settings):
     from ..captionfiles import read_references
     from ..selection import select_files
     references = read_references(args.references, args.split)
-    table, selection, found = select_files(references, args.captions, args.metric, settings, args.tokenizer)
+    table, selection, found = select_files(references, args.captions, args.metric, settings, args.tokenizer,
+                                           exact=args.budget is None)
     where = (f"images of {references.source}" if len(found.images) == len(references.captions) else
              f"images of {references.source} that the files caption (of its {len(references.captions)})")
     return table, selection, [f"tokenizer: {found.tokenizer}"], where
@@ -117,7 +123,7 @@ def _race_search(args: argparse.Namespace, settings):
         raise ValueError(f"--tokenizer {args.tokenizer}: the search {args.search} scored with {run.tokenizer}; a race "
                          "beside its models uses the same (leave --tokenizer out)")
     table, selection, notes = run_select(run, args.metric, settings, args.checkpoints, args.captions,
-                                         progress=not args.no_progress)
+                                         progress=not args.no_progress, exact=args.budget is None)
     notes = [*notes, f"tokenizer: {run.tokenizer} (the search's own)"]
     return table, selection, notes, f"{settings.split} images of the search"
 
@@ -130,7 +136,7 @@ def race_settings(args: argparse.Namespace):
     options = {"budget": "--budget", "confidence": "--confidence", "seed": "--seed", "assist": "--assist",
                "screen": "--screen-keep", "split": "--split", "within": "--within"}
     try:
-        return RaceSettings(budget=args.budget, confidence=args.confidence, seed=args.seed, assist=args.assist,
+        return RaceSettings(budget=0.1 if args.budget is None else args.budget, confidence=args.confidence, seed=args.seed, assist=args.assist,
                             screen=args.screen_keep if args.screen else None, split=args.split,
                             within=args.within)
     except pydantic.ValidationError as err:
@@ -139,6 +145,7 @@ def race_settings(args: argparse.Namespace):
         raise ValueError(f"{option} {first.get('input')!r}: {first['msg'].removeprefix('Value error, ')}") from None
 
 
-COMMAND = Command("select", "choose the best of several models by racing: real post-gen scores on growing random "
-                            "subsets, dropping models shown worse (caption files alone, or a search's models)",
+COMMAND = Command("select", "choose the best of several models on real post-gen scores: every image where their "
+                            "captions exist, else a race on growing random subsets that drops models shown worse "
+                            "(caption files alone, or a search's models)",
                   _arguments, _run)

@@ -35,6 +35,13 @@ union over the fixed best's pairs: which pair is read depends on the data, the s
 not), then mu_b - mu_p <= W at every look at once. A race runs the drops at a = alpha / 2 and
 the pairs at b = alpha / 2, so "the pick is at most W below the best of the K" holds with
 probability at least 1 - alpha, at every look (and so when the race stops because W <= EPS).
+
+**K = 2: one statement at alpha** (issue 57). With two candidates the drop and W are one one-sided
+claim about the best b against the other o: keep U_jk for both orders (``update_pair_bounds``),
+drop j when U_jk < 0, and W = max(0, U_op) for the pick p. Dropping b needs U_bo < 0 <= mu_b - mu_o,
+and a pick o farther than W below b needs mu_b - mu_o > U_bo: both are failures of the one
+sequence U_bo (b is fixed though unknown; U_ob may fail freely), so each order's sequence runs at
+alpha and the two statements hold together at 1 - alpha, where the K > 2 rule gives each alpha / 2.
 """
 from __future__ import annotations
 
@@ -79,3 +86,30 @@ def pair_upper(differences: np.ndarray, population: int, alpha: float, tuning: c
     split mean of unit differences ``differences: f[P, T]``: f[P] (on [0, 1])."""
     u = np.atleast_2d(np.asarray(differences, np.float64))
     return confseq.one_sided(u, population, alpha, [u.shape[1]], "upper", tuning)[:, 0]
+
+
+def update_pair_bounds(scores: np.ndarray, pairs, population: int, alpha: float, score_range: tuple[float, float],
+                       tuning: confseq.Tuning, bounds: dict) -> None:
+    """Intersect ``bounds[j, k]`` (U_jk, the upper bound of mu_j - mu_k on the scores' scale) with each
+    pair's one-sided sequence at ``alpha`` after the last draw of ``scores: f[M, done]``, for ``pairs``
+    ((j, k), ...). A sequence intersected over its looks is still one: it holds at every look at once."""
+    pairs = list(pairs)
+    if not pairs:
+        return
+    rows = np.stack([scores[j] - scores[k] for j, k in pairs])
+    upper = confseq.difference_from_unit(
+        pair_upper(confseq.difference_to_unit(rows, score_range), population, alpha, tuning), score_range)
+    for pair, bound in zip(pairs, upper):
+        bounds[pair] = min(float(bound), bounds.get(pair, math.inf))
+
+
+def within_bound(scores: np.ndarray, alive: list[int], pick: int, population: int, alpha: float,
+                 score_range: tuple[float, float], tuning: confseq.Tuning, bounds: dict) -> float:
+    """W: the largest upper bound of mu_j - mu_pick over the survivors j (0 when none is left beside
+    the pick), each one-sided at ``alpha`` and intersected with the same pair's earlier bounds in
+    ``bounds`` (the module docstring: why it holds for a pick chosen from the data). ``scores: f[M, done]``."""
+    others = [j for j in alive if j != pick]
+    if not others:
+        return 0.0
+    update_pair_bounds(scores, [(j, pick) for j in others], population, alpha, score_range, tuning, bounds)
+    return max(0.0, max(bounds[j, pick] for j in others))

@@ -13,10 +13,16 @@ betting sequences of Waudby-Smith and Ramdas, on scores rescaled from the metric
 (``score_range``: [0, 10] for CIDEr-D per image, [0, 1] for ROUGE-L, WMD and SPICE) to [0, 1].
 With K candidates raced and alpha = 1 - confidence:
 
-- drops (issue 48): every candidate c keeps one capital process against whoever leads, bet
+- drops (issue 48), K > 2: every candidate c keeps one capital process against whoever leads, bet
   draw by draw on the leader of the previous look beating c on the next image, and leaves when
   it reaches 1 / (alpha / 2) (``drops``: why the best then stays with probability at least
   1 - alpha / 2 with no split over the K - 1 pairs, and why the process must run forward only);
+- drops and ``within`` for K = 2 (issue 57): one statement. U_jk, the upper bound of a one-sided
+  sequence for mu_j - mu_k at alpha, is kept for both orders of the pair; j is dropped when U_jk < 0,
+  and ``within`` is max(0, U_jp) for the other j and the pick p. Only the sequence of the best b
+  against the other o can make either wrong (dropping b needs U_bo < 0 <= mu_b - mu_o; a pick o
+  farther than ``within`` below b needs mu_b - mu_o > U_bo), so both hold at 1 - alpha together,
+  with no alpha / 2 each (``drops``);
 - intervals: each candidate's ``low``/``high`` is a two-sided sequence for its split mean at
   alpha / K, from the first look on, intersected over the looks: all K intervals hold together,
   at every round, with probability at least 1 - alpha, so the printed interval covers whichever
@@ -30,7 +36,9 @@ With K candidates raced and alpha = 1 - confidence:
 
 The sequences' bets are sized for the race (``_tuning``): for the images each survivor is planned
 to get (fixed before each round's draws, so they stay predictable), staking up to
-``RACE_TRUNCATION`` of the capital, with a prior standard deviation of a tenth of the range. The
+``RACE_TRUNCATION`` of the capital (0.99 since issue 57: any c < 1 is valid; 0.9 before), with a
+prior standard deviation of a tenth of the range. The budget a doubling schedule leaves is spent on a
+last, smaller round (the largest power of two the survivors can still afford). The
 range is the caller's: for CIDEr-D ``selection.race.score_range`` gives the highest score any caption
 can get on the split's images (from their references), often a third below 10.
 
@@ -71,11 +79,13 @@ from ..settings import Seed, settings
 from . import confseq, drops
 
 MIN_ROUND = 16  # images in the first round, at least
-RACE_TRUNCATION = 0.9  # c of a race's sequences (confseq.Tuning): any c < 1 is valid, a larger one bets harder
+RACE_TRUNCATION = 0.99  # c of a race's sequences (confseq.Tuning): any c < 1 is valid, a larger one bets harder
 CIDER_D_RANGE = (0.0, 10.0)  # per-image CIDEr-D (pycocoevalcap: ten times a mean of clipped cosines)
 STATUS_PICKED = "picked"
 STATUS_LEFT = "not separated"  # still in the race when it ended, not the pick
 STATUS_SCREENED = "screened out"  # ranked below the screen by the prior: never scored
+STATUS_BELOW = "below the pick on these images"  # exact: every image scored, its mean lower than the pick's
+STATUS_TIED = "tied with the pick on these images"  # exact: the same mean; the prior, then the order, chose
 ASSIST_DROPPED = ("assisted races were dropped (issue 41): their prediction-powered estimates are cross-fitted "
                   "on the images drawn so far, and have no confidence sequence valid at every look; race "
                   "without an assist")
@@ -139,7 +149,14 @@ class RaceResult:
       1 - alpha together with the drops (``drops``); 0 when every other candidate was dropped.
     within_history: W after each round.
     alpha_within: the level of each pair's one-sided sequence in W (alpha / (2 (K - 1))).
-    stopped_by_within: the race ended because W reached ``RaceSettings.within``.
+    stopped_by_within: the race ended because W reached ``RaceSettings.within`` before every
+      survivor was scored on every image (a race that scored them all is exact, not stopped early).
+    evidence_history: f64[rounds, candidates]: log E_c after each round (K > 2: the drops' capital
+      against the leaders; 0 for K = 2, whose drops read ``pair_bounds``); leaders: the candidate
+      each round's factors were bet on (the leader after the round before).
+    exact: every candidate was scored on every image, without a race (``exact``): the pick is the
+      best on these images and no interval is needed.
+    pair_bounds: (j, k) -> U_jk, the upper bound of mu_j - mu_k the race holds (intersected).
     """
 
     table: pd.DataFrame
@@ -156,6 +173,10 @@ class RaceResult:
     within_history: list[float] = dataclasses.field(default_factory=list)
     alpha_within: float = math.nan
     stopped_by_within: bool = False
+    evidence_history: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    leaders: list[int] = dataclasses.field(default_factory=list)
+    exact: bool = False
+    pair_bounds: dict = dataclasses.field(default_factory=dict)
 
 
 def round_sizes(num_images: int, num_candidates: int, budget: float) -> list[int]:
@@ -236,10 +257,12 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
     alpha = 1 - settings.confidence
     racers = len(racing)
     alpha_single = alpha / racers  # two-sided, every candidate's sequence from the first look
-    alpha_drop = alpha / 2  # one-sided, each candidate's evidence against the leaders (drops.py)
-    alpha_within = alpha / 2 / max(racers - 1, 1)  # one-sided, the pick's distance to each survivor
+    pair = racers == 2  # one sequence per order of the pair serves the drops and within, at alpha
+    alpha_drop = alpha if pair else alpha / 2  # one-sided, each candidate's evidence against the leaders (drops.py)
+    alpha_within = alpha if pair else alpha / 2 / max(racers - 1, 1)  # one-sided, the pick's distance to each
     total_budget = settings.budget * num_images * num_candidates
     sizes = round_sizes(num_images, racers, min(1.0, total_budget / (num_images * racers)))
+    sizes += [num_images] * (sizes[-1] < num_images)  # a last round of what the budget still pays for
     images = np.random.default_rng(settings.seed).permutation(num_images)
     width = high_score - low_score
 
@@ -247,7 +270,7 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
     plan = np.full(num_images, np.nan)  # per draw: the images per survivor the bets were sized for
     bounds = np.full((num_candidates, 2), np.nan)
     bounds[racing] = score_range  # intersected with every look's sequence
-    history, within_history = [], []
+    history, within_history, evidence_history, leaders = [], [], [], []
     pair_bounds: dict[tuple[int, int], float] = {}
     evidence = np.zeros(num_candidates)  # log E_c: each candidate's evidence against the leaders
     alive = list(racing)
@@ -270,7 +293,8 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
             rounds_in[c] += 1
         budget_left -= new * len(alive)
         others = [c for c in alive if c != leader]
-        if others:  # the round's factors, draw by draw, against the leader fixed at the previous look
+        leaders.append(leader)
+        if others and not pair:  # the round's factors, draw by draw, against the leader fixed at the previous look
             differences = confseq.difference_to_unit(scores[leader, :size] - scores[others, :size], score_range)
             evidence[others] += drops.leader_log_evidence(
                 differences, done, num_images, alpha_drop, _tuning(plan[:size], width / 10 / (2 * width))).sum(1)
@@ -280,24 +304,39 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
                                       [done], _tuning(plan[:done], 0.1))
         bounds[alive, 0] = np.maximum(bounds[alive, 0], confseq.from_unit(low[:, 0], score_range))
         bounds[alive, 1] = np.minimum(bounds[alive, 1], confseq.from_unit(high[:, 0], score_range))
-        for c in others:
-            if evidence[c] >= math.log(1 / alpha_drop):
-                status[c] = f"dropped in round {k}"
+        if pair and others:  # both orders of the pair: U_jk < 0 drops j
+            drops.update_pair_bounds(scores[:, :done], [(a, b) for a in alive for b in alive if a != b], num_images,
+                                     alpha_within, score_range, _tuning(plan[:done], 0.05), pair_bounds)
+        shown = ([j for j, i in zip(alive, alive[::-1]) if pair_bounds[j, i] < 0] if pair and others else
+                 [c for c in others if evidence[c] >= math.log(1 / alpha_drop)])
+        for c in shown if not pair or len(shown) == 1 else []:  # both below 0: one of them failed, drop neither
+            status[c] = f"dropped in round {k}"
         alive = [c for c in alive if not status[c].startswith("dropped")]
         means = scores[alive, :done].mean(1)
         leader = alive[min(range(len(alive)), key=lambda j: (-means[j], prior_rank[alive[j]]))]
-        within = _within(scores[:, :done], alive, leader, num_images, alpha_within, score_range, plan[:done],
-                         pair_bounds)
+        within = drops.within_bound(scores[:, :done], alive, leader, num_images, alpha_within, score_range,
+                                    _tuning(plan[:done], 0.05), pair_bounds)
         history.append(bounds.copy())
         within_history.append(within)
-        stopped_by_within = len(alive) > 1 and settings.within is not None and within <= settings.within
+        evidence_history.append(evidence.copy())
+        stopped_by_within = (len(alive) > 1 and settings.within is not None and within <= settings.within
+                             and done < num_images)
         if len(alive) == 1 or stopped_by_within:
             break
 
+    if done == num_images and len(alive) > 1:  # the whole split drawn: a survivor below the best is worse, exactly
+        means = scores[alive].mean(1)
+        for c, mean in zip(alive, means):
+            status[c] = f"dropped in round {len(run)}" if mean < means.max() else status[c]
+        alive, within = [c for c, mean in zip(alive, means) if mean >= means.max()], 0.0
     counts = (~np.isnan(scores)).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         estimates = np.nansum(scores, axis=1) / counts
     picked = min(alive, key=lambda c: (-estimates[c], prior_rank[c]))
+    exact = bool((counts[racing] == num_images).all())  # every raced model on every image: no race is left
+    if exact:
+        status.update({c: exact_status(estimates[c], estimates[picked]) for c in racing})
+        alive, within = [picked], 0.0
     status[picked] = STATUS_PICKED
     table = pd.DataFrame({
         "candidate": names, "prior_rank": prior_rank, "rounds": rounds_in, "images_scored": counts,
@@ -310,7 +349,13 @@ def race(score_images: Callable[[int, np.ndarray], np.ndarray], num_candidates: 
                       spent / (num_candidates * num_images), run, alpha_single / 2,
                       {"screened": num_candidates - len(racing)}, alpha_drop,
                       np.array(history).reshape(-1, num_candidates, 2), within, within_history, alpha_within,
-                      stopped_by_within)
+                      stopped_by_within, np.array(evidence_history).reshape(-1, num_candidates), leaders,
+                      exact=exact, pair_bounds=pair_bounds)
+
+
+def exact_status(estimate: float, best: float) -> str:
+    """A model's status where every model was scored on every image: below or tied with the pick."""
+    return STATUS_TIED if estimate >= best else STATUS_BELOW
 
 
 def _tuning(plan: np.ndarray, prior_sd: float) -> confseq.Tuning:
@@ -318,24 +363,6 @@ def _tuning(plan: np.ndarray, prior_sd: float) -> confseq.Tuning:
     ``RACE_TRUNCATION`` of the capital, with a prior standard deviation of a tenth of the range (on [0, 1]:
     ``prior_sd``), not the largest possible (1/2)."""
     return confseq.Tuning(truncation=RACE_TRUNCATION, plan=plan, prior_variance=prior_sd ** 2)
-
-
-def _within(scores: np.ndarray, alive: list[int], pick: int, num_images: int, alpha_within: float,
-            score_range: tuple[float, float], plan: np.ndarray, pair_bounds: dict[tuple[int, int], float]) -> float:
-    """W: the largest upper bound of mu_j - mu_pick over the survivors j (0 when none is left
-    beside the pick), each one-sided at ``alpha_within`` and intersected with the same pair's
-    earlier bounds in ``pair_bounds`` (``drops``'s docstring: why it holds for a pick chosen from
-    the data). ``scores: f[M, done]``."""
-    others = [j for j in alive if j != pick]
-    if not others:
-        return 0.0
-    width = score_range[1] - score_range[0]
-    differences = confseq.difference_to_unit(scores[others] - scores[pick], score_range)
-    upper = confseq.difference_from_unit(
-        drops.pair_upper(differences, num_images, alpha_within, _tuning(plan, width / 10 / (2 * width))), score_range)
-    for j, bound in zip(others, upper):
-        pair_bounds[j, pick] = min(float(bound), pair_bounds.get((j, pick), math.inf))
-    return max(0.0, max(pair_bounds[j, pick] for j in others))
 
 
 def _checked(values, count: int, name: str, score_range: tuple[float, float]) -> np.ndarray:

@@ -66,8 +66,11 @@ def read_file_race(references: ReferenceSet, paths, tokenizer: str | None = None
     return FileRace(images, [refs[i] for i in images], idf_from, captions, tokenizer)
 
 
-def select_files(references: ReferenceSet, paths, metric: str, settings: RaceSettings, tokenizer: str | None = None):
-    """``pregen-search select --references``: race the caption files ``paths`` on ``references``.
+def select_files(references: ReferenceSet, paths, metric: str, settings: RaceSettings, tokenizer: str | None = None,
+                 exact: bool = False):
+    """``pregen-search select --references``: the caption files ``paths`` on ``references``, every
+    file on every image (``exact``, or a budget of 1: with ``evaluate``'s paired test, whose
+    ``diff``/``diff_low``/``diff_high``/``p_adjusted`` join the table) or raced as ``settings`` say.
 
     Returns (the select.tsv table, the ``Selection``, the ``FileRace``). The table has each file's
     race row and, where the race scored a file on every image, its ``whole_split_score``
@@ -79,10 +82,12 @@ def select_files(references: ReferenceSet, paths, metric: str, settings: RaceSet
     names = [model_label("captions", str(path), "") for path in paths]
     candidates = [Candidate(name, lookup(captions)) for name, captions in zip(names, found.captions)]
     selection: Selection = race_candidates(candidates, found.references, metric, settings, {}, found.idf_from,
-                                           tokenized=True, complete=settings.budget >= 1)
+                                           tokenized=True, exact=exact)
     ids = pd.DataFrame({"architecture": "captions", "run": [str(p) for p in paths], "epoch": "", "source": "captions"})
     table = pd.concat([ids, selection.race.table.drop(columns=["candidate"])], axis=1)
     table["whole_split_score"] = selection.whole_split_scores()
+    if selection.paired is not None:
+        table = pd.concat([table, selection.paired.drop(columns=["better"])], axis=1)
     table["metric"] = metric
     table["images"] = len(found.images)
     table["references"] = references.source

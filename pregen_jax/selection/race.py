@@ -18,6 +18,13 @@ refused, and a candidate brings no teacher-forced pass (issue 29's assisted race
 ``experiments/model_selection/t_race.py``).
 ``RaceSettings.screen`` races only the candidates the prior ranks in its best ``screen`` share;
 the rest are never decoded.
+
+Exact where captions exist (issue 57). Where every candidate's captions are at hand (``lookup``: a
+caption file, an in-memory list), scoring every image costs well under a millisecond an image and a
+race saves nothing: ``select`` without settings scores every candidate on every image, picks the
+best exactly (``ranking.verdicts.exact_result``), and gives ``evaluate``'s paired test beside it
+(``exact.paired_on_new_images``). A race is for captions that must be made (a model decodes them, a
+callback), or when settings (a budget) are given; a budget of 1 is always exact.
 """
 from __future__ import annotations
 
@@ -32,6 +39,8 @@ from .. import postgen
 from ..datasets import tokenize
 from ..postgen import cider as cider_scorer
 from ..ranking.racing import RaceResult, RaceSettings, prior_order, race, screen_size
+from ..ranking.verdicts import exact_result
+from .exact import paired_on_new_images
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,17 +56,24 @@ class Candidate:
     generate: Callable[[np.ndarray], Sequence]
     prior: float = math.nan
 
+    def captions_at_hand(self) -> bool:
+        """Whether its captions exist already (a ``lookup``): scoring them all costs no decoding."""
+        return isinstance(self.generate, Lookup)
+
 
 @dataclasses.dataclass
 class Selection:
     """A race's result with its cost in seconds: ``race`` is the ``RaceResult``, ``settings`` what
-    it ran with; ``scores``: f64[M, I] every per-image score the race saw (NaN: not scored)."""
+    it ran with; ``scores``: f64[M, I] every per-image score the race saw (NaN: not scored);
+    ``paired``: where every model raced was scored on every image, ``evaluate``'s paired test of the
+    pick against each (``exact.paired_on_new_images``), else None."""
 
     race: RaceResult
     metric: str
     seconds: dict[str, float]
     settings: RaceSettings = RaceSettings()
     scores: np.ndarray | None = None
+    paired: object = None
 
     def whole_split_scores(self) -> np.ndarray:
         """f64[M]: each candidate's corpus score on the whole split where it was scored on every image
@@ -92,11 +108,12 @@ def _as_text(caption) -> str:
 
 
 def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str = "CIDEr",
-           settings: RaceSettings = RaceSettings(), options: dict | None = None) -> Selection:
-    """Race ``candidates`` on a split whose image i has references ``references[i]`` (strings or
-    token lists), on ``metric`` (``check_metric``), as ``settings`` say (its budget, confidence,
-    seed and screen; validated when made). ``options``: ``postgen.PostgenOptions`` fields
-    for toolkit metrics.
+           settings: RaceSettings | None = None, options: dict | None = None) -> Selection:
+    """Choose among ``candidates`` on a split whose image i has references ``references[i]`` (strings
+    or token lists), on ``metric`` (``check_metric``): exactly, every candidate on every image, where
+    ``settings`` are None and every candidate's captions are at hand (``lookup``) or the budget is 1;
+    else by a race as ``settings`` say (default ``RaceSettings()``: its budget, confidence, seed and
+    screen; validated when made). ``options``: ``postgen.PostgenOptions`` fields for toolkit metrics.
 
     >>> refs = [["a red ball"], ["a blue cube"]] * 20
     >>> good = Candidate("good", lookup(["a red ball", "a blue cube"] * 20))
@@ -106,12 +123,13 @@ def select(candidates: Sequence[Candidate], references: Sequence[Sequence], metr
     'good'
     """
     check_metric(metric)
-    return race_candidates(candidates, references, metric, settings, options)
+    exact = settings is None and all(c.captions_at_hand() for c in candidates)
+    return race_candidates(candidates, references, metric, settings or RaceSettings(), options, exact=exact)
 
 
 def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequence], metric: str,
                     settings: RaceSettings, options: dict | None = None, idf_from: dict | None = None,
-                    tokenized: bool = False, complete: bool = False) -> Selection:
+                    tokenized: bool = False, complete: bool = False, exact: bool = False) -> Selection:
     """``select`` for a caller that has checked ``metric`` already (``run_select``, before its work).
 
     ``idf_from``: the references whose document frequencies CIDEr-D takes (default ``references``),
@@ -120,7 +138,9 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     ``tokenized``: references and captions are token lists of the caller's tokenizer, scored as
     they are (else strings are re-tokenized by the package tokenizer); ``complete``: after the race,
     score every raced candidate on the images the race left out (``--budget 1`` pays for that), so
-    that ``Selection.whole_split_scores`` has each one's whole-split score."""
+    that ``Selection.whole_split_scores`` has each one's whole-split score; ``exact`` (or a budget of 1):
+    no race, every candidate raced scored on every image (``ranking.verdicts.exact_result``), with
+    ``evaluate``'s paired test of the pick against each (``Selection.paired``)."""
     if not candidates:
         raise ValueError("no candidates to select from")
     names = [c.name for c in candidates]
@@ -150,14 +170,21 @@ def race_candidates(candidates: Sequence[Candidate], references: Sequence[Sequen
     prior = np.array([c.prior for c in candidates], np.float64)
     keep = None if settings.screen is None else screen_size(len(candidates), settings.screen)
     racing = [int(c) for c in prior_order(prior)[:keep]]  # the candidates race() will race
-    result = race(score_images, len(candidates), len(references), settings, prior, names, None, keep,
-                  score_range=score_range(metric, all_gts, idf_gts, tokenized))
+    if exact or settings.budget >= 1:  # every image of every model: nothing left for a race to save
+        for c in racing:
+            score_images(c, np.arange(len(references)))
+        result = exact_result(seen, prior, names, racing)
+    else:
+        result = race(score_images, len(candidates), len(references), settings, prior, names, None, keep,
+                      score_range=score_range(metric, all_gts, idf_gts, tokenized))
     if complete:
         for c in racing:
             missing = np.flatnonzero(np.isnan(seen[c]))
             if len(missing):
                 score_images(c, missing)
-    return Selection(result, metric, seconds, settings, seen)
+    paired = (paired_on_new_images(seen, names, result.picked, racing)
+              if not np.isnan(seen[racing]).any() and len(racing) > 1 else None)
+    return Selection(result, metric, seconds, settings, seen, paired)
 
 
 def score_range(metric: str, gts: dict, idf_gts: dict, tokenized: bool = False) -> tuple[float, float]:
@@ -177,9 +204,20 @@ def score_range(metric: str, gts: dict, idf_gts: dict, tokenized: bool = False) 
     return low, min(high, float(bound.max()) * (1 + 1e-9))  # float slack: the scorer's sums in another order
 
 
+@dataclasses.dataclass(frozen=True)
+class Lookup:
+    """``generate`` for a model that exists only as captions (``captions[i]``: image i's): each image
+    asked for still counts as scored, but nothing is decoded."""
+
+    captions: Sequence
+
+    def __call__(self, images: np.ndarray) -> list:
+        return [self.captions[int(i)] for i in images]
+
+
 def lookup(captions: Sequence) -> Callable[[np.ndarray], list]:
     """``generate`` for a model that exists only as captions (one per image of the split)."""
-    return lambda images: [captions[int(i)] for i in images]
+    return Lookup(captions)
 
 
 def race_signature(metric: str, tokenizer: str, references) -> str:

@@ -109,9 +109,11 @@ def _through_ptb(raw, candidates: list[Candidate]) -> tuple[list, list[Candidate
     return references, [dataclasses.replace(c, generate=through(c.generate)) for c in candidates]
 
 
-def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), captions=(), progress: bool = True):
-    """``pregen-search select``: race a finished search's models (with ``checkpoints`` and models
-    that exist only as ``captions``) on ``settings.split``.
+def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), captions=(), progress: bool = True,
+               exact: bool = False):
+    """``pregen-search select``: a finished search's models (with ``checkpoints`` and models that exist
+    only as ``captions``) on ``settings.split``: every model on every image where ``exact`` is asked
+    and every model's captions are at hand (or the budget is 1), else raced.
 
     Returns (the select.tsv table, the ``Selection``, notes). On the test split the table also
     gives each model's whole-split score from the search (``search_score``) and the pick's regret,
@@ -129,9 +131,10 @@ def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), caption
     # the run's stop words, jars...; never its backend: whole-split frequencies need the array CIDEr
     options = {k: v for k, v in dataclasses.asdict(run.config.postgen.options).items() if v and k != "backend"}
     references, tokenized = data.dataset[split].captions, False
+    exact = exact and all(c.captions_at_hand() for c in candidates)  # before PTB wraps them
     if run.tokenizer == "ptb":  # the search's own: raw references and the models' captions through PTB
         (references, candidates), tokenized = _through_ptb(data.dataset[split].raw_text(), candidates), True
-    selection = race_candidates(candidates, references, metric, settings, options, tokenized=tokenized)
+    selection = race_candidates(candidates, references, metric, settings, options, tokenized=tokenized, exact=exact)
     race = selection.race.table.drop(columns=["candidate"])
     table = pd.concat([pd.DataFrame(ids), race], axis=1)
     if split == "test" and metric in run.postgen:
@@ -140,6 +143,8 @@ def run_select(run, metric: str, settings: RaceSettings, checkpoints=(), caption
         table["search_score"] = [whole.get((str(a), str(r), str(e)), math.nan)
                                  for a, r, e in zip(table["architecture"], table["run"], table["epoch"])]
     table["whole_split_score"] = selection.whole_split_scores()  # NaN where the race scored a subset
+    if selection.paired is not None:
+        table = pd.concat([table, selection.paired.drop(columns=["better"])], axis=1)
     table["metric"] = metric
     table["assist"] = settings.assist
     for key, value in selection.race.assist.items():  # the race's own: how many were screened out
