@@ -145,6 +145,29 @@ def test_alpha_spending():
         declared.level(11)
 
 
+def test_offer_k_is_tested_at_its_alpha_k():
+    """The interval of offer k is the sequence at alpha_k = 6 alpha / (pi^2 k^2), not at alpha (which
+    would spend alpha on every offer: no guarantee over the stream)."""
+    drawn, noise = {}, {"a": 0.5, "b": 0.52, "c": 0.48}
+
+    def recording(name):
+        def captions_for(images):
+            drawn.setdefault(name, []).extend(np.asarray(images).tolist())
+            return model(noise[name])(images)
+        return captions_for
+
+    tracker = Tracker(REFS, within=0.0, batch=BATCH, budget=0.5, quiet=True)
+    verdicts = [tracker.offer(name, recording(name)) for name in noise]
+    spending, width = tracking.Spending(0.05), tracker.range[1] - tracker.range[0]
+    for k, verdict in enumerate(verdicts[1:], start=2):
+        images = np.array(drawn[verdict.name])
+        new, kept = tracker._scores([("new", model(noise[verdict.name]), images),
+                                     ("kept", model(noise[verdict.against]), images)])
+        _, low, high = tracking.paired_look((new - kept)[None], IMAGES, spending.level(k), width, 0.0)
+        assert verdict.alpha == spending.level(k) and verdict.images == len(images) < IMAGES
+        assert (verdict.low, verdict.high) == pytest.approx((low[0], high[0]), abs=1e-9)
+
+
 def test_a_resume_with_other_settings_is_refused(tmp_path):
     run_stream(Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "s.json", quiet=True), STREAM[:2])
     with pytest.raises(ValueError, match="key 'within' is 0.05, this tracker's is 0.1"):
