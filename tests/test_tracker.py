@@ -168,6 +168,24 @@ def test_offer_k_is_tested_at_its_alpha_k():
         assert (verdict.low, verdict.high) == pytest.approx((low[0], high[0]), abs=1e-9)
 
 
+def test_bad_references_and_settings_are_refused_when_made():
+    for references, settings, message in [(["a dog runs", "a cat sits"], {}, r"references\[0\]: a string"),
+                                          ([["a dog"], []], {}, r"references\[1\]: no references"),
+                                          (REFS, {"batch": 0}, "batch 0"), (REFS, {"within": math.nan}, "within nan"),
+                                          (REFS, {"tokenizer": "PTB"}, "tokenizer 'PTB'")]:
+        with pytest.raises(ValueError, match=message):
+            Tracker(references, **settings)
+
+
+def test_the_bets_range_is_that_of_the_tokens_scored():
+    """CIDEr-D's bound on a split's scores comes from its references as the tracker's tokenizer writes
+    them: 'well-known' is one token to PTB and two to alnum-lower (two identical references, bound 10)."""
+    refs = [["a well-known man runs", "a well known man runs"], ["a cat sits on a mat", "two kids play on the sand"],
+            ["a dog", "the red ball"]]
+    ptb, alnum = (Tracker(refs, tokenizer=name, quiet=True).range[1] for name in ("ptb", "alnum-lower"))
+    assert ptb < alnum == pytest.approx(10)
+
+
 def test_a_resume_with_other_settings_is_refused(tmp_path):
     run_stream(Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "s.json", quiet=True), STREAM[:2])
     with pytest.raises(ValueError, match="key 'within' is 0.05, this tracker's is 0.1"):
