@@ -243,6 +243,9 @@ def test_track_command_refuses_bad_input_before_any_work(tmp_path, capsys):
     assert "not both" in capsys.readouterr().err
     assert cli.main(["track", "--references", "r.json", "--checkpoints", str(tmp_path), "--state", str(state)]) == 2
     assert "needs --decode" in capsys.readouterr().err
+    assert cli.main(["track", "--references", "r.json", "--checkpoints", str(tmp_path), "--decode", "m:f",
+                     "--state", str(state)]) == 2  # the state beside the checkpoints would be offered as one
+    assert "inside --checkpoints" in capsys.readouterr().err
     assert not state.exists()
 
 
