@@ -83,9 +83,26 @@ def test_every_offer_draws_a_fresh_order_and_caches_the_kept_scores():
             return model(noise)(images)
         return captions_for
 
+    def decoded(name):
+        return sum(len(call) for call in asked.get(name, []))
+
     tracker = Tracker(REFS, within=0.05, batch=20, quiet=True)
     for name, noise in STREAM[:4]:
-        tracker.offer(name, recording(name, noise))
+        before = decoded(tracker.best)
+        verdict = tracker.offer(name, recording(name, noise))
+        assert verdict.kept_decoded == (decoded(verdict.against) - before if verdict.against else 0)
+    assert any(v.kept_decoded for v in tracker.verdicts)
+    calls = []
+
+    def short_at_second_look(images):
+        calls.append(images)
+        return model(0.3)(images)[:len(images) - (len(calls) == 2)]
+
+    scored = decoded(tracker.best)
+    assert len(tracker.kept_scores) == scored
+    with pytest.raises(ValueError, match="captions_for gave"):  # a failed offer caches none of its kept scores
+        tracker.offer("short", short_at_second_look)
+    assert decoded(tracker.best) > scored == len(tracker.kept_scores)  # it decoded some for it, and kept none
     first = [asked[name][0] for name in ("step-2", "step-3", "step-4")]
     assert first[0] != first[1] != first[2]  # one order for every offer would be a winner's curse
     # the kept checkpoint decodes only images it has not scored, each once
