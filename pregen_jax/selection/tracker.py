@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import io, postgen
-from ..ranking import tracking
 from ..postgen.tokenizers import check_tokenizer_name, tokenize_all
+from ..ranking import tracking
 from .race import check_metric, race_signature, score_range
 
 STATE_VERSION = 1
