@@ -83,9 +83,26 @@ def test_every_offer_draws_a_fresh_order_and_caches_the_kept_scores():
             return model(noise)(images)
         return captions_for
 
+    def decoded(name):
+        return sum(len(call) for call in asked.get(name, []))
+
     tracker = Tracker(REFS, within=0.05, batch=20, quiet=True)
     for name, noise in STREAM[:4]:
-        tracker.offer(name, recording(name, noise))
+        before = decoded(tracker.best)
+        verdict = tracker.offer(name, recording(name, noise))
+        assert verdict.kept_decoded == (decoded(verdict.against) - before if verdict.against else 0)
+    assert any(v.kept_decoded for v in tracker.verdicts)
+    calls = []
+
+    def short_at_second_look(images):
+        calls.append(images)
+        return model(0.3)(images)[:len(images) - (len(calls) == 2)]
+
+    scored = decoded(tracker.best)
+    assert len(tracker.kept_scores) == scored
+    with pytest.raises(ValueError, match="captions_for gave"):  # a failed offer caches none of its kept scores
+        tracker.offer("short", short_at_second_look)
+    assert decoded(tracker.best) > scored == len(tracker.kept_scores)  # it decoded some for it, and kept none
     first = [asked[name][0] for name in ("step-2", "step-3", "step-4")]
     assert first[0] != first[1] != first[2]  # one order for every offer would be a winner's curse
     # the kept checkpoint decodes only images it has not scored, each once
@@ -145,6 +162,47 @@ def test_alpha_spending():
         declared.level(11)
 
 
+def test_offer_k_is_tested_at_its_alpha_k():
+    """The interval of offer k is the sequence at alpha_k = 6 alpha / (pi^2 k^2), not at alpha (which
+    would spend alpha on every offer: no guarantee over the stream)."""
+    drawn, noise = {}, {"a": 0.5, "b": 0.52, "c": 0.48}
+
+    def recording(name):
+        def captions_for(images):
+            drawn.setdefault(name, []).extend(np.asarray(images).tolist())
+            return model(noise[name])(images)
+        return captions_for
+
+    tracker = Tracker(REFS, within=0.0, batch=BATCH, budget=0.5, quiet=True)
+    verdicts = [tracker.offer(name, recording(name)) for name in noise]
+    spending, width = tracking.Spending(0.05), tracker.range[1] - tracker.range[0]
+    for k, verdict in enumerate(verdicts[1:], start=2):
+        images = np.array(drawn[verdict.name])
+        new, kept = tracker._scores([("new", model(noise[verdict.name]), images),
+                                     ("kept", model(noise[verdict.against]), images)])
+        _, low, high = tracking.paired_look((new - kept)[None], IMAGES, spending.level(k), width, 0.0)
+        assert verdict.alpha == spending.level(k) and verdict.images == len(images) < IMAGES
+        assert (verdict.low, verdict.high) == pytest.approx((low[0], high[0]), abs=1e-9)
+
+
+def test_bad_references_and_settings_are_refused_when_made():
+    for references, settings, message in [(["a dog runs", "a cat sits"], {}, r"references\[0\]: a string"),
+                                          ([["a dog"], []], {}, r"references\[1\]: no references"),
+                                          (REFS, {"batch": 0}, "batch 0"), (REFS, {"within": math.nan}, "within nan"),
+                                          (REFS, {"tokenizer": "PTB"}, "tokenizer 'PTB'")]:
+        with pytest.raises(ValueError, match=message):
+            Tracker(references, **settings)
+
+
+def test_the_bets_range_is_that_of_the_tokens_scored():
+    """CIDEr-D's bound on a split's scores comes from its references as the tracker's tokenizer writes
+    them: 'well-known' is one token to PTB and two to alnum-lower (two identical references, bound 10)."""
+    refs = [["a well-known man runs", "a well known man runs"], ["a cat sits on a mat", "two kids play on the sand"],
+            ["a dog", "the red ball"]]
+    ptb, alnum = (Tracker(refs, tokenizer=name, quiet=True).range[1] for name in ("ptb", "alnum-lower"))
+    assert ptb < alnum == pytest.approx(10)
+
+
 def test_a_resume_with_other_settings_is_refused(tmp_path):
     run_stream(Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "s.json", quiet=True), STREAM[:2])
     with pytest.raises(ValueError, match="key 'within' is 0.05, this tracker's is 0.1"):
@@ -202,6 +260,9 @@ def test_track_command_refuses_bad_input_before_any_work(tmp_path, capsys):
     assert "not both" in capsys.readouterr().err
     assert cli.main(["track", "--references", "r.json", "--checkpoints", str(tmp_path), "--state", str(state)]) == 2
     assert "needs --decode" in capsys.readouterr().err
+    assert cli.main(["track", "--references", "r.json", "--checkpoints", str(tmp_path), "--decode", "m:f",
+                     "--state", str(state)]) == 2  # the state beside the checkpoints would be offered as one
+    assert "inside --checkpoints" in capsys.readouterr().err
     assert not state.exists()
 
 

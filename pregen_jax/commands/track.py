@@ -80,6 +80,9 @@ def check_stream(args: argparse.Namespace) -> None:
         raise ValueError(f"--confidence {args.confidence}: must lie in (0, 1)")
     if Path(args.state).is_dir():
         raise ValueError(f"--state {args.state}: is a folder, not a file")
+    if args.checkpoints is not None and Path(args.state).resolve().parent == Path(args.checkpoints).resolve():
+        raise ValueError(f"--state {args.state}: inside --checkpoints {args.checkpoints}, where it and its .jsonl would be "
+                         "offered as checkpoints: keep it elsewhere")
 
 
 def _tracker(args: argparse.Namespace, references, tokenizer: str, batch: int | None = None):

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io, postgen
+from ..postgen.tokenizers import check_tokenizer_name, tokenize_all
 from ..ranking import tracking
 from .race import check_metric, race_signature, score_range
 
@@ -96,6 +97,26 @@ class TrackerSettings:
     references: str  # sha256 of the references, in order
 
 
+def reference_lists(references: Sequence[Sequence]) -> list[list[str]]:
+    """list[N] of each image's reference strings (token lists joined by spaces), checked when the tracker
+    is made rather than at the second checkpoint: one ``ValueError`` naming the first bad image."""
+    lists = []
+    for i, refs in enumerate(references):
+        if isinstance(refs, str):
+            raise ValueError(f"references[{i}]: a string, not a list of that image's reference strings")
+        lists.append([" ".join(r) if not isinstance(r, str) else r for r in refs])
+        if not lists[-1]:
+            raise ValueError(f"references[{i}]: no references (every validation image needs at least one)")
+    return lists
+
+
+def tokenized_references(refs: list[list[str]], tokenizer: str) -> list[list[str]]:
+    """``refs`` as ``tokenizer`` writes them (one tokenizer run for all of them)."""
+    flat = tokenize_all([r for image in refs for r in image], tokenizer)
+    starts = np.cumsum([0] + [len(image) for image in refs])
+    return [flat[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+
 class Tracker:
     """A stream of checkpoints, each ``offer``-ed once; ``best`` the kept one's name (None before any)."""
 
@@ -105,24 +126,28 @@ class Tracker:
                  state: str | Path | None = None, load: Callable[[str], Callable] | None = None,
                  quiet: bool = False):
         check_metric(metric)
-        if within < 0:
+        check_tokenizer_name(tokenizer)
+        if not math.isfinite(within) or within < 0:
             raise ValueError(f"within {within}: must be >= 0 (on the metric's scale)")
         if not 0 < budget <= 1:
             raise ValueError(f"budget {budget}: the share of images an offer may draw, in (0, 1]")
         if patience is not None and patience < 1:
             raise ValueError(f"patience {patience}: at least 1 offer")
-        self.refs = [[" ".join(r) if not isinstance(r, str) else r for r in refs] for refs in references]
+        self.refs = reference_lists(references)
         n = len(self.refs)
         if n == 0:
             raise ValueError("no validation images")
         self.spending = tracking.Spending(alpha, most)
-        batch = batch or max(1, math.ceil(n / 32))
+        batch = max(1, math.ceil(n / 32)) if batch is None else batch  # 0 is refused (by looks), not the default
         digest = hashlib.sha256(json.dumps(self.refs).encode()).hexdigest()
         self.settings = TrackerSettings(metric, float(within), float(alpha), int(seed), most, int(batch),
                                         max(1, math.ceil(budget * n)), patience, tokenizer, digest)
         self.looks = tracking.looks(n, self.settings.batch, self.settings.budget)
         self.gts = dict(enumerate(self.refs))
-        self.range = score_range(metric, self.gts, self.gts, tokenized=False)
+        # the bets' range from the references as this tracker's tokenizer scores them (CIDEr-D's bound
+        # moves with the tokens: PTB's on Flickr8k's test references is above alnum-lower's)
+        as_scored = dict(enumerate(tokenized_references(self.refs, tokenizer)))
+        self.range = score_range(metric, as_scored, as_scored, tokenized=True)
         # the tokenizer outputs name: a caller that tokenized the text itself (tokenizer "none") names its own
         self.tokenizer_name = tokenizer
         self.signature = race_signature(metric, tokenizer, self.refs)
