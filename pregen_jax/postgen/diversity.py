@@ -1,0 +1,195 @@
+# SPDX-FileCopyrightText: 2019 Ruotian Luo (self-critical.pytorch, captioning/utils/div_utils.py and eval_multi.py)
+# SPDX-FileCopyrightText: 2026 The pregen-jax authors
+# SPDX-License-Identifier: MIT
+"""Diversity of several captions (samples) per image, as captioning papers report it.
+
+How it was written: the definitions are those of self-critical.pytorch's
+``captioning/utils/div_utils.py`` (``compute_div_n``, ``compute_global_div_n``) and
+``eval_multi.py`` (``eval_div_stats``: Ruotian Luo), rule by rule, re-expressed as array
+operations over all images (no line of it is copied; this file keeps that project's MIT licence
+and credits it, docs/licensing.md). The captions are tokenized first (PTB, as ``eval_div_stats``
+does) and split with ``str.split()``.
+
+- ``Div_n``: for each image, the distinct n-grams of its samples over their total number of
+  *tokens* (not n-grams), with 1e-6 added to the denominator; the corpus score is the mean over
+  images (``compute_div_n``). Per image: that ratio.
+- ``gDiv_1``: the number of distinct words over the whole set (a count, ``compute_global_div_n``
+  with n = 1). A corpus statistic: its per-image statistics are each image's set of words (a
+  sparse 0/1 row over the words), so a resample's score is the number of words some resampled
+  image uses (``counts @ rows`` > 0); per image, the image's own distinct words.
+- ``mBLEU_n``: for each sample slot i, pycocoevalcap's corpus BLEU-n of sample i of every image
+  against that image's other samples; the mean over i (``eval_div_stats``; it depends on the
+  samples' order). Statistics: BLEU's ten counts (``bleu.bleu_stats``) of each slot, side by side.
+
+``Self_CIDEr`` (Wang and Chan 2019) is in ``selfcider.py``. These metrics score one system's
+samples among themselves (``scores_samples``), so they live in a registry of their own
+(``DIVERSITY``), apart from the metrics that score a caption against references.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import Registry
+from .base import PostgenMetric
+from .bleu import MAX_ORDER, _bleu, bleu_stats
+from .corpus import Corpus, _gram_keys
+from .text import encode
+
+EPSILON = 1e-6  # div_utils' denominator: distinct n-grams / (1e-6 + tokens)
+DIVERSITY: Registry = Registry("diversity metric")  # name -> a factory of its metric
+
+
+def check_samples(gts: dict, res: dict, least: int = 1, source: str = "captions") -> int:
+    """The number of samples per image of ``res`` (image -> list of caption strings), the same for
+    every image of ``gts`` and at least ``least``; ValueError (one line) otherwise."""
+    if set(gts) != set(res):
+        missing = sorted(set(gts) ^ set(res), key=str)[:3]
+        raise ValueError(f"{source}: references and samples cover different images (e.g. {missing})")
+    counts = {len(res[i]) for i in gts}
+    if len(counts) > 1:
+        first = next(iter(gts))
+        other = next(i for i in gts if len(res[i]) != len(res[first]))
+        raise ValueError(f"{source}: image {first!r} has {len(res[first])} samples but image {other!r} has "
+                         f"{len(res[other])} (every image needs the same number)")
+    samples = counts.pop() if counts else 0
+    if samples < least:
+        raise ValueError(f"{source}: {samples} sample(s) per image; at least {least} needed")
+    return samples
+
+
+class SampleMetric(PostgenMetric):
+    """A metric of several captions per image of one system: ``res`` maps each image to its samples
+    (a list of m tokenized strings, the same m for every image); ``gts`` gives the images' order
+    (and, for Self-CIDEr, document frequencies). ``least``: the fewest samples it scores."""
+
+    scores_samples = True
+    least = 1
+
+    def stats(self, gts: dict, res: dict):
+        check_samples(gts, res, self.least, self.name)
+        return self._checked_stats(gts, res)
+
+    def stats_of_tokenized(self, gts: dict, res: dict):
+        return self.stats(gts, res)
+
+    def variant(self, samples: int) -> str:
+        """The signature's variant field: which definition, with its n and the set it reads."""
+        raise NotImplementedError
+
+
+def sample_grams(samples: list[list[str]], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(i64[E] image, i64[E] dense n-gram id, i64[images] tokens per image): every distinct (image,
+    n-gram of order ``n``) of the samples (``samples[i]``: image i's strings, split with ``split()``)."""
+    strings = [s for group in samples for s in group]
+    string_image = np.repeat(np.arange(len(samples)), [len(group) for group in samples])
+    encoded = encode(strings)
+    tokens = np.bincount(string_image, encoded.lengths, len(samples)).astype(np.int64)
+    if encoded.ids.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), tokens
+    valid = encoded.position + n <= encoded.lengths[encoded.string]
+    gram = np.unique(_gram_keys(encoded, n)[valid], return_inverse=True)[1].ravel().astype(np.int64)
+    image = string_image[encoded.string[valid]]
+    width = int(gram.max(initial=-1)) + 1
+    pairs = np.unique(image * width + gram)
+    return pairs // max(width, 1), pairs % max(width, 1), tokens
+
+
+class DivN(SampleMetric):
+    """Div-n: per image, distinct n-grams of its samples / (1e-6 + their tokens); corpus: the mean."""
+
+    corpus = "mean"
+    score_range = (0.0, float(MAX_ORDER))  # distinct n-grams never exceed the tokens
+
+    def __init__(self, n: int = 1):
+        self.n, self.name = n, f"Div_{n}"
+
+    def _checked_stats(self, gts, res):
+        image, _, tokens = sample_grams([res[i] for i in gts], self.n)
+        distinct = np.bincount(image, minlength=len(gts)).astype(np.float64)
+        return (distinct / (EPSILON + tokens.astype(np.float64)))[:, None]
+
+    def variant(self, samples):
+        return f"div{self.n}:distinct-{self.n}grams/(1e-6+tokens):mean-over-images|set:{samples}-samples-per-image"
+
+
+class GlobalDiv1(SampleMetric):
+    """gDiv-1: the number of distinct words over all images' samples (a count).
+
+    Statistics: a sparse 0/1 matrix (``scipy.sparse.csr_array`` f64[images, words]), each image's
+    words; ``from_sums`` counts the words with a positive sum. ``significance`` resamples it as the
+    others (``counts @ rows``)."""
+
+    name = "gDiv_1"
+    corpus = "summed"
+    score_range = (0.0, float("inf"))
+
+    def _checked_stats(self, gts, res):
+        from scipy.sparse import csr_array
+        image, word, _ = sample_grams([res[i] for i in gts], 1)
+        width = int(word.max(initial=-1)) + 1
+        return csr_array((np.ones(len(image)), (image, word)), shape=(len(gts), width))
+
+    def from_sums(self, sums, images):
+        return np.count_nonzero(np.asarray(sums) > 0, axis=-1).astype(np.float64)
+
+    def aggregate(self, stats):
+        if hasattr(stats, "tocsr"):
+            return self.from_sums(np.asarray(stats.sum(axis=0)).ravel(), stats.shape[0])
+        return super().aggregate(stats)
+
+    def per_image(self, stats):
+        if hasattr(stats, "tocsr"):
+            return np.diff(stats.tocsr().indptr).astype(np.float64)  # each image's own distinct words
+        return super().per_image(stats)
+
+    def without_each(self, rows) -> np.ndarray:
+        """f64[images]: the score without each image: the words less those that image alone uses."""
+        rows = rows.tocsr()
+        total = np.asarray(rows.sum(axis=0)).ravel()
+        alone = (rows @ (total == 1).astype(np.float64)).ravel()
+        return self.aggregate(rows) - alone
+
+    def variant(self, samples):
+        return f"gdiv1:distinct-words:count|set:{samples}-samples-per-image"
+
+
+class MutualBleu(SampleMetric):
+    """mBLEU-n: the mean over sample slots i of pycocoevalcap's corpus BLEU-n of slot i against the
+    image's other samples. Statistics: f64[images, 10 m], each slot's ``bleu_stats`` in turn."""
+
+    corpus = "summed"
+    least = 2
+
+    def __init__(self, n: int = 4):
+        self.n, self.name = n, f"mBLEU_{n}"
+
+    def _checked_stats(self, gts, res):
+        samples = [res[i] for i in gts]
+        m = len(samples[0])
+        slots = [bleu_stats(Corpus.build([s[:k] + s[k + 1:] for s in samples], [s[k] for s in samples],
+                                         np.arange(len(samples)))) for k in range(m)]
+        return np.concatenate(slots, axis=1)
+
+    def from_sums(self, sums, images):
+        sums = np.asarray(sums, np.float64)
+        width = 2 * MAX_ORDER + 2
+        slots = sums.reshape(*sums.shape[:-1], sums.shape[-1] // width, width)
+        m = MAX_ORDER
+        scores = _bleu(slots[..., :m], slots[..., m:2 * m], slots[..., 2 * m], slots[..., 2 * m + 1])
+        return scores[..., self.n - 1].mean(axis=-1)
+
+    def variant(self, samples):
+        return (f"mbleu{self.n}:coco-corpus-bleu{self.n}:slot-vs-other-samples:closest-ref:mean-over-slots"
+                f"|set:{samples}-samples-per-image")
+
+
+def diversity_metric(name: str) -> SampleMetric:
+    """The diversity metric registered as ``name``."""
+    return DIVERSITY.get(name)()
+
+
+for _n in (1, 2):
+    DIVERSITY.add(f"Div_{_n}", lambda n=_n: DivN(n))
+DIVERSITY.add("gDiv_1", GlobalDiv1)
+for _n in (1, 2, 3, 4):
+    DIVERSITY.add(f"mBLEU_{_n}", lambda n=_n: MutualBleu(n))
