@@ -122,12 +122,20 @@ class GlobalDiv1(SampleMetric):
     name = "gDiv_1"
     corpus = "summed"
     score_range = (0.0, float("inf"))
+    centred_draws = True  # a resample (about 63% of the images) always uses fewer words: ``significance`` centres
+
+    def __init__(self):
+        self.words: dict[str, int] = {}  # word -> its column, the same for every system this metric scores
 
     def _checked_stats(self, gts, res):
         from scipy.sparse import csr_array
-        image, word, _ = sample_grams([res[i] for i in gts], 1)
-        width = int(word.max(initial=-1)) + 1
-        return csr_array((np.ones(len(image)), (image, word)), shape=(len(gts), width))
+        rows, columns = [], []
+        for k, image in enumerate(gts):
+            words = set(" ".join(res[image]).split())  # str.split(), as div_utils splits each caption
+            columns.extend(self.words.setdefault(word, len(self.words)) for word in words)
+            rows.extend([k] * len(words))
+        return csr_array((np.ones(len(rows)), (np.array(rows, np.int64), np.array(columns, np.int64))),
+                         shape=(len(gts), len(self.words)))
 
     def from_sums(self, sums, images):
         return np.count_nonzero(np.asarray(sums) > 0, axis=-1).astype(np.float64)
