@@ -31,9 +31,10 @@ import numpy as np
 
 from ..registry import Registry
 from .base import PostgenMetric
-from .bleu import MAX_ORDER, _bleu, bleu_stats
-from .corpus import Corpus, _gram_keys
-from .text import encode
+from .bleu import MAX_ORDER, _bleu
+from .corpus import _LIMIT, _gram_keys
+from .recent import CACHE
+from .text import Encoded, encode
 
 EPSILON = 1e-6  # div_utils' denominator: distinct n-grams / (1e-6 + tokens)
 DIVERSITY: Registry = Registry("diversity metric")  # name -> a factory of its metric
@@ -77,21 +78,31 @@ class SampleMetric(PostgenMetric):
         raise NotImplementedError
 
 
-def sample_grams(samples: list[list[str]], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(i64[E] image, i64[E] dense n-gram id, i64[images] tokens per image): every distinct (image,
-    n-gram of order ``n``) of the samples (``samples[i]``: image i's strings, split with ``split()``)."""
-    strings = [s for group in samples for s in group]
-    string_image = np.repeat(np.arange(len(samples)), [len(group) for group in samples])
-    encoded = encode(strings)
-    tokens = np.bincount(string_image, encoded.lengths, len(samples)).astype(np.int64)
-    if encoded.ids.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), tokens
+def encoded_samples(samples: list[list[str]]) -> Encoded:
+    """The samples' strings (image by image) as token ids, split with ``str.split()`` (``text.encode``):
+    kept a while, so that the metrics scoring one system's samples in turn encode them once."""
+    strings = tuple(s for group in samples for s in group)
+    return CACHE.get(("encoded samples", strings), lambda: encode(list(strings)))
+
+
+def gram_entries(encoded: Encoded, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(i64[E] n-gram key, i64[E] string, i64[E] count): the distinct (n-gram of order ``n``, string) of
+    ``encoded``, sorted by (n-gram, string). Keys are dense ids only where the raw ones would overflow."""
+    strings = max(len(encoded.lengths), 1)
     valid = encoded.position + n <= encoded.lengths[encoded.string]
-    gram = np.unique(_gram_keys(encoded, n)[valid], return_inverse=True)[1].ravel().astype(np.int64)
-    image = string_image[encoded.string[valid]]
-    width = int(gram.max(initial=-1)) + 1
-    pairs = np.unique(image * width + gram)
-    return pairs // max(width, 1), pairs % max(width, 1), tokens
+    keys, string = _gram_keys(encoded, n)[valid], encoded.string[valid]
+    if keys.size and int(keys.max()) >= _LIMIT // strings:
+        keys = np.unique(keys, return_inverse=True)[1].ravel().astype(np.int64)
+    combined, count = np.unique(keys * strings + string, return_counts=True)
+    return combined // strings, combined % strings, count
+
+
+def run_starts(*keys: np.ndarray) -> np.ndarray:
+    """b[E]: where a run of equal (keys...) begins, in entries sorted by them."""
+    new = np.ones(len(keys[0]), bool)
+    if len(new) > 1:
+        new[1:] = np.logical_or.reduce([key[1:] != key[:-1] for key in keys])
+    return new
 
 
 class DivN(SampleMetric):
@@ -104,9 +115,13 @@ class DivN(SampleMetric):
         self.n, self.name = n, f"Div_{n}"
 
     def _checked_stats(self, gts, res):
-        image, _, tokens = sample_grams([res[i] for i in gts], self.n)
-        distinct = np.bincount(image, minlength=len(gts)).astype(np.float64)
-        return (distinct / (EPSILON + tokens.astype(np.float64)))[:, None]
+        samples = [res[i] for i in gts]
+        m, encoded = len(samples[0]), encoded_samples(samples)
+        tokens = np.bincount(np.arange(len(encoded.lengths)) // m, encoded.lengths, len(samples))
+        gram, string, _ = gram_entries(encoded, self.n)
+        image = string // m
+        distinct = np.bincount(image[run_starts(gram, image)], minlength=len(samples)).astype(np.float64)
+        return (distinct / (EPSILON + tokens))[:, None]
 
     def variant(self, samples):
         return f"div{self.n}:distinct-{self.n}grams/(1e-6+tokens):mean-over-images|set:{samples}-samples-per-image"
@@ -172,11 +187,7 @@ class MutualBleu(SampleMetric):
         self.n, self.name = n, f"mBLEU_{n}"
 
     def _checked_stats(self, gts, res):
-        samples = [res[i] for i in gts]
-        m = len(samples[0])
-        slots = [bleu_stats(Corpus.build([s[:k] + s[k + 1:] for s in samples], [s[k] for s in samples],
-                                         np.arange(len(samples)))) for k in range(m)]
-        return np.concatenate(slots, axis=1)
+        return mutual_bleu_stats([res[i] for i in gts])
 
     def from_sums(self, sums, images):
         sums = np.asarray(sums, np.float64)
@@ -189,6 +200,36 @@ class MutualBleu(SampleMetric):
     def variant(self, samples):
         return (f"mbleu{self.n}:coco-corpus-bleu{self.n}:slot-vs-other-samples:closest-ref:mean-over-slots"
                 f"|set:{samples}-samples-per-image")
+
+
+def mutual_bleu_stats(samples: list[list[str]]) -> np.ndarray:
+    """f64[images, 10 m]: for each slot k, ``bleu.bleu_stats`` of sample k of each image against the image's
+    other samples, as pycocoevalcap's ``BleuScorer`` counts them: matches of orders 1-4 clipped by the
+    largest count in any other sample, guesses, the length and the closest other length (ties to the
+    shorter). All slots in one pass: a sample's clip is the largest count of its (image, n-gram) where
+    another sample holds it, else the second largest."""
+    images, m = len(samples), len(samples[0])
+    encoded = encoded_samples(samples)
+    lengths = encoded.lengths.reshape(images, m)
+    correct = np.zeros((images * m, MAX_ORDER))
+    for n in range(1, MAX_ORDER + 1):
+        gram, string, count = gram_entries(encoded, n)
+        image = string // m
+        group = np.cumsum(run_starts(gram, image)) - 1                    # each entry's (n-gram, image)
+        top = np.maximum.reduceat(count, np.flatnonzero(run_starts(gram, image))) if count.size else count
+        at_top = count == top[group]
+        tops = np.bincount(group, at_top, len(top))                     # how many samples hold the largest count
+        second = np.zeros(len(top), np.int64)
+        np.maximum.at(second, group[~at_top], count[~at_top])
+        clip = np.where(at_top & (tops[group] == 1), second[group], top[group])
+        correct[:, n - 1] = np.bincount(string, np.minimum(count, clip), images * m)
+    guess = np.maximum(0, encoded.lengths[:, None] - np.arange(MAX_ORDER)[None, :])
+    other = lengths[:, None, :].repeat(m, axis=1)                                        # [images, k, j]
+    key = 2 * np.abs(other - lengths[:, :, None]) + (other > lengths[:, :, None])      # ties to the shorter
+    key[:, np.arange(m), np.arange(m)] = np.iinfo(np.int64).max                        # not itself
+    reflen = np.take_along_axis(other, key.argmin(axis=2)[:, :, None], axis=2)[:, :, 0]
+    stats = np.concatenate([correct, guess, encoded.lengths[:, None], reflen.reshape(-1, 1)], axis=1)
+    return stats.reshape(images, m * (2 * MAX_ORDER + 2)).astype(np.float64)
 
 
 def diversity_metric(name: str) -> SampleMetric:

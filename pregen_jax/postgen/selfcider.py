@@ -22,56 +22,60 @@ from __future__ import annotations
 
 import numpy as np
 
-from .corpus import MAX_ORDER, _gram_keys
-from .diversity import DIVERSITY, SampleMetric
-from .text import encode
+from .corpus import MAX_ORDER
+from .diversity import DIVERSITY, SampleMetric, gram_entries, run_starts
+from .text import Encoded, encode
 
 
-def tf_idf_rows(encoded, ref_image: np.ndarray, samples: int, n: int):
-    """(f64[S, G] sparse ``scipy.sparse.csr_array``: each sample's order-``n`` tf-idf vector, f64[S] their
-    norms). ``encoded``: the references' strings then the S samples' (``text.encode``), references of
-    image ``ref_image`` (i64[R]); document frequencies over those images, the log of their number the
-    idf's numerator (``compute_doc_freq``, ``counts2vec``)."""
-    from scipy.sparse import csr_array
-    R, S = len(ref_image), samples  # noqa: N806
+def tf_idf_entries(encoded: Encoded, refs: int, ref_image: np.ndarray, n: int):
+    """(i64[E] n-gram key, i64[E] sample, f64[E] weight): each sample's order-``n`` tf-idf vector, sorted
+    by (n-gram, sample). ``encoded``: ``refs`` reference strings (of image ``ref_image``, i64[refs]) then
+    the samples; document frequencies over those images, the log of their number the idf's numerator
+    (``compute_doc_freq``, ``counts2vec``)."""
     images = int(ref_image.max(initial=-1)) + 1
-    valid = encoded.position + n <= encoded.lengths[encoded.string]
-    if not valid.any():
-        return csr_array((S, 0)), np.zeros(S)
-    gram = np.unique(_gram_keys(encoded, n)[valid], return_inverse=True)[1].ravel().astype(np.int64)
-    width = int(gram.max()) + 1
-    entry, count = np.unique(gram * (R + S) + encoded.string[valid], return_counts=True)  # (gram, string), count
-    gram, string = entry // (R + S), entry % (R + S)
-    is_ref = string < R
-    seen = np.unique(gram[is_ref] * images + ref_image[string[is_ref]])  # (gram, image) pairs of the references
-    df = np.bincount(seen // max(images, 1), minlength=width).astype(np.float64)
-    gram, string, count = gram[~is_ref], string[~is_ref] - R, count[~is_ref]
-    weight = count * (np.log(float(images)) - np.log(np.maximum(1.0, df[gram])))
-    norm = np.sqrt(np.bincount(string, weight ** 2, S))
-    return csr_array((weight, (string, gram)), shape=(S, width)), norm
+    gram, string, count = gram_entries(encoded, n)
+    is_ref = string < refs
+    ref_gram, image = gram[is_ref], ref_image[string[is_ref]]
+    pairs = ref_gram[run_starts(ref_gram, image)]                  # each (n-gram, image) of the references, once
+    first = run_starts(pairs)
+    distinct, df = pairs[first], np.diff(np.append(np.flatnonzero(first), len(pairs)))
+    gram, string, count = gram[~is_ref], string[~is_ref] - refs, count[~is_ref]
+    df_of = np.zeros(len(gram), np.int64)
+    if len(distinct):
+        at = np.searchsorted(distinct, gram).clip(max=len(distinct) - 1)
+        df_of = np.where(distinct[at] == gram, df[at], 0)
+    weight = count * (np.log(float(images)) - np.log(np.maximum(1.0, df_of)))
+    return gram, string, weight
 
 
 def self_cider_kernels(refs: list[list[str]], samples: list[list[str]]) -> np.ndarray:
     """f64[images, m, m]: each image's kernel of plain CIDEr between its m samples (x10, as
-    ``my_get_self_cider``), document frequencies over ``refs`` (every image of the references)."""
+    ``my_get_self_cider``), document frequencies over ``refs`` (every image of the references).
+
+    Each order: the dot products of the tf-idf vectors of two samples of an image come from the
+    pairs of entries that share an (n-gram, image), at most m x m per pair; divided by both norms
+    where both are non-zero (``sim``)."""
     images, m = len(samples), len(samples[0])
     ref_strings = [r for group in refs for r in group]
     ref_image = np.repeat(np.arange(len(refs)), [len(group) for group in refs])
     encoded = encode(ref_strings + [s for group in samples for s in group])
-    summed = np.zeros((images, m, m))
+    summed = np.zeros(images * m * m)
     for n in range(1, MAX_ORDER + 1):
-        rows, norm = tf_idf_rows(encoded, ref_image, images * m, n)
-        slot = [rows[k::m] for k in range(m)]                         # image i's sample k: row i * m + k
-        norms = norm.reshape(images, m)
-        for a in range(m):
-            for b in range(a + 1):
-                dot = np.asarray(slot[a].multiply(slot[b]).sum(axis=1)).ravel()
-                both = (norms[:, a] != 0) & (norms[:, b] != 0)
-                value = np.where(both, dot / np.where(both, norms[:, a] * norms[:, b], 1.0), dot)
-                summed[:, a, b] += value
-                if a != b:
-                    summed[:, b, a] += value
-    return summed / MAX_ORDER * 10.0
+        gram, sample, weight = tf_idf_entries(encoded, len(ref_strings), ref_image, n)
+        norm = np.sqrt(np.bincount(sample, weight ** 2, images * m))
+        image = sample // m
+        begins = np.flatnonzero(run_starts(gram, image))                # runs of one (n-gram, image)
+        run = np.cumsum(run_starts(gram, image)) - 1
+        size = np.diff(np.append(begins, len(gram)))[run]             # each entry's run length
+        left = np.repeat(np.arange(len(gram)), size)
+        right = begins[run[left]] + np.arange(len(left)) - np.repeat(np.cumsum(size) - size, size)
+        a, b = sample[left], sample[right]
+        dot = np.bincount(image[left] * m * m + (a % m) * m + b % m, weight[left] * weight[right], images * m * m)
+        other = np.repeat(norm.reshape(images, m), m, axis=0)    # row image * m + a, column b: sample b's norm
+        both = (norm[:, None] != 0) & (other != 0)
+        dot = dot.reshape(-1, m)
+        summed += np.where(both, dot / np.where(both, norm[:, None] * other, 1.0), dot).ravel()
+    return summed.reshape(images, m, m) / MAX_ORDER * 10.0
 
 
 def diversity_of_kernels(kernels: np.ndarray) -> np.ndarray:
