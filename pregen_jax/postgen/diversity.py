@@ -144,13 +144,15 @@ class GlobalDiv1(SampleMetric):
 
     def _checked_stats(self, gts, res):
         from scipy.sparse import csr_array
-        rows, columns = [], []
-        for k, image in enumerate(gts):
-            words = set(" ".join(res[image]).split())  # str.split(), as div_utils splits each caption
-            columns.extend(self.words.setdefault(word, len(self.words)) for word in words)
-            rows.extend([k] * len(words))
-        return csr_array((np.ones(len(rows)), (np.array(rows, np.int64), np.array(columns, np.int64))),
-                         shape=(len(gts), len(self.words)))
+        samples = [res[i] for i in gts]
+        m, encoded = len(samples[0]), encoded_samples(samples)
+        ids, first = np.unique(encoded.ids, return_index=True)           # the words used, by their first token
+        tokens = " ".join(s for group in samples for s in group).split()  # str.split(), as div_utils splits
+        column = np.zeros(encoded.vocab_size, np.int64)
+        column[ids] = [self.words.setdefault(tokens[k], len(self.words)) for k in first]
+        pairs = np.unique(encoded.string // m * max(encoded.vocab_size, 1) + encoded.ids)  # (image, word) once
+        image, word = pairs // max(encoded.vocab_size, 1), column[pairs % max(encoded.vocab_size, 1)]
+        return csr_array((np.ones(len(pairs)), (image, word)), shape=(len(samples), len(self.words)))
 
     def from_sums(self, sums, images):
         return np.count_nonzero(np.asarray(sums) > 0, axis=-1).astype(np.float64)
