@@ -1,10 +1,15 @@
-# SPDX-FileCopyrightText: 2019 Ruotian Luo (the oracles of Div-n, gDiv-1 and get_div: self-critical.pytorch's
-#   captioning/utils/div_utils.py and eval_multi.py, written out plainly)
-# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam (the Self-CIDEr
-#   kernel's oracle: ruotianluo/cider's CiderScorer counts2vec, sim and my_get_self_cider, written out plainly)
+# SPDX-FileCopyrightText: 2019 Ruotian Luo
+# SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT AND BSD-2-Clause-Views
-"""The diversity metrics (postgen/diversity.py, selfcider.py) against their references' algorithms:
+"""The diversity metrics (postgen/diversity.py, selfcider.py) against their references' algorithms.
+
+The oracles follow their sources step by step, written out plainly: Div-n, gDiv-1 and get_div
+from Ruotian Luo's self-critical.pytorch (captioning/utils/div_utils.py, eval_multi.py: MIT), the
+Self-CIDEr kernel from ruotianluo/cider's CiderScorer (counts2vec, sim, my_get_self_cider:
+Ramakrishna Vedantam, Tsung-Yi Lin; coco-caption's BSD-2-Clause-Views).
+
+What is checked:
 Div-n and gDiv-1 as div_utils.py computes them, mBLEU with pycocoevalcap's own ``Bleu`` run as
 eval_div_stats runs it, Self-CIDEr with the dictionaries of ruotianluo/cider's scorer and
 eval_multi's ``get_div``; on real captions (where-image2's 12 models as 12 samples per image and

@@ -27,11 +27,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--captions", required=True, nargs="+", metavar="RES",
                         help="captions files: COCO results files ([{image_id, caption}]), JSONL or TSV keyed by "
                              "image_id, or one caption a line in REFS's image order; with several, each is compared "
-                             "with the first")
+                             "with the first; several captions per image (samples: repeated image_ids, caption lists, "
+                             "or a JSON object image_id -> list) for the diversity metrics")
     parser.add_argument("--split", default="test", help="the split of a Karpathy-split JSON (default: test)")
     parser.add_argument("--metrics", default=None,
                         help="comma-separated (default: COCOEvalCap's Bleu_1..4, METEOR, ROUGE_L, CIDEr, SPICE; "
-                             "WMD on request)")
+                             "WMD on request; the diversity metrics of samples: Div_1, Div_2, gDiv_1, mBLEU_1..4, "
+                             "Self_CIDEr)")
     parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
                         help="ptb: COCO's PTBTokenizer (default; for export-references JSONL without raw text, the "
                              "tokenizer it records, alnum-lower); alnum-lower: lower-case alphanumeric runs; none: as given")

@@ -1,9 +1,9 @@
-# SPDX-FileCopyrightText: 2019 Ruotian Luo (self-critical.pytorch, captioning/utils/div_utils.py and eval_multi.py)
+# SPDX-FileCopyrightText: 2019 Ruotian Luo
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT
 """Diversity of several captions (samples) per image, as captioning papers report it.
 
-How it was written: the definitions are those of self-critical.pytorch's
+How it was written: it follows the definitions of self-critical.pytorch's
 ``captioning/utils/div_utils.py`` (``compute_div_n``, ``compute_global_div_n``) and
 ``eval_multi.py`` (``eval_div_stats``: Ruotian Luo), rule by rule, re-expressed as array
 operations over all images (no line of it is copied; this file keeps that project's MIT licence

@@ -1,7 +1,5 @@
 # SPDX-FileCopyrightText: 2015 Xinlei Chen, Hao Fang, Tsung-Yi Lin, and Ramakrishna Vedantam
-#   (coco-caption's CIDEr, as ruotianluo/cider's pyciderevalcap/cider/cider_scorer.py keeps it, with
-#   ``my_get_self_cider``: Ramakrishna Vedantam, Tsung-Yi Lin, Ruotian Luo)
-# SPDX-FileCopyrightText: 2019 Ruotian Luo (self-critical.pytorch, captioning/utils/eval_multi.py: eval_self_cider)
+# SPDX-FileCopyrightText: 2019 Ruotian Luo
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: BSD-2-Clause-Views AND MIT
 """Self-CIDEr (Wang and Chan, "Describing like humans: on diversity in image captioning", CVPR
