@@ -89,3 +89,22 @@ def _score(scores: dict, metric: str) -> float:
     walk(scores)
     assert found, metric
     return found[0]
+
+
+def test_gdiv_resamples_and_jackknife_count_the_words_of_the_images_kept():
+    """gDiv-1's sparse statistics: a resample's score is the number of words of the images it draws,
+    the jackknife's the number without each image; words are numbered across systems."""
+    from pregen_jax import postgen
+    from pregen_jax.evaluation.significance import jackknife, resampled_sums
+    rng = np.random.default_rng(1)
+    words = [f"w{k}" for k in range(40)]
+    caps = {i: [" ".join(rng.choice(words, rng.integers(0, 6))) for _ in range(2)] for i in range(25)}
+    metric = postgen.diversity_metric("gDiv_1")
+    metric.stats(caps, {i: ["other words"] * 2 for i in caps})  # another system first: its words take columns
+    rows = metric.stats(caps, caps)
+    used = lambda keep: len({w for i, k in zip(caps, keep) if k for c in caps[i] for w in c.split()})
+    counts = rng.multinomial(25, np.full(25, 1 / 25), size=6).astype(np.uint16)
+    sums = resampled_sums(rows, 6, rng, counts=[counts])
+    assert metric.from_sums(sums, 25).tolist() == [used(row) for row in counts]
+    assert jackknife(metric, rows).tolist() == [used(np.arange(25) != k) for k in range(25)]
+    assert metric.aggregate(rows) == used(np.ones(25))
