@@ -22,7 +22,7 @@ does) and split with ``str.split()``.
   samples' order). Statistics: BLEU's ten counts (``bleu.bleu_stats``) of each slot, side by side.
 
 ``Self_CIDEr`` (Wang and Chan 2019) is in ``selfcider.py``. These metrics score one system's
-samples among themselves (``scores_samples``), so they live in a registry of their own
+samples among themselves (``SampleMetric``), so they live in a registry of their own
 (``DIVERSITY``), apart from the metrics that score a caption against references.
 """
 from __future__ import annotations
@@ -63,7 +63,6 @@ class SampleMetric(PostgenMetric):
     (a list of m tokenized strings, the same m for every image); ``gts`` gives the images' order
     (and, for Self-CIDEr, document frequencies). ``least``: the fewest samples it scores."""
 
-    scores_samples = True
     least = 1
 
     def stats(self, gts: dict, res: dict):
@@ -73,7 +72,7 @@ class SampleMetric(PostgenMetric):
     def stats_of_tokenized(self, gts: dict, res: dict):
         return self.stats(gts, res)
 
-    def variant(self, samples: int) -> str:
+    def variant(self, samples: str) -> str:
         """The signature's variant field: which definition, with its n and the set it reads."""
         raise NotImplementedError
 
@@ -109,7 +108,7 @@ class DivN(SampleMetric):
     """Div-n: per image, distinct n-grams of its samples / (1e-6 + their tokens); corpus: the mean."""
 
     corpus = "mean"
-    score_range = (0.0, float(MAX_ORDER))  # distinct n-grams never exceed the tokens
+    score_range = (0.0, 1.0)  # an image's distinct n-grams never outnumber its tokens
 
     def __init__(self, n: int = 1):
         self.n, self.name = n, f"Div_{n}"
