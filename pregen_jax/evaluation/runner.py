@@ -21,18 +21,11 @@ from ..captionfiles import ReferenceSet
 from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
 from ..postgen.signature import refs_per_image, signature
+from . import samples
 from .checks import caption_checks, empty_caption_notes, input_notes
 from .family import adjust_rows
 from .inputs import IN_MEMORY, ResultsFile, references_given, results_given, scored_images, systems_given
 from .results import Result
-from .samples import (
-    check_shapes,
-    diversity_metrics,
-    diversity_signature,
-    document_frequencies,
-    samples_label,
-    wants_every_image,
-)
 from .significance import Resampling, compare_rows, drawn_ahead
 from .tokenizers import check_tokenizer, tokenize_all, tokenizer_label
 
@@ -169,7 +162,7 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     requested = list(metrics) if metrics else list(COCO_METRICS)
     _check_metrics(requested)
     systems = [results_given(system, refs, k) for k, system in enumerate(given)]
-    check_shapes(requested, systems)
+    samples.check_shapes(requested, systems)
     names = _system_names(given, names)
     images = scored_images(refs, systems)
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
@@ -182,7 +175,7 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     with postgen.make_metrics(beside, options, apart=True) as started:
         tokenizer_notes: list[str] = []
         gts, system_res, every_gts = _tokenized(refs, systems, images, tokenizer,
-                                                idf_from == "all" or wants_every_image(requested), tokenizer_notes)
+                                                idf_from == "all" or samples.wants_every_image(requested), tokenizer_notes)
         all_gts = every_gts if idf_from == "all" else None
 
         def meanwhile(ran: dict, stats: dict) -> tuple:
@@ -197,7 +190,7 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
             return fits, counts, compared
         scorers, unavailable, stats, per_image, corpus, (fits, counts, (compared, draws)) = _score_all(
             requested, options, started, all_gts, gts, system_res, names, meanwhile,
-            diversity_metrics(requested, every_gts))
+            samples.diversity_metrics(requested, every_gts))
         notes = input_notes(refs, systems, images, fits) + empty_caption_notes(systems) + [
             f"{s.path}: image ids are Karpathy {s.keyed_by}" for s in systems if "matched to" in s.keyed_by
         ] + tokenizer_notes
@@ -219,8 +212,9 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
     settings["captions_keyed_by"] = {name: system.keyed_by for name, system in zip(names, systems)}
     settings["captions_per_image"] = {name: system.per_image for name, system in zip(names, systems)}
-    settings["document_frequencies"] = document_frequencies(settings["document_frequencies"], list(scorers))
-    signatures = {name: diversity_signature(name, metric, tokenizer=tokenizer, nrefs=nrefs, samples=samples_label(systems))
+    settings["document_frequencies"] = samples.document_frequencies(settings["document_frequencies"], list(scorers))
+    per_image_label = samples.samples_label(systems)
+    signatures = {name: samples.diversity_signature(name, metric, tokenizer=tokenizer, nrefs=nrefs, samples=per_image_label)
                   if name in postgen.DIVERSITY else
                   signature(name, tokenizer=tokenizer, nrefs=nrefs, backend=getattr(metric, "backend", None),
                             idf_from=idf_from) for name, metric in scorers.items()}
