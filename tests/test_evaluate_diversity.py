@@ -108,3 +108,19 @@ def test_gdiv_resamples_and_jackknife_count_the_words_of_the_images_kept():
     assert metric.from_sums(sums, 25).tolist() == [used(row) for row in counts]
     assert jackknife(metric, rows).tolist() == [used(np.arange(25) != k) for k in range(25)]
     assert metric.aggregate(rows) == used(np.ones(25))
+
+
+def test_novel_is_the_share_of_captions_not_among_the_training_captions(tmp_path):
+    """novel: each image's share of captions no training caption equals once both are tokenized (PTB:
+    "A dog runs." is "a dog runs"); the mean over images; refused without training captions."""
+    train = {"images": [{"id": 7}, {"id": 8}],
+             "annotations": [{"image_id": 7, "id": 1, "caption": "A dog runs."}, {"image_id": 8, "id": 2, "caption": "Two cats"}]}
+    (tmp_path / "train.json").write_text(json.dumps(train))
+    (tmp_path / "refs.json").write_text(json.dumps(REFS))
+    caps = {1: ["a dog runs", "a dog", "A dog runs!"], 2: ["two cats", "Two cats.", "cats"], 3: ["x", "y", "z"]}
+    result = evaluate(str(tmp_path / "refs.json"), caps, metrics=["novel", "Div_1"], train_captions=tmp_path / "train.json")
+    assert result.scores["captions"]["novel"].tolist() == [1 / 3, 1 / 3, 1.0]
+    assert result.results[0].score == pytest.approx(5 / 9, abs=1e-15)
+    assert "train:train.json:2-distinct" in result.signatures["novel"]
+    with pytest.raises(ValueError, match="--metrics novel: needs the training captions"):
+        evaluate(str(tmp_path / "refs.json"), caps, metrics=["novel"])

@@ -119,7 +119,7 @@ class Evaluation:
 
 def evaluate(references, captions, *, names=None, split: str = "test", metrics=None, tokenizer: str | None = None,
              idf_from: str = "scored", seed: int = 0, resamples: int = 1000, trials: int = 10000,
-             family: str = "all", corenlp_dir: str = "", stopwords: str = "") -> Evaluation:
+             family: str = "all", corenlp_dir: str = "", stopwords: str = "", train_captions=None) -> Evaluation:
     """``pregen-search evaluate`` as a function, with its defaults: ``str()`` of the result is the
     table the command prints; ``.results`` the scores, intervals and tests as objects.
 
@@ -128,16 +128,16 @@ def evaluate(references, captions, *, names=None, split: str = "test", metrics=N
     captions (image id -> caption, or a COCO results list), or a list of them (the first is the
     baseline the others are compared with); ``names``: the systems' names (default: the files'
     stems; ``captions``, ``captions_2``, ... for captions in memory). The other options are the
-    command's (``--seed``, ``--resamples``, ``--trials``, ``--family``, ...); see ``score_files``.
+    command's (``--seed``, ``--resamples``, ``--trials``, ``--family``, ``--train-captions``, ...).
     """
     return score_files(references, captions, names=names, split=split, metrics=metrics, tokenizer=tokenizer,
                        idf_from=idf_from, plan=Resampling(resamples, trials, seed, family),
-                       options=postgen.PostgenOptions(corenlp_dir=corenlp_dir, stopwords=stopwords))
+                       options=postgen.PostgenOptions(corenlp_dir=corenlp_dir, stopwords=stopwords), train_captions=train_captions)
 
 
 def score_files(references, captions, *, names=None, split: str = "test", metrics=None, tokenizer: str | None = None,
                 idf_from: str = "scored", plan: Resampling = Resampling(),
-                options: postgen.PostgenOptions = postgen.PostgenOptions()) -> Evaluation:
+                options: postgen.PostgenOptions = postgen.PostgenOptions(), train_captions=None) -> Evaluation:
     """Score results files (or captions in memory) against references, COCOEvalCap's way.
 
     ``references``: a COCO annotation file, a Karpathy-split JSON (its ``split``) or an
@@ -163,6 +163,7 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     _check_metrics(requested)
     systems = [results_given(system, refs, k) for k, system in enumerate(given)]
     samples.check_shapes(requested, systems)
+    train = samples.read_training(requested, train_captions)
     names = _system_names(given, names)
     images = scored_images(refs, systems)
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
@@ -190,7 +191,7 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
             return fits, counts, compared
         scorers, unavailable, stats, per_image, corpus, (fits, counts, (compared, draws)) = _score_all(
             requested, options, started, all_gts, gts, system_res, names, meanwhile,
-            samples.diversity_metrics(requested, every_gts))
+            samples.diversity_metrics(requested, every_gts, train and (train[0], tokenize_all(train[1], tokenizer))))
         notes = input_notes(refs, systems, images, fits) + empty_caption_notes(systems) + [
             f"{s.path}: image ids are Karpathy {s.keyed_by}" for s in systems if "matched to" in s.keyed_by
         ] + tokenizer_notes

@@ -38,17 +38,36 @@ def wants_every_image(requested: list[str]) -> bool:
     return "Self_CIDEr" in requested
 
 
-def diversity_metrics(requested: list[str], every_gts: dict | None) -> dict:
+def diversity_metrics(requested: list[str], every_gts: dict | None, train: tuple | None = None) -> dict:
     """name -> the diversity metric, for the requested ones; Self-CIDEr with ``every_gts`` (image -> tokenized
-    references of every image of REFS) as its document set."""
+    references of every image of REFS) as its document set; ``novel`` with ``train`` (the training
+    file's name and its tokenized captions, ``training_captions``)."""
     made = {}
     for name in requested:
         if name in postgen.DIVERSITY:
             metric = postgen.diversity_metric(name)
             if name == "Self_CIDEr":
                 metric.idf_from = every_gts
+            if name == "novel" and train is not None:
+                metric.source, metric.train = train[0], frozenset(train[1])
             made[name] = metric
     return made
+
+
+def read_training(requested: list[str], train_captions, split: str = "train"):
+    """The training captions ``novel`` compares with: (the file's name, its raw captions), read (and
+    checked) before any work; None where ``novel`` is not asked for. ``train_captions``: a COCO annotation
+    file (all its captions), a Karpathy-split JSON (its ``split``, default train) or an
+    ``export-references`` JSONL."""
+    from pathlib import Path
+
+    from ..captionfiles import read_references
+    if "novel" not in requested:
+        return None
+    if train_captions is None:
+        raise ValueError("--metrics novel: needs the training captions (--train-captions FILE)")
+    found = read_references(train_captions, split)
+    return Path(str(train_captions)).name, [c for refs in found.captions.values() for c in refs]
 
 
 def document_frequencies(line: str, metrics: list[str]) -> str:

@@ -21,6 +21,10 @@ does) and split with ``str.split()``.
   against that image's other samples; the mean over i (``eval_div_stats``; it depends on the
   samples' order). Statistics: BLEU's ten counts (``bleu.bleu_stats``) of each slot, side by side.
 
+- ``novel``: the share of each image's captions not among a training set's captions (exact match
+  of the tokenized strings), the mean over images: this package's definition (papers report the
+  share of novel captions; no reference code fixes the details).
+
 ``Self_CIDEr`` (Wang and Chan 2019) is in ``selfcider.py``. These metrics score one system's
 samples among themselves (``SampleMetric``), so they live in a registry of their own
 (``DIVERSITY``), apart from the metrics that score a caption against references.
@@ -203,6 +207,28 @@ class MutualBleu(SampleMetric):
                 f"|set:{samples}-samples-per-image")
 
 
+class Novel(SampleMetric):
+    """novel: the share of an image's captions (its samples, or its one caption) not among the training
+    captions ``train`` (a set of strings tokenized as the captions are: a caption is novel unless
+    one equals it exactly); the corpus score is the mean over images (with one caption per image:
+    the share of the captions that are novel)."""
+
+    name = "novel"
+    corpus = "mean"
+
+    def __init__(self, train: frozenset | None = None, source: str = ""):
+        self.train, self.source = train, source
+
+    def _checked_stats(self, gts, res):
+        if self.train is None:
+            raise ValueError("novel: no training captions given (--train-captions FILE)")
+        return np.array([[np.mean([caption not in self.train for caption in res[i]])] for i in gts], np.float64)
+
+    def variant(self, samples):
+        return (f"novel:share-not-in-train:exact-tokenized-match|train:{self.source}"
+                f":{len(self.train or ())}-distinct|set:{samples}-samples-per-image")
+
+
 def mutual_bleu_stats(samples: list[list[str]]) -> np.ndarray:
     """f64[images, 10 m]: for each slot k, ``bleu.bleu_stats`` of sample k of each image against the image's
     other samples, as pycocoevalcap's ``BleuScorer`` counts them: matches of orders 1-4 clipped by the
@@ -241,5 +267,6 @@ def diversity_metric(name: str) -> SampleMetric:
 for _n in (1, 2):
     DIVERSITY.add(f"Div_{_n}", lambda n=_n: DivN(n))
 DIVERSITY.add("gDiv_1", GlobalDiv1)
+DIVERSITY.add("novel", Novel)
 for _n in (1, 2, 3, 4):
     DIVERSITY.add(f"mBLEU_{_n}", lambda n=_n: MutualBleu(n))
