@@ -33,8 +33,18 @@ BAD = {
     "image not in REFS": (REFS, [RES + [{"image_id": 9, "caption": "x"}]], r"res0\.json: entry 3: image 9 is not in .*refs\.json"),
     "two results for one image": (REFS, [RES + [{"image_id": 2, "caption": "x"}]],
                                   r"res0\.json: entry 3: image 2 already has a caption \(entry 1"),
-    "caption not a string": (REFS, [[{"image_id": 1, "caption": ["a", "dog"]}, *RES[1:]]],
-                             r"res0\.json: entry 0 \(image 1\): caption is not a string"),
+    "caption not a string": (REFS, [[{"image_id": 1, "caption": 7}, *RES[1:]]],
+                             r"res0\.json: entry 0 \(image 1\): caption is not a string or a list of strings"),
+    "a list beside strings": (REFS, [[{"image_id": 1, "caption": ["a", "dog"]}, *RES[1:]]],
+                              r"res0\.json: entry 1: one caption string where the first entry has a list of captions"),
+    "samples of unequal number": (REFS, [RES + RES[:2] + RES[:1]],
+                                  r"res0\.json: entry 1: image 2 has 2 caption\(s\) but image 1 \(entry 0\) has 3"),
+    "samples scored by a COCO metric": (REFS, [RES + RES], r"--metrics Bleu_4: scores one caption per image against "
+                                                        r"the references, and .*res0\.json has 2 per image"),
+    "lists of samples scored by a COCO metric": (REFS, ['{"1": ["a dog", "dogs"], "2": ["a", "b"], "3": ["c", "d"]}'],
+                                                 r"--metrics Bleu_4: scores one caption per image.* has 2 per image"),
+    "a JSON of lists mixing shapes": (REFS, ['{"1": ["a dog", "dogs"], "2": "a cat", "3": ["c", "d"]}'],
+                                      r"res0\.json: image '2': one caption string where the first entry has a list"),
     "empty results file": (REFS, [[]], r"res0\.json: no captions in it"),
     "annotation file without annotations": ({"images": REFS["images"]}, [RES],
                                             r"refs\.json: not a COCO annotation file \(no 'annotations'"),
@@ -88,7 +98,9 @@ def test_ptb_on_export_references_is_refused_with_the_reason(tmp_path, capsys):
 
 @pytest.mark.parametrize("metrics, message", [("BLEURT", "unknown post-gen metric 'BLEURT'"),
                                               ("REO_R_image", "reads the images"),
-                                              ("CIDEr,CIDEr", "names a metric twice")])
+                                              ("CIDEr,CIDEr", "names a metric twice"),
+                                              ("mBLEU_4", "--metrics mBLEU_4: needs at least 2 captions (samples) per image"),
+                                              ("Self_CIDEr", "needs at least 2 captions (samples) per image")])
 def test_metrics_that_cannot_be_scored_are_refused(tmp_path, capsys, metrics, message):
     refs, res = tmp_path / "refs.json", tmp_path / "res.json"
     refs.write_text(json.dumps(REFS))

@@ -43,6 +43,12 @@ FOLLOWED = {
     "pregen_jax/postgen/wmd.py": ("LGPL-2.1-only AND MIT", ("2018 RaRe Technologies s.r.o.", "2016-2023 POT contributors"),
                                   ("gensim", "POT")),
     "tests/test_confseq.py": ("MIT", ("2021 confseq developers",), ("confseq",)),
+    # the diversity metrics: self-critical.pytorch's div_utils.py and eval_multi.py; Self-CIDEr's kernel, ruotianluo/cider
+    "pregen_jax/postgen/diversity.py": ("MIT", ("2019 Ruotian Luo",), ("Ruotian Luo", "self-critical.pytorch")),
+    "pregen_jax/postgen/selfcider.py": ("BSD-2-Clause-Views AND MIT", (COCO, "2019 Ruotian Luo"),
+                                        ("Ramakrishna Vedantam", "Tsung-Yi Lin", "Ruotian Luo")),
+    "tests/test_diversity.py": ("MIT AND BSD-2-Clause-Views", ("2019 Ruotian Luo", COCO),
+                                ("Ruotian Luo", "Ramakrishna Vedantam", "Tsung-Yi Lin")),
     # METEOR's Python search, moved out of the package: the test oracle of its numba search
     "tests/meteor_oracle/align.py": ("LGPL-2.1-only", ("2004, 2010 Carnegie Mellon University",),
                                      ("Michael Denkowski", "Alon Lavie")),

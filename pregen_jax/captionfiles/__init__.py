@@ -10,10 +10,11 @@ command checks it before it opens a search or loads a model), ``match_captions``
 caption to an image of the references. Strings stay raw: each command tokenizes them with its
 tokenizer.
 """
-from .captions import CaptionRows, match_captions, parse_captions, read_caption_file
+from .captions import CaptionRows, match_captions, match_samples, parse_captions, read_caption_file
 from .exported import Reference, read_exported_references
 from .karpathy import KarpathyFile, KarpathyImage, read_karpathy
 from .references import FORMATS, ReferenceSet, read_references
 
 __all__ = ["FORMATS", "CaptionRows", "KarpathyFile", "KarpathyImage", "Reference", "ReferenceSet", "match_captions",
+           "match_samples",
            "parse_captions", "read_caption_file", "read_exported_references", "read_karpathy", "read_references"]

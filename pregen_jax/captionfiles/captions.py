@@ -6,6 +6,11 @@
   one row per image;
 - anything else: one caption a line, line n for the n-th image of the references.
 
+Several captions per image (samples, which ``evaluate``'s diversity metrics read): a COCO results
+file or JSONL whose ``image_id`` repeats, or whose ``caption`` is a list of strings, or one JSON
+object mapping each image id to its list of captions. A file mixes no shapes (a caption a string
+in one row and a list in another is refused); ``match_samples`` keys them to images.
+
 The form is read from the file itself (a ``.json``, ``.jsonl`` or ``.tsv`` name that fits none of
 the keyed forms is refused rather than read as lines). Lines end at ``\\n`` only (``\\r\\n`` too):
 ``str.splitlines`` would also split inside a caption at U+2028 and friends, and shift every later
@@ -26,7 +31,7 @@ from pathlib import Path
 from .. import io
 from .references import ReferenceSet, check_image_id
 
-FORMS = ("coco-results", "jsonl", "tsv", "lines")
+FORMS = ("coco-results", "jsonl", "tsv", "lines", "json-lists")
 _SUFFIX_FORMS = {".json": ("a COCO results file (a JSON list of {\"image_id\", \"caption\"}) or JSONL "
                            "(a JSON object with image_id and caption a line)"),
                  ".jsonl": 'JSONL (a JSON object {"image_id": ..., "caption": ...} a line)',
@@ -48,24 +53,29 @@ class CaptionRows:
     rows: list[tuple[str, object, str]]
 
 
-def parse_captions(path) -> CaptionRows:
-    """The rows of a caption file in any of the four forms, each checked (ValueError, one line)."""
-    found = _parse(Path(path))
+def parse_captions(path, samples: bool = False) -> CaptionRows:
+    """The rows of a caption file in any of the four forms, each checked (ValueError, one line);
+    ``samples``: a caption may be a list of captions, and one JSON object image id -> list is a
+    form too (several captions per image: ``match_samples``)."""
+    found = _parse(Path(path), samples)
     if not found.rows:
         raise ValueError(f"{path}: no captions in it (an empty caption file)")
     return found
 
 
-def _parse(path: Path) -> CaptionRows:
+def _parse(path: Path, samples: bool = False) -> CaptionRows:
     text = io.read_text(path, "caption file")
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     if lines[-1] == "":
         lines.pop()
     first = next((line.lstrip() for line in lines if line.strip()), "")
     if first.startswith("["):
-        return CaptionRows(str(path), "coco-results", _results_list(path, text))
+        return CaptionRows(str(path), "coco-results", _results_list(path, text, samples))
     if first.startswith("{"):
-        return CaptionRows(str(path), "jsonl", _jsonl_rows(path, lines, text))
+        lists = _image_lists(path, text) if samples else None
+        if lists is not None:
+            return CaptionRows(str(path), "json-lists", lists)
+        return CaptionRows(str(path), "jsonl", _jsonl_rows(path, lines, text, samples))
     if lines and "image_id" in _header(lines[0]):
         return CaptionRows(str(path), "tsv", _tsv_rows(path, lines))
     if path.suffix.lower() in _SUFFIX_FORMS:
@@ -73,17 +83,43 @@ def _parse(path: Path) -> CaptionRows:
     return CaptionRows(str(path), "lines", [(f"line {n}", None, line) for n, line in enumerate(lines, 1)])
 
 
-def _results_list(path: Path, text: str) -> list[tuple[str, object, str]]:
+def _results_list(path: Path, text: str, samples: bool = False) -> list[tuple[str, object, str]]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
     if not isinstance(data, list):
         raise ValueError(f"{path}: a results file is a JSON list of {{\"image_id\", \"caption\"}}")
-    return [_row(path, f"entry {k}", row) for k, row in enumerate(data)]
+    return _one_shape(path, [_rows(path, f"entry {k}", row, samples) for k, row in enumerate(data)])
 
 
-def _jsonl_rows(path: Path, lines: list[str], text: str) -> list[tuple[str, object, str]]:
+def _image_lists(path: Path, text: str) -> list[tuple[str, object, str]] | None:
+    """The rows of one JSON object image id -> list of captions (or one caption each); None where
+    the text is not one such object (JSONL, a COCO annotation file)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or not data or "image_id" in data or {"annotations", "images"} & set(data):
+        return None
+    return _one_shape(path, [_rows(path, f"image {key!r}", {"image_id": key, "caption": value}, True)
+                             for key, value in data.items()])
+
+
+def _one_shape(path: Path, found: list[tuple[bool, list]]) -> list[tuple[str, object, str]]:
+    """The rows of (is a list, rows) per entry, where every entry has one shape (ValueError naming the
+    first that differs: a caption a string in one and a list in another)."""
+    shapes = [is_list for is_list, _ in found]
+    if shapes and any(shapes) and not all(shapes):
+        k = shapes.index(not shapes[0])
+        where = found[k][1][0][0] if found[k][1] else f"entry {k}"
+        kinds = ("a list of captions", "one caption string")
+        raise ValueError(f"{path}: {where}: {kinds[not shapes[k]]} where the first entry has {kinds[shapes[k]]} "
+                         "(a file gives every image's captions in one shape)")
+    return [row for _, rows in found for row in rows]
+
+
+def _jsonl_rows(path: Path, lines: list[str], text: str, samples: bool = False) -> list[tuple[str, object, str]]:
     if _is_json_object(text) and {"annotations", "images"} & set(json.loads(text)):
         raise ValueError(f"{path}: one JSON object, not captions (a COCO results file is a list of "
                          "{\"image_id\", \"caption\"}; references given as captions?)")
@@ -95,8 +131,8 @@ def _jsonl_rows(path: Path, lines: list[str], text: str) -> list[tuple[str, obje
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: line {line_no}: not valid JSON ({err.msg})") from None
-        rows.append(_row(path, f"line {line_no}", row))
-    return rows
+        rows.append(_rows(path, f"line {line_no}", row, samples))
+    return _one_shape(path, rows)
 
 
 def _is_json_object(text: str) -> bool:
@@ -106,15 +142,19 @@ def _is_json_object(text: str) -> bool:
         return False
 
 
-def _row(path: Path, where: str, row) -> tuple[str, object, str]:
+def _rows(path: Path, where: str, row, samples: bool = False) -> tuple[bool, list[tuple[str, object, str]]]:
+    """(whether the caption is a list, the entry's rows): one row, or (``samples``) one per caption of a list."""
     if not isinstance(row, dict) or "image_id" not in row or "caption" not in row:
         raise ValueError(f'{path}: {where}: expected an object with "image_id" and "caption"')
     image_id, caption = row["image_id"], row["caption"]
     check_image_id(path, where, image_id)
+    if samples and isinstance(caption, list) and caption and all(isinstance(c, str) for c in caption):
+        return True, [(f"{where} caption {k}" if len(caption) > 1 else where, image_id, c) for k, c in enumerate(caption)]
     if not isinstance(caption, str):
-        raise ValueError(f"{path}: {where} (image {image_id!r}): caption is not a string "
+        also = " or a list of strings" if samples else ""
+        raise ValueError(f"{path}: {where} (image {image_id!r}): caption is not a string{also} "
                          f"({json.dumps(caption)[:40]})")
-    return where, image_id, caption
+    return False, [(where, image_id, caption)]
 
 
 def _tsv_rows(path: Path, lines: list[str]) -> list[tuple[str, object, str]]:
@@ -170,6 +210,35 @@ def match_captions(found: CaptionRows, keys: Sequence, source: str, aliases: dic
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
             raise ValueError(f"{path}: no caption for image {missing[0]!r}{more} of {source} (every image needs one)")
     return captions
+
+
+def match_samples(found: CaptionRows, keys: Sequence, source: str, aliases: dict | None = None) -> dict:
+    """image key -> its captions (a list, in file order) for the rows of ``found``, each image of
+    ``keys`` at most once as ``match_captions`` keys it; an image may have several rows (samples),
+    every image the same number (else ValueError naming the first that differs)."""
+    if found.form == "lines":
+        return {key: [caption] for key, caption in match_captions(found, keys, source, aliases, False).items()}
+    resolve = _resolver(keys, aliases or {})
+    samples: dict = {}
+    at: dict = {}  # image -> where each of its rows is
+    for where, image_id, caption in found.rows:
+        key = resolve(image_id)
+        if key is None:
+            raise ValueError(f"{found.path}: {where}: image {image_id!r} is not in {source} (its ids look like "
+                             f"{next(iter(keys))!r})")
+        samples.setdefault(key, []).append(caption)
+        at.setdefault(key, []).append(where)
+    sizes = {key: len(captions) for key, captions in samples.items()}
+    first = next(iter(sizes))
+    other = next((key for key in sizes if sizes[key] != sizes[first]), None)
+    if other is None:
+        return samples
+    if sizes[first] == 1:  # one caption per image, but not for this one: the row that repeats it
+        twice = next(key for key in sizes if sizes[key] > 1)
+        raise ValueError(f"{found.path}: {at[twice][1]}: image {twice!r} already has a caption ({at[twice][0]}; one "
+                         f"caption per image, or the same number of samples for every image: image {first!r} has 1)")
+    raise ValueError(f"{found.path}: {at[other][0]}: image {other!r} has {sizes[other]} caption(s) but image {first!r} "
+                     f"({at[first][0]}) has {sizes[first]} (every image needs the same number of samples)")
 
 
 def _resolver(keys: Sequence, aliases: dict):

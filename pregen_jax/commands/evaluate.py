@@ -27,11 +27,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--captions", required=True, nargs="+", metavar="RES",
                         help="captions files: COCO results files ([{image_id, caption}]), JSONL or TSV keyed by "
                              "image_id, or one caption a line in REFS's image order; with several, each is compared "
-                             "with the first")
+                             "with the first; several captions per image (samples: repeated image_ids, caption lists, "
+                             "or a JSON object image_id -> list) for the diversity metrics")
     parser.add_argument("--split", default="test", help="the split of a Karpathy-split JSON (default: test)")
     parser.add_argument("--metrics", default=None,
                         help="comma-separated (default: COCOEvalCap's Bleu_1..4, METEOR, ROUGE_L, CIDEr, SPICE; "
-                             "WMD on request)")
+                             "WMD on request; the diversity metrics of samples: Div_1, Div_2, gDiv_1, mBLEU_1..4, "
+                             "Self_CIDEr, novel)")
     parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
                         help="ptb: COCO's PTBTokenizer (default; for export-references JSONL without raw text, the "
                              "tokenizer it records, alnum-lower); alnum-lower: lower-case alphanumeric runs; none: as given")
@@ -46,6 +48,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", default="all", choices=("all", "metric"),
                         help="the comparisons adjusted together (max-T): all, every comparison printed (default: "
                              "systems after the first x metrics); metric, each metric's on its own")
+    parser.add_argument("--train-captions", default=None, metavar="FILE",
+                        help="novel: the training captions (a COCO annotation file, a Karpathy-split JSON's train "
+                             "split, or export-references JSONL)")
     parser.add_argument("--corenlp-dir", default="", help="SPICE: folder with the Stanford CoreNLP 3.6.0 jars")
     parser.add_argument("--stopwords", default="", help="WMD: stop-word file")
     parser.add_argument("--out", default=None, help="folder for scores.json, per_image.tsv, settings.json "
@@ -91,7 +96,7 @@ def _evaluated(args: argparse.Namespace) -> int:
         evaluation = evaluate(args.references, args.captions, split=args.split, metrics=metrics,
                               tokenizer=args.tokenizer, idf_from=args.idf_from, seed=args.seed,
                               resamples=args.resamples, trials=args.trials, family=args.family,
-                              corenlp_dir=args.corenlp_dir,
+                              corenlp_dir=args.corenlp_dir, train_captions=args.train_captions,
                               stopwords=args.stopwords)  # the Python API: the same function, the same table
     for name, why in evaluation.unavailable.items():
         print(f"warning: {name} not scored: {why}", file=sys.stderr)

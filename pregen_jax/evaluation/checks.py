@@ -27,3 +27,14 @@ def input_notes(refs: ReferenceSet, systems: list[ResultsFile], images: list, fi
         if line is not None:
             notes.append(line)
     return notes
+
+
+def empty_caption_notes(systems: list[ResultsFile]) -> list[str]:
+    """One line per results file with empty captions (samples included): how many, the first image."""
+    notes = []
+    for system in systems:
+        empty = [i for i in system.captions for caption in system.all_captions(i) if not caption.strip()]
+        if empty:
+            notes.append(f"{system.path}: {len(empty)} empty caption(s) (first: image {empty[0]!r}), scored as "
+                         "the toolkits score them")
+    return notes

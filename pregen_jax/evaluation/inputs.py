@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..captionfiles import CaptionRows, ReferenceSet, match_captions, parse_captions, read_references
+from ..captionfiles import CaptionRows, ReferenceSet, match_samples, parse_captions, read_references
 from ..captionfiles.references import check_image_id
 
 IN_MEMORY = "in memory"  # how outputs name references and captions given as Python objects
@@ -22,19 +22,38 @@ IN_MEMORY = "in memory"  # how outputs name references and captions given as Pyt
 @dataclasses.dataclass(frozen=True)
 class ResultsFile:
     """One captions file: image id (REFS's key) -> its caption, in file order; ``keyed_by``: how its
-    ids matched REFS's images (``keyed_by``'s words)."""
+    ids matched REFS's images (``keyed_by``'s words); ``samples``: image id -> its captions where the
+    file gives several per image (the same number for each; ``captions`` then holds the first of
+    each, which the misplaced-caption check reads), else None."""
 
     path: str
     captions: dict
     keyed_by: str = ""
+    samples: dict | None = None
+
+    @property
+    def per_image(self) -> int:
+        """Captions per image: 1, or the number of samples."""
+        return 1 if self.samples is None else len(next(iter(self.samples.values())))
+
+    def all_captions(self, image) -> list[str]:
+        """The captions of ``image``: its one caption, or its samples."""
+        return [self.captions[image]] if self.samples is None else self.samples[image]
+
+
+def _results(path: str, samples: dict, keyed: str) -> ResultsFile:
+    """A ``ResultsFile`` of image -> captions: one caption each is the plain file it always was."""
+    captions = {image: found[0] for image, found in samples.items()}
+    several = any(len(found) > 1 for found in samples.values())
+    return ResultsFile(path, captions, keyed, samples if several else None)
 
 
 def read_results(path, references: ReferenceSet) -> ResultsFile:
-    """A captions file in any form, each image in REFS, once (a subset of REFS's images is allowed:
-    COCOEvalCap scores the images of the results)."""
-    found = parse_captions(path)
-    captions = match_captions(found, list(references.captions), references.source, references.aliases, False)
-    return ResultsFile(str(path), captions, keyed_by(found, references))
+    """A captions file in any form, each image in REFS, once or with the same number of samples (a
+    subset of REFS's images is allowed: COCOEvalCap scores the images of the results)."""
+    found = parse_captions(path, samples=True)
+    samples = match_samples(found, list(references.captions), references.source, references.aliases)
+    return _results(str(path), samples, keyed_by(found, references))
 
 
 def keyed_by(found: CaptionRows, references: ReferenceSet) -> str:
@@ -68,8 +87,8 @@ def references_given(references, split: str = "test") -> ReferenceSet:
 def systems_given(captions) -> list:
     """The systems of ``captions``: one results file or in-memory captions, or a list of them.
 
-    One system in memory is a mapping image id -> caption (a string, or a list of one) or a COCO
-    results list ``[{"image_id", "caption"}]``."""
+    One system in memory is a mapping image id -> caption (a string, or a list: one, or several
+    samples) or a COCO results list ``[{"image_id", "caption"}]`` (an image id repeated: samples)."""
     if isinstance(captions, (str, Path, Mapping)) or _is_results_list(captions):
         return [captions]
     systems = list(captions)
@@ -91,17 +110,16 @@ def results_given(system, references: ReferenceSet, k: int) -> ResultsFile:
         raise ValueError(f"{source}: expected a file, a mapping image id -> caption or a list of "
                          f"{{'image_id', 'caption'}}, not {type(system).__name__}")
     for n, (image_id, caption) in enumerate(pairs):
-        if isinstance(caption, (list, tuple)) and len(caption) == 1:
-            caption = caption[0]
         check_image_id(source, f"entry {n}", image_id)
-        if not isinstance(caption, str):
-            raise ValueError(f"{source}: image {image_id!r}: the caption must be a string (or a list of one)")
-        rows.append((f"entry {n}", image_id, caption))
+        several = list(caption) if isinstance(caption, (list, tuple)) else [caption]
+        if not several or not all(isinstance(c, str) for c in several):
+            raise ValueError(f"{source}: image {image_id!r}: the caption must be a string (or a list of strings)")
+        rows += [(f"entry {n}", image_id, c) for c in several]
     if not rows:
         raise ValueError(f"{source}: no captions")
     found = CaptionRows(source, IN_MEMORY, rows)
-    return ResultsFile(source, match_captions(found, list(references.captions), references.source,
-                                              references.aliases, complete=False), keyed_by(found, references))
+    samples = match_samples(found, list(references.captions), references.source, references.aliases)
+    return _results(source, samples, keyed_by(found, references))
 
 
 def _is_results_list(value) -> bool:

@@ -21,7 +21,8 @@ from ..captionfiles import ReferenceSet
 from ..postgen.jvm import jvms_started
 from ..postgen.recent import release_kept
 from ..postgen.signature import refs_per_image, signature
-from .checks import caption_checks, input_notes
+from . import samples
+from .checks import caption_checks, empty_caption_notes, input_notes
 from .family import adjust_rows
 from .inputs import IN_MEMORY, ResultsFile, references_given, results_given, scored_images, systems_given
 from .results import Result
@@ -118,7 +119,7 @@ class Evaluation:
 
 def evaluate(references, captions, *, names=None, split: str = "test", metrics=None, tokenizer: str | None = None,
              idf_from: str = "scored", seed: int = 0, resamples: int = 1000, trials: int = 10000,
-             family: str = "all", corenlp_dir: str = "", stopwords: str = "") -> Evaluation:
+             family: str = "all", corenlp_dir: str = "", stopwords: str = "", train_captions=None) -> Evaluation:
     """``pregen-search evaluate`` as a function, with its defaults: ``str()`` of the result is the
     table the command prints; ``.results`` the scores, intervals and tests as objects.
 
@@ -127,16 +128,16 @@ def evaluate(references, captions, *, names=None, split: str = "test", metrics=N
     captions (image id -> caption, or a COCO results list), or a list of them (the first is the
     baseline the others are compared with); ``names``: the systems' names (default: the files'
     stems; ``captions``, ``captions_2``, ... for captions in memory). The other options are the
-    command's (``--seed``, ``--resamples``, ``--trials``, ``--family``, ...); see ``score_files``.
+    command's (``--seed``, ``--resamples``, ``--trials``, ``--family``, ``--train-captions``, ...).
     """
     return score_files(references, captions, names=names, split=split, metrics=metrics, tokenizer=tokenizer,
                        idf_from=idf_from, plan=Resampling(resamples, trials, seed, family),
-                       options=postgen.PostgenOptions(corenlp_dir=corenlp_dir, stopwords=stopwords))
+                       options=postgen.PostgenOptions(corenlp_dir=corenlp_dir, stopwords=stopwords), train_captions=train_captions)
 
 
 def score_files(references, captions, *, names=None, split: str = "test", metrics=None, tokenizer: str | None = None,
                 idf_from: str = "scored", plan: Resampling = Resampling(),
-                options: postgen.PostgenOptions = postgen.PostgenOptions()) -> Evaluation:
+                options: postgen.PostgenOptions = postgen.PostgenOptions(), train_captions=None) -> Evaluation:
     """Score results files (or captions in memory) against references, COCOEvalCap's way.
 
     ``references``: a COCO annotation file, a Karpathy-split JSON (its ``split``) or an
@@ -161,18 +162,22 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
     requested = list(metrics) if metrics else list(COCO_METRICS)
     _check_metrics(requested)
     systems = [results_given(system, refs, k) for k, system in enumerate(given)]
+    samples.check_shapes(requested, systems)
+    train = samples.read_training(requested, train_captions)
     names = _system_names(given, names)
     images = scored_images(refs, systems)
     for name, (ok, why) in postgen.metric_availability(options, requested).items():
         if metrics and not ok:  # asked for by name: not running it is an error (before any work), not a note
             raise ValueError(f"--metrics {name}: cannot run here ({why})")
     jvms_before = jvms_started()
-    beside = [name for name in requested if postgen.REGISTRY[name].releases_gil]
+    beside = [name for name in requested if name in postgen.REGISTRY and postgen.REGISTRY[name].releases_gil]
     # made first, apart, once the inputs are read: METEOR's own process loads (numba, its tables; on a
     # first run it compiles) while this one tokenizes, scores the other metrics and checks the captions' fit
     with postgen.make_metrics(beside, options, apart=True) as started:
         tokenizer_notes: list[str] = []
-        gts, system_res, all_gts = _tokenized(refs, systems, images, tokenizer, idf_from, tokenizer_notes)
+        gts, system_res, every_gts = _tokenized(refs, systems, images, tokenizer,
+                                                idf_from == "all" or samples.wants_every_image(requested), tokenizer_notes)
+        all_gts = every_gts if idf_from == "all" else None
 
         def meanwhile(ran: dict, stats: dict) -> tuple:
             """The captions' check, the bootstrap's draws and the comparison of the metrics scored here,
@@ -185,8 +190,9 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
             _installed("pregen-jax"), _installed("pycocoevalcap")  # settings.json's, looked up now
             return fits, counts, compared
         scorers, unavailable, stats, per_image, corpus, (fits, counts, (compared, draws)) = _score_all(
-            requested, options, started, all_gts, gts, system_res, names, meanwhile)
-        notes = input_notes(refs, systems, images, fits) + _empty_caption_notes(systems) + [
+            requested, options, started, all_gts, gts, system_res, names, meanwhile,
+            samples.diversity_metrics(requested, every_gts, train and (train[0], tokenize_all(train[1], tokenizer))))
+        notes = input_notes(refs, systems, images, fits) + empty_caption_notes(systems) + [
             f"{s.path}: image ids are Karpathy {s.keyed_by}" for s in systems if "matched to" in s.keyed_by
         ] + tokenizer_notes
         with_stats = _with_stats(scorers)
@@ -206,8 +212,13 @@ def score_files(references, captions, *, names=None, split: str = "test", metric
                      "(they declare no per-image statistics: PostgenMetric.has_stats)")
     settings = _settings(refs, paths, names, tokenizer, idf_from, plan, scorers, unavailable, len(images), jvms)
     settings["captions_keyed_by"] = {name: system.keyed_by for name, system in zip(names, systems)}
-    signatures = {name: signature(name, tokenizer=tokenizer, nrefs=nrefs, backend=getattr(metric, "backend", None),
-                                  idf_from=idf_from) for name, metric in scorers.items()}
+    settings["captions_per_image"] = {name: system.per_image for name, system in zip(names, systems)}
+    settings["document_frequencies"] = samples.document_frequencies(settings["document_frequencies"], list(scorers))
+    per_image_label = samples.samples_label(systems)
+    signatures = {name: samples.diversity_signature(name, metric, tokenizer=tokenizer, nrefs=nrefs, samples=per_image_label)
+                  if name in postgen.DIVERSITY else
+                  signature(name, tokenizer=tokenizer, nrefs=nrefs, backend=getattr(metric, "backend", None),
+                            idf_from=idf_from) for name, metric in scorers.items()}
     settings["signatures"] = signatures
     settings["significance"]["family"] = family
     settings["misplaced_captions"] = {name: fit.summary() if fit is not None else None for name, fit in zip(names, fits)}
@@ -237,9 +248,9 @@ def _installed(package: str) -> str:
 
 
 def _check_metrics(requested: list[str]) -> None:
-    postgen.check_metric_names(requested, "--metrics")
+    postgen.check_metric_names([name for name in requested if name not in postgen.DIVERSITY], "--metrics")
     for name in requested:
-        if postgen.REGISTRY[name].needs_images:
+        if name in postgen.REGISTRY and postgen.REGISTRY[name].needs_images:
             raise ValueError(f"--metrics {name}: reads the images, which evaluate does not have (text files only)")
     if len(set(requested)) != len(requested):
         raise ValueError(f"--metrics names a metric twice: {', '.join(requested)}")
@@ -263,30 +274,22 @@ def _system_names(systems: list, names=None) -> list[str]:
     return names
 
 
-def _empty_caption_notes(systems: list[ResultsFile]) -> list[str]:
-    notes = []
-    for system in systems:
-        empty = [i for i, caption in system.captions.items() if not caption.strip()]
-        if empty:
-            notes.append(f"{system.path}: {len(empty)} empty caption(s) (first: image {empty[0]!r}), scored as "
-                         "the toolkits score them")
-    return notes
-
-
-def _tokenized(refs: ReferenceSet, systems: list[ResultsFile], images: list, tokenizer: str, idf_from: str,
+def _tokenized(refs: ReferenceSet, systems: list[ResultsFile], images: list, tokenizer: str, every_image: bool,
                notes: list):
-    """(gts, [res per system], all_gts or None), tokenized in one run of the tokenizer; its warnings
-    added to ``notes``."""
-    ref_images = list(refs.captions) if idf_from == "all" else images
-    strings = [c for i in ref_images for c in refs.captions[i]] + [s.captions[i] for s in systems for i in images]
+    """(gts, [res per system: image -> its caption or samples], every image's gts or None), tokenized in
+    one run of the tokenizer; its warnings added to ``notes``; ``every_image``: REFS's other images too
+    (CIDEr-D's ``--idf-from all``, Self-CIDEr's document frequencies)."""
+    ref_images = list(refs.captions) if every_image else images
+    strings = [c for i in ref_images for c in refs.captions[i]] + [c for s in systems for i in images
+                                                                   for c in s.all_captions(i)]
     with warnings.catch_warnings(record=True) as caught:  # PTB: line breaks inside a caption, said once each
         warnings.simplefilter("always")
         tokens = iter(tokenize_all(strings, tokenizer))
     notes.extend(" ".join(str(w.message).split()) for w in caught)
     all_gts = {i: [next(tokens) for _ in refs.captions[i]] for i in ref_images}
-    system_res = [{i: [next(tokens)] for i in images} for _ in systems]
+    system_res = [{i: [next(tokens) for _ in s.all_captions(i)] for i in images} for s in systems]
     gts = {i: all_gts[i] for i in images}
-    return gts, system_res, (all_gts if idf_from == "all" else None)
+    return gts, system_res, (all_gts if every_image else None)
 
 
 def _with_idf(metric, all_gts: dict | None):
@@ -297,7 +300,7 @@ def _with_idf(metric, all_gts: dict | None):
 
 
 def _score_all(requested: list[str], options, started, all_gts, gts: dict, system_res: list[dict], names: list[str],
-               meanwhile=lambda ran, stats: None):
+               meanwhile=lambda ran, stats: None, diverse: dict | None = None):
     """(name -> the metric that ran, name -> why not, then ``_score``'s three mappings, then what
     ``meanwhile(ran, stats)`` gave), in ``requested``'s order; ``meanwhile`` runs after this
     process's metrics (``ran`` so far, their statistics), while METEOR's process may still align.
@@ -309,11 +312,13 @@ def _score_all(requested: list[str], options, started, all_gts, gts: dict, syste
     (In this process, METEOR's Python part and numba's start held the GIL that the array metrics'
     many short numpy calls wait for.) Of the rest, the array metrics first: they share each
     system's encoded corpus (kept in postgen's cache), released before the others are started (at
-    40,504 images it held 1.2 GB through the others' run)."""
+    40,504 images it held 1.2 GB through the others' run). ``diverse``: the diversity metrics (name ->
+    metric, ``samples.diversity_metrics``), scored after them in this process."""
+    diverse = diverse or {}
     beside = started.names + list(started.unavailable)
     shared = [name for name in requested if name in postgen.ARRAY_METRICS and name not in beside]
     shared.sort(key=lambda name: name != "ROUGE_L")  # it reads the strings alone: its 250 MB of pairs before the n-grams
-    parts = [shared, [name for name in requested if name not in shared and name not in beside]]
+    parts = [shared, [name for name in requested if name not in shared and name not in beside and name not in diverse]]
     ran, unavailable = {}, {}
     into = tuple({s: {} for s in names} for _ in range(3))  # stats, per_image, corpus
 
@@ -331,6 +336,9 @@ def _score_all(requested: list[str], options, started, all_gts, gts: dict, syste
         if part:
             run(part)
             release_kept()
+    if diverse:
+        _score(diverse, gts, system_res, names, into)
+        ran.update(diverse)
     ahead = meanwhile(dict(ran), into[0])
     for metric, finish in begun:
         if finish is None:  # no per-image statistics: its own compute_score, every system

@@ -21,6 +21,10 @@ drawn), which is ``aggregate(stats[idx])`` up to the float order of the sum.
   difference its adjusted p-value (``p_adjusted``) and its simultaneous 95% interval
   (``diff_low``, ``diff_high``), which excludes 0 exactly when ``p_adjusted < 0.05``; the
   step-down p-values beside (``p_stepdown``).
+- A count of distinct things over the corpus (gDiv-1: the words used; ``centred_draws``) loses the
+  words of the images a resample leaves out (about 37% of them), so every resample is below the
+  observed count: its resampled scores are centred on the observed one (the bootstrap's bias
+  taken off; their spread kept) before its interval and tests.
 - Approximate randomization (Noreen 1989; Riezler and Maxwell 2005): ``trials`` random swaps of
   the two systems' captions image by image (each image swapped with probability 1/2, the same
   swaps for every system), ``p = (1 + #{|d_t| >= |d|}) / (T + 1)``; shown unadjusted beside.
@@ -107,9 +111,10 @@ def bootstrap_counts(images: int, resamples: int, rng: np.random.Generator) -> I
 
 
 def resampled_sums(rows: np.ndarray, resamples: int, rng: np.random.Generator, counts=None) -> np.ndarray:
-    """f64[B, K]: the summed statistics (rows f64[images, K]) of each bootstrap resample, ``counts @ rows``
-    chunk by chunk (``bootstrap_counts``; ``counts``: those chunks, some drawn ahead, ``drawn_ahead``)."""
-    rows = np.asarray(rows, np.float64)
+    """f64[B, K]: the summed statistics (rows f64[images, K], or a sparse matrix: gDiv-1's words) of each
+    bootstrap resample, ``counts @ rows`` chunk by chunk (``bootstrap_counts``; ``counts``: those
+    chunks, some drawn ahead, ``drawn_ahead``)."""
+    rows = rows if _is_sparse(rows) else np.asarray(rows, np.float64)
     chunks = bootstrap_counts(len(rows), resamples, rng) if counts is None else counts
     return np.concatenate([chunk.astype(np.float64) @ rows for chunk in chunks])
 
@@ -168,8 +173,39 @@ def interval(resampled: np.ndarray, observed: float | None = None, jackknife: np
 
 
 def jackknife(metric, rows: np.ndarray) -> np.ndarray:
-    """f64[images]: the corpus score without each image, from the summed statistics (one vectorized call)."""
+    """f64[images]: the corpus score without each image, from the summed statistics (one vectorized call;
+    a metric with sparse statistics says it itself, ``without_each``)."""
+    if _is_sparse(rows):
+        return metric.without_each(rows)
     return metric.from_sums(rows.sum(axis=0) - rows, len(rows) - 1)
+
+
+def _is_sparse(rows) -> bool:
+    """``rows`` is a scipy sparse matrix (statistics over a vocabulary: gDiv-1)."""
+    return hasattr(rows, "tocsr")
+
+
+def _common_width(metrics: dict, stats: dict) -> dict:
+    """``stats`` with each metric's sparse statistics widened to the same columns in every system (gDiv-1:
+    its words, numbered across systems by the metric; a system lacks the words found after it)."""
+    out = {system: dict(by_metric) for system, by_metric in stats.items()}
+    for name in metrics:
+        parts = [out[system][name] for system in out]
+        if any(map(_is_sparse, parts)):
+            width = max(p.shape[1] for p in parts)
+            for system in out:
+                rows = out[system][name].copy()
+                rows.resize((rows.shape[0], width))
+                out[system][name] = rows
+    return out
+
+
+def _side_by_side(parts: list):
+    """Statistics f64[images, k_j] side by side: dense, or sparse where any part is."""
+    if any(map(_is_sparse, parts)):
+        from scipy.sparse import csr_array, hstack
+        return hstack([p if _is_sparse(p) else csr_array(np.asarray(p, np.float64)) for p in parts], format="csr")
+    return np.concatenate([np.asarray(p, np.float64) for p in parts], axis=1)
 
 
 def bootstrap_p(resampled: np.ndarray, observed: float) -> float:
@@ -183,7 +219,7 @@ def randomization_p(metrics: dict, columns: dict, base: np.ndarray, system: np.n
                     rng: np.random.Generator) -> dict:
     """{metric: two-sided approximate-randomization p of ``system`` vs ``base``}: f64[images, K] each,
     metric ``m``'s statistics in ``columns[m]``; one set of swaps serves every metric."""
-    images = len(base)
+    images = base.shape[0]
     base_sum, system_sum = base.sum(axis=0), system.sum(axis=0)
     observed = {m: abs(float(metric.from_sums(system_sum[columns[m]], images) -
                              metric.from_sums(base_sum[columns[m]], images))) for m, metric in metrics.items()}
@@ -205,7 +241,7 @@ def stacked(metrics: dict, stats: dict) -> tuple[dict, np.ndarray]:
     for m in metrics:
         columns[m] = slice(at, at + stats[m].shape[1])
         at += stats[m].shape[1]
-    return columns, np.concatenate([np.asarray(stats[m], np.float64) for m in metrics], axis=1)
+    return columns, _side_by_side([stats[m] for m in metrics])
 
 
 COLUMNS = ["system", "metric", "score", "low", "high", "diff", "diff_low", "diff_high", "p_bootstrap", "p_adjusted",
@@ -236,13 +272,21 @@ def compare_rows(metrics: dict, stats: dict, plan: Resampling = Resampling(), co
     systems = list(stats)
     if not metrics:
         return [], {}
-    images = len(next(iter(stats[systems[0]].values())))
+    sparse = {name: metric for name, metric in metrics.items() if _is_sparse(stats[systems[0]][name])}
+    if sparse and len(sparse) < len(metrics):  # apart, each pass on the same draws: dense rows stay dense
+        dense = {name: metric for name, metric in metrics.items() if name not in sparse}
+        rows, draws = compare_rows(dense, stats, plan, counts)
+        more_rows, more_draws = compare_rows(sparse, stats, plan, counts if isinstance(counts, list) else None)
+        order = {name: k for k, name in enumerate(metrics)}
+        return sorted(rows + more_rows, key=lambda row: order[row["metric"]]), {**draws, **more_draws}
+    stats = _common_width(metrics, stats)
+    images = next(iter(stats[systems[0]].values())).shape[0]
     bootstrap_seed, randomization_seed = plan.streams()
     at, rows_of = {}, {}
     for system in systems:
         at, rows_of[system] = stacked(metrics, stats[system])
     width = rows_of[systems[0]].shape[1]
-    every = resampled_sums(np.concatenate([rows_of[s] for s in systems], axis=1), plan.resamples,
+    every = resampled_sums(_side_by_side([rows_of[s] for s in systems]), plan.resamples,
                            np.random.default_rng(bootstrap_seed), counts)  # the same draws for every system and metric
     resampled = {system: every[:, k * width:(k + 1) * width] for k, system in enumerate(systems)}
     tests = {system: randomization_p(metrics, at, rows_of[systems[0]], rows_of[system], plan.trials,
@@ -251,6 +295,9 @@ def compare_rows(metrics: dict, stats: dict, plan: Resampling = Resampling(), co
     rows, draws = [], {}
     for name, metric in metrics.items():
         scores = {system: metric.from_sums(resampled[system][:, at[name]], images) for system in systems}
+        if getattr(metric, "centred_draws", False):  # a count of distinct words: every resample holds fewer
+            scores = {system: draws_ + float(metric.aggregate(stats[system][name])) - draws_.mean()
+                      for system, draws_ in scores.items()}
         base_score = float(metric.aggregate(stats[systems[0]][name]))
         for system in systems:
             score = float(metric.aggregate(stats[system][name]))

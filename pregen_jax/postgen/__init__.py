@@ -24,6 +24,8 @@ from .wmd import WMD, read_stopwords, resolve_stopwords  # isort: skip
 from .bleu import BLEU  # isort: skip
 from .rouge import ROUGE_L  # isort: skip
 from . import reo  # noqa: F401  isort: skip  (registers the REO scores)
+from .diversity import DIVERSITY, diversity_metric  # isort: skip
+from . import selfcider  # noqa: F401  isort: skip  (registers Self_CIDEr among the diversity metrics)
 from .api import ARRAY_METRICS, score, score_systems, tokenized
 from .base import PostgenMetric, PostgenOptions, check_inputs, score_strata
 from .registry import (
@@ -39,7 +41,7 @@ from .registry import (
 
 DEFAULT_METRICS = ("METEOR", "CIDEr", "SPICE", "WMD", "Bleu_4", "ROUGE_L")
 
-__all__ = ["ARRAY_METRICS", "BLEU", "CIDEr", "DEFAULT_METRICS", "METEOR", "REGISTRY", "MetricSet", "MetricSpec",
-           "PostgenMetric", "PostgenOptions", "ROUGE_L", "SPICE", "WMD", "check_inputs", "check_metric_names",
+__all__ = ["ARRAY_METRICS", "BLEU", "CIDEr", "DEFAULT_METRICS", "DIVERSITY", "METEOR", "REGISTRY", "MetricSet", "MetricSpec",
+           "PostgenMetric", "PostgenOptions", "ROUGE_L", "SPICE", "WMD", "check_inputs", "check_metric_names", "diversity_metric",
            "make_metrics", "metric_availability", "metric_names", "read_stopwords", "register_metric",
            "resolve_stopwords", "score", "score_strata", "score_systems", "tokenized"]

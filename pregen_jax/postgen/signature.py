@@ -7,6 +7,8 @@ Fields, ``|``-separated, each ``key:value``, in this order:
   the metric's name, then its variant (``VARIANTS``: which definition, its constants and scale);
   ``df``: CIDEr-D's document frequencies (``scored``: the images scored, COCOEvalCap's; ``all``:
   every image of the references); ``nrefs``: references per image scored (``4-5`` where it varies);
+  a diversity metric (``diversity.py``, ``selfcider.py``) writes its variant with the set it read
+  (``set:5-samples-per-image``) and, for Self-CIDEr, ``df:all`` (every image of the references);
   ``tok``: the tokenizer (``ptb-python`` / ``ptb-java``: COCO's PTB tokenizer and its backend,
   ``alnum-lower``, ``none``); ``backend``: the metric's implementation as it ran (``native``: this
   package's, ``coco``: the reference toolkit); the package's version.
@@ -40,16 +42,18 @@ def tokenizer_field(tokenizer: str) -> str:
     return tokenizer
 
 
-def signature(metric: str, *, tokenizer: str, nrefs: str, backend: str | None = None,
-              idf_from: str | None = None) -> str:
+def signature(metric: str, *, tokenizer: str, nrefs: str | None, backend: str | None = None,
+              idf_from: str | None = None, variant: str | None = None) -> str:
     """The signature of ``metric`` scored with ``tokenizer`` against ``nrefs`` references per image
-    (``refs_per_image``); ``backend``: the metric's as it ran (None: it has one); ``idf_from``:
-    CIDEr-D's document-frequency rule (``scored`` or ``all``; CIDEr only)."""
+    (``refs_per_image``; None: a metric that reads no references, a diversity metric's); ``backend``:
+    the metric's as it ran (None: it has one); ``idf_from``: CIDEr-D's document-frequency rule
+    (``scored`` or ``all``; CIDEr only); ``variant``: the variant field where ``VARIANTS`` has none
+    (a diversity metric's: its n, the set, where its document frequencies came from)."""
     from .. import __version__
-    fields = [metric, VARIANTS.get(metric, metric.lower())]
+    fields = [metric, variant or VARIANTS.get(metric, metric.lower())]
     if metric == "CIDEr":
         fields.append(f"df:{idf_from or 'scored'}")
-    fields += [f"nrefs:{nrefs}", f"tok:{tokenizer_field(tokenizer)}"]
+    fields += [*([f"nrefs:{nrefs}"] if nrefs is not None else []), f"tok:{tokenizer_field(tokenizer)}"]
     if backend is not None:
         fields.append(f"backend:{backend}")
     fields.append(f"pregen-jax:{__version__}")
