@@ -147,6 +147,27 @@ def per_file(frame: pd.DataFrame) -> pd.DataFrame:
         abstention_rate=lambda t: t["abstained"] / t["draws"]).reset_index()
 
 
+def print_wrong(wrongs: pd.DataFrame, fmt: dict) -> None:
+    print("wrong files (1,000 images):")
+    print(wrongs.groupby(["kind", "mode"], sort=False).agg(
+        draws=("flagged", "size"), flagged=("flagged", "mean"), abstained=("blind", "mean"),
+        share=("share", "median"), threshold=("threshold", "median"), estimate=("misplaced", "mean"),
+        estimate_sd=("misplaced", "std")).reset_index().to_string(**fmt), flush=True)
+    moved = wrongs[(wrongs["kind"] == "wrong10") & (wrongs["mode"] == "peers")]
+    print("10% moved, peers, per model:", ", ".join(f"{name} {group['flagged'].sum()}/{len(group)}"
+                                                     for name, group in moved.groupby("file", sort=False)))
+
+
+def print_subsets(draws: pd.DataFrame, fmt: dict) -> None:
+    table = per_file(draws)
+    print(f"{draws['draw'].nunique()} random 500-image subsets, per file:")
+    print(table.to_string(**fmt))
+    family = table.assign(family=np.where(table["file"].str.startswith("human"), "flickr8k human", "where-image2"))
+    print(family.groupby(["mode", "family"], sort=False)[["draws", "checkable", "alarms", "abstained"]].sum()
+          .assign(alarm_rate=lambda t: t["alarms"] / t["checkable"].clip(lower=1),
+                  abstention_rate=lambda t: t["abstained"] / t["draws"]).reset_index().to_string(**fmt))
+
+
 def cost(references: list, captions: list, repeats: int = 3) -> str:
     """Median seconds of one file's check alone (references calibration) against its fits alone (the
     file's ``rank_profile``), at 1,000 and 2,000 images (the Flickr8k lists repeated), interleaved."""
@@ -179,6 +200,8 @@ def main(argv=None) -> int:
                              "random subsets alone")
     parser.add_argument("--out", default=None, help="write subsets.tsv, whole.tsv, wrong.tsv here")
     parser.add_argument("--cost-only", action="store_true", help="the check's cost alone")
+    parser.add_argument("--report", nargs="+", default=None, metavar="DIR",
+                        help="print the tables of earlier runs' --out folders (their subsets.tsv and wrong.tsv)")
     args = parser.parse_args(argv)
     shared = io.shared_data()
     if not (shared / "where-image2-captions").is_dir():
@@ -190,6 +213,14 @@ def main(argv=None) -> int:
         return 0
     pd.set_option("display.width", 200)
     fmt = {"float_format": lambda x: f"{x:.3f}", "index": False}
+    if args.report:
+        tables = {name: [pd.read_csv(Path(folder) / f"{name}.tsv", sep="\t") for folder in args.report
+                         if (Path(folder) / f"{name}.tsv").is_file()] for name in ("wrong", "subsets")}
+        if tables["wrong"]:
+            print_wrong(pd.concat(tables["wrong"]), fmt)
+        if tables["subsets"]:
+            print_subsets(pd.concat(tables["subsets"]), fmt)
+        return 0
     if args.part != "subsets":
         files_part(references, files, train, shared, args, fmt)
     if args.part != "files":
@@ -209,11 +240,7 @@ def files_part(references: list, files: dict, train: list, shared: Path, args, f
             io.write_tsv(whole, Path(args.out) / "whole.tsv")
     pools = {"mutt": mutt_sentences(shared), "flickr8k-other-images": train}
     wrongs = wrong(references, files, args.moved_draws, args.other_draws, pools)
-    print("wrong files (1,000 images):")
-    print(wrongs.groupby(["kind", "mode"], sort=False).agg(
-        draws=("flagged", "size"), flagged=("flagged", "mean"), abstained=("blind", "mean"),
-        share=("share", "median"), threshold=("threshold", "median"), estimate=("misplaced", "mean"))
-        .reset_index().to_string(**fmt), flush=True)
+    print_wrong(wrongs, fmt)
     if args.out:
         io.write_tsv(wrongs, Path(args.out) / "wrong.tsv")
 
@@ -221,13 +248,7 @@ def files_part(references: list, files: dict, train: list, shared: Path, args, f
 def subsets_part(references: list, files: dict, args, fmt: dict) -> None:
     numbers = range(args.first_draw, args.first_draw + args.draws)
     draws = subsets(references, files, numbers, args.human_peer_draws, Path(args.out) if args.out else None)
-    table = per_file(draws)
-    print(f"{args.draws} random 500-image subsets, per file:")
-    print(table.to_string(**fmt))
-    family = table.assign(family=np.where(table["file"].str.startswith("human"), "flickr8k human", "where-image2"))
-    print(family.groupby(["mode", "family"], sort=False)[["draws", "checkable", "alarms", "abstained"]].sum()
-          .assign(alarm_rate=lambda t: t["alarms"] / t["checkable"].clip(lower=1),
-                  abstention_rate=lambda t: t["abstained"] / t["draws"]).reset_index().to_string(**fmt))
+    print_subsets(draws, fmt)
     if args.out:
         io.write_tsv(draws, Path(args.out) / "subsets.tsv")
 
