@@ -209,7 +209,7 @@ def test_real_models_pass_and_their_files_made_wrong_or_another_datasets_do_not(
     others) pass; a fifth with 10% of its captions moved to other images is caught, its estimated
     share near 0.10, and so are MUTT's sentences (another dataset's captions) beside them;
     alone (calibrated by the references) a model passes and the file shifted by one image is caught
-    (200 draws of subsets and 240 of 10% moved: experiments/caption_check)."""
+    (200 draws of subsets and 120 of 10% moved: experiments/caption_check)."""
     refs, files = flickr8k
     mutt = sorted({row["caption"] for path in sorted((SHARED / "mutt").glob("*_a.json"))
                    for row in json.loads(path.read_text())})

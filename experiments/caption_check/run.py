@@ -221,9 +221,9 @@ def main(argv=None) -> int:
         if tables["subsets"]:
             print_subsets(pd.concat(tables["subsets"]), fmt)
         return 0
-    if args.part != "subsets":
+    if args.part in ("all", "files", "wrong"):
         files_part(references, files, train, shared, args, fmt)
-    if args.part != "files":
+    if args.part in ("all", "subsets"):
         subsets_part(references, files, args, fmt)
     return 0
 
