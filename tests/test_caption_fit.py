@@ -24,7 +24,7 @@ from pregen_jax.datasets.caption_fit import (
     judged,
     warn_if_misfit,
 )
-from pregen_jax.datasets.caption_null import LEVELS, Calibration, ReferenceNull, peer_calibration
+from pregen_jax.datasets.caption_null import LEVELS, CaptionNull, ReferenceNull, peer_calibration
 from pregen_jax.datasets.caption_ranks import CHANCE, _words, fit_blocks, own_image_ranks, rank_profile, share_of
 
 SHARED = io.shared_data()
@@ -84,7 +84,7 @@ def test_the_threshold_falls_with_the_images_and_rises_with_the_null_and_the_est
     thresholds = [flag_threshold(n, 0.08, 0.005) for n in (20, 50, 1000, CAP)]
     assert thresholds == sorted(thresholds, reverse=True) and thresholds[-1] > 0.08
     assert flag_threshold(500, 0.08, 0.0) < flag_threshold(500, 0.08, 0.02) < flag_threshold(500, 0.12, 0.02)
-    null = Calibration("peers", 0.08, 0.005, "test")
+    null = CaptionNull("peers", 0.08, 0.005, "test")
     fit = judged(np.full(100, 0.9), 100, 0.3, null)  # better than the null: no sign of captions moved
     assert (fit.bottom_half, fit.misplaced, fit.misplaced_low, fit.misplaced_high) == (0, 0, 0, 0)
     fit = judged(np.r_[np.full(30, 0.2), np.full(70, 0.9)], 100, 0.3, null)
@@ -97,7 +97,7 @@ def test_the_threshold_falls_with_the_images_and_rises_with_the_null_and_the_est
 def test_a_null_at_chance_is_too_generic_to_check_with_no_misplaced_share():
     """Where even a wholly misplaced file would pass, the check abstains: never flagged, and
     ``misplaced_share`` is null (not an estimate) in the API and in settings.json's summary."""
-    fit = judged(np.full(100, 0.1), 100, 0.9, Calibration("references", 0.45, 0.1, "test"))
+    fit = judged(np.full(100, 0.1), 100, 0.9, CaptionNull("references", 0.45, 0.1, "test"))
     assert fit.blind and not fit.suspicious and fit.bottom_half == 1
     assert (fit.misplaced, fit.misplaced_low, fit.misplaced_high) == (None, None, None)
     summary = fit.summary()
@@ -232,11 +232,11 @@ def test_a_datasets_own_references_pass_and_shifted_are_caught(flickr8k):
     """Flickr8k's caption k of each test image as a "model" against the other four references passes,
     alone (references) and beside models (peers); shifted by one image it is caught, alone."""
     refs, files = flickr8k
-    for k in (0, 3):
-        others, human = [rs[:k] + rs[k + 1:] for rs in refs], [" ".join(rs[k]) for rs in refs]
-        alone = caption_fit(others, human)
-        assert alone.calibration.kind == "references" and not alone.suspicious and not alone.blind
-        assert caption_fit(others, human[1:] + human[:1]).suspicious
+    k = 4  # the most generic of the five (0.28 against the references' 0.27)
+    others, human = [rs[:k] + rs[k + 1:] for rs in refs], [" ".join(rs[k]) for rs in refs]
+    alone = caption_fit(others, human)
+    assert alone.calibration.kind == "references" and not alone.suspicious and not alone.blind
+    assert caption_fit(others, human[1:] + human[:1]).suspicious
     beside = caption_fits(others, [human, *(files[name] for name in MODELS[:4])])[0]
     assert beside.calibration.kind == "peers" and not beside.suspicious
 

@@ -40,7 +40,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .caption_null import MIN_PEERS, Calibration, ReferenceNull, beyond_peers, peer_calibration, peers_cover
+from .caption_null import MIN_PEERS, CaptionNull, ReferenceNull, beyond_peers, peer_calibration, peers_cover
 from .caption_ranks import CHANCE, RankProfile, Text, rank_profile, share_of
 
 CAP = 2000  # images checked (a seeded sample where more): see the module docstring
@@ -97,7 +97,7 @@ class CaptionFit:
     misplaced_high: float | None
     distinct: int
     genericity: float
-    calibration: Calibration
+    calibration: CaptionNull
 
     @property
     def null_share(self) -> float:
@@ -188,7 +188,7 @@ def caption_fit(references: Sequence[Sequence[Text]], captions: Sequence[Text], 
     return caption_fits(references, [captions], cap=cap, seed=seed, min_images=min_images)[0]
 
 
-def judged(ranks: np.ndarray, distinct: int, genericity: float, calibration: Calibration) -> CaptionFit:
+def judged(ranks: np.ndarray, distinct: int, genericity: float, calibration: CaptionNull) -> CaptionFit:
     """The ``CaptionFit`` of f64[n] mid-ranks of each caption's own image among the n - 1 others
     (``distinct``: distinct captions among them; ``genericity``: ``RankProfile.genericity``), by ``calibration``."""
     n = len(ranks)

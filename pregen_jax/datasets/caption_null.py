@@ -49,7 +49,7 @@ _MAD = 1.4826  # a median absolute deviation to a normal's standard deviation
 
 
 @dataclasses.dataclass(frozen=True)
-class Calibration:
+class CaptionNull:
     """What a file is judged by. kind: "peers", "references" or "none"; q0: the bottom-half share
     expected with nothing misplaced; tau: its uncertainty (a standard deviation); basis: what it was
     read from, in words."""
@@ -60,12 +60,12 @@ class Calibration:
     basis: str
 
 
-def peer_calibration(shares: Sequence[float]) -> Calibration:
+def peer_calibration(shares: Sequence[float]) -> CaptionNull:
     """From f64[p] other files' bottom-half shares on the same images: their median and spread."""
     values = np.asarray(shares, np.float64)
     q0 = float(np.median(values))
     tau = _MAD * float(np.median(np.abs(values - q0)))
-    return Calibration("peers", q0, tau, f"the median of {len(values)} other files' shares on these images")
+    return CaptionNull("peers", q0, tau, f"the median of {len(values)} other files' shares on these images")
 
 
 def peers_cover(genericity: float, peer_genericities: Sequence[float]) -> bool:
@@ -77,12 +77,12 @@ def peers_cover(genericity: float, peer_genericities: Sequence[float]) -> bool:
     return genericity <= values.max() + _MAD * float(np.median(np.abs(values - np.median(values))))
 
 
-def beyond_peers(peers: Calibration, references: Calibration) -> Calibration:
+def beyond_peers(peers: CaptionNull, references: CaptionNull) -> CaptionNull:
     """A file more generic than its peers cover: the larger q0 of the two, the peers' spread (their
     median is no null for captions this generic, the references' reduced captions are the nearer one)."""
     if references.kind == "none" or references.q0 <= peers.q0:
         return peers
-    return Calibration("peers and references", references.q0, peers.tau, f"{peers.basis}, raised to {references.basis}")
+    return CaptionNull("peers and references", references.q0, peers.tau, f"{peers.basis}, raised to {references.basis}")
 
 
 class ReferenceNull:
@@ -109,10 +109,10 @@ class ReferenceNull:
             return profile.genericity
         return rank_profile(self.references, [captions[i] for i in self.images]).genericity
 
-    def calibration(self, genericity: float) -> Calibration:
+    def calibration(self, genericity: float) -> CaptionNull:
         """The references calibration of a file this generic (on the calibration's images)."""
         if len(self.images) < max(self.min_images, 2):
-            return Calibration("none", CHANCE, 0.0, f"{len(self.images)} images with two references or more and "
+            return CaptionNull("none", CHANCE, 0.0, f"{len(self.images)} images with two references or more and "
                                f"fewer than {MIN_PEERS} other files: nothing to calibrate on")
         points = []
         for level in LEVELS:  # the levels, from all words to one, until one is at least as generic
@@ -123,7 +123,7 @@ class ReferenceNull:
         q0 = float(np.interp(genericity, generic, share))
         floor = max(q0, 3 / len(self.images))  # a share of 0 in m images is no certainty: 3 / m, its 95% bound
         spread = math.hypot(q0 - points[0][1], math.sqrt(floor * (1 - floor) / len(self.images)))
-        return Calibration("references", q0, spread, f"{len(self.images)} images' held-out references (share "
+        return CaptionNull("references", q0, spread, f"{len(self.images)} images' held-out references (share "
                            f"{points[0][1]:.3f}, genericity {points[0][0]:.2f}), reduced to their commonest words "
                            f"as generic as this file")
 
