@@ -181,6 +181,7 @@ def test_command_writes_scores_per_image_settings_and_compares_systems(tmp_path,
     assert "(3 comparisons)" in printed and "p_adj" in printed and "p_stepdown" in printed
     check = settings["misplaced_captions"]["res1"]  # recorded whether flagged or not
     assert check["images_checked"] == 150 and not check["flagged"] and 0 <= check["misplaced_share"] <= 0.1
+    assert check["calibration"] == "references" and "held-out references" in check["calibrated_on"]  # 2 files: no peers
     assert settings["significance"]["randomization_trials"] == 2000 and settings["significance"]["seed"] == 0
     assert settings["java"] == "not used"  # array metrics and no PTB: no JVM to name
     ptb_only = score_files(refs, paths[:1], metrics=["CIDEr"], tokenizer="ptb")

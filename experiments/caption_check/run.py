@@ -1,18 +1,19 @@
-"""How well the own-image check (pregen_jax/datasets/caption_fit.py) tells captions of other images
-from real models' captions: false alarms on real files, detection of wrong files, the misplaced
-share's estimate, how the share moves with a model's quality, the check's cost.
+"""The own-image check (pregen_jax/datasets/caption_fit.py) on Flickr8k, whose files none of its
+constants was fitted on (it ships none: its null is read from the data at hand when it runs):
+false alarms and abstentions per file, what it catches, its cost.
 
-    python experiments/caption_check/run.py [--draws 20] [--demo RUN_FOLDER] [--out DIR]
+    nice python experiments/caption_check/run.py [--draws 200] [--moved-draws 20] [--out DIR]
+    nice python experiments/caption_check/run.py --cost-only
 
-Real files (the false-alarm side): the 12 where-image2 models (Tanti et al. 2018) and one held-out
-human caption per image on the 1,000 Flickr8k test images, whole and on ``--draws`` random image
-subsets of 50, 100, 200 and 500 images each; with ``--demo``, a finished demo's models, final and
-first-epoch snapshots (weak checkpoints; GRUs and transformers), and each test image's reference
-k held out from the other four (shapes), the same way. Wrong files, made from each where-image2
-model (the detection side): shifted by one image (both ways); 5%, 10%, 25% or 50% of the images
-given other images' captions of the same file (moved among themselves); another dataset's
-captions (MUTT's original sentences, SICK); Flickr8k's human captions of other (training) images;
-``--draws`` draws of each random kind.
+Files: where-image2's 12 models (Tanti et al. 2018) on the 1,000 Flickr8k test images, against the
+five references; Flickr8k's 5 human-caption files (Flickr8k.token.txt: caption k of each test image
+as a "model", the other four its references). Each file is judged two ways, as the check runs:
+**peers** (``evaluate`` of the 12 models together: each calibrated by the 11 others; a human file
+together with the 12 models against its four references) and **alone** (one file: the references
+calibration). Subsets: ``--draws`` random 500-image subsets (the same images for every file of a
+draw). Wrong files, from each model's whole file: 5% or 10% of its captions moved among its images,
+shifted by one image, MUTT's sentences (another dataset's captions), Flickr8k's captions of other
+(training) images; ``--moved-draws`` draws of each random kind.
 """
 from __future__ import annotations
 
@@ -28,78 +29,45 @@ import numpy as np
 import pandas as pd
 
 from pregen_jax import io
-from pregen_jax.datasets import read_flickr8k, tokenize
-from pregen_jax.datasets.caption_fit import CAP, caption_fit, flag_threshold, judged, rank_profile
+from pregen_jax.datasets import read_flickr8k
+from pregen_jax.datasets.caption_fit import MIN_IMAGES, SEED, caption_fit, judged_file
+from pregen_jax.datasets.caption_null import ReferenceNull
+from pregen_jax.datasets.caption_ranks import rank_profile
 
 MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)]
+KINDS = ("wrong5", "wrong10", "shift+1", "mutt", "flickr8k-other-images")
 
 
-def flickr8k(shared: Path) -> tuple[dict[str, list], dict[str, list[str]], list[str]]:
-    """(file -> references per test image in where-image2's order, file -> captions, train captions)."""
+def flickr8k(shared: Path) -> tuple[list, dict[str, list[str]], list[str]]:
+    """(references per test image in where-image2's order (token lists), model -> captions, train captions)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the split file's stray 1.jpg..5.jpg entries
         data = read_flickr8k(shared / "flickr8k")
-    test = data["test"]
     folder = shared / "where-image2-captions"
     ids = (folder / "imgs_flickr8k.txt").read_text().split()
-    row = {image_id: n for n, image_id in enumerate(test.image_ids)}
-    references = [test.captions[row[i]] for i in ids]
-    files = {}
-    for name in [*MODELS, "human_1"]:
-        lines = (folder / f"flickr8k_{name}.txt").read_text(encoding="utf-8").split("\n")[:len(ids)]
-        files[name] = lines
-    train = [" ".join(refs[0]) for refs in data["train"].captions]
-    # the human "model" is one of the five references: scored against the other four
-    by_file = {name: references for name in files}
-    by_file["human_1"] = [[r for r in refs if r != tokenize(h)] for refs, h in zip(references, files["human_1"])]
-    return by_file, files, train
+    row = {image_id: n for n, image_id in enumerate(data["test"].image_ids)}
+    references = [data["test"].captions[row[i]] for i in ids]
+    files = {m: (folder / f"flickr8k_{m}.txt").read_text(encoding="utf-8").split("\n")[:len(ids)] for m in MODELS}
+    return references, files, [" ".join(refs[0]) for refs in data["train"].captions]
+
+
+def human(references: list, k: int) -> tuple[list, list[str]]:
+    """(the other four references of each image, its caption k as a "model")."""
+    return [refs[:k] + refs[k + 1:] for refs in references], [" ".join(refs[k]) for refs in references]
 
 
 def mutt_sentences(shared: Path) -> list[str]:
-    found = set()
-    for path in sorted((shared / "mutt").glob("*_a.json")):
-        found.update(row["caption"] for row in json.loads(path.read_text()))
-    return sorted(found)
-
-
-def demo_files(folder: Path) -> tuple[dict[str, list], dict[str, list], dict[str, str]]:
-    """(file -> test references, file -> test captions, file -> source) of a demo's run folder, finished
-    or still running (then the built-in demo's config gives the references): its models' captions
-    (``cache/captions``, every model and snapshot written so far; "-e1": the first epoch's snapshot)
-    and, as human captions, each image's reference k held out from the other four (k = 0..4)."""
-    from pregen_jax.pipeline.config import demo_config
-    from pregen_jax.pipeline.finished import FinishedSearch
-    from pregen_jax.pipeline.sources import load_data
-    try:
-        run = FinishedSearch.open(folder)
-        config, run_folder = run.config, run.folder
-    except (OSError, ValueError):  # still running: the built-in demo's data
-        config, run_folder = demo_config(), None
-    references = load_data(config, progress=False, run_folder=run_folder).test.captions
-    refs, files, sources = {}, {}, {}
-    for path in sorted((folder / "cache" / "captions").glob("*/captions.txt")):
-        name = path.parent.name.rsplit("-", 1)[0]
-        lines = path.read_text(encoding="utf-8").splitlines()
-        if len(lines) == len(references):
-            refs[name], files[name] = references, lines
-            sources[name] = "snapshot" if "-e" in name else "model"
-    for k in range(5):
-        name = f"held-out reference {k}"
-        files[name] = [" ".join(image[k]) for image in references]
-        refs[name] = [image[:k] + image[k + 1:] for image in references]
-        sources[name] = "human"
-    return refs, files, sources
+    return sorted({row["caption"] for path in sorted((shared / "mutt").glob("*_a.json"))
+                   for row in json.loads(path.read_text())})
 
 
 def corrupt(kind: str, captions: list, rng: np.random.Generator, pools: dict[str, list[str]]) -> list:
     """A wrong file made from ``captions`` (one per image)."""
     n = len(captions)
-    if kind.startswith("shift"):
-        step = int(kind.removeprefix("shift"))
-        return [captions[(i + step) % n] for i in range(n)]
+    if kind == "shift+1":
+        return captions[1:] + captions[:1]
     if kind.startswith("wrong"):
-        share = int(kind.removeprefix("wrong")) / 100
-        picked = rng.choice(n, round(share * n), replace=False)
+        picked = rng.choice(n, round(int(kind.removeprefix("wrong")) / 100 * n), replace=False)
         moved = list(captions)
         for a, b in zip(picked, np.roll(picked, 1)):  # each picked image gets another picked image's caption
             moved[a] = captions[b]
@@ -108,172 +76,181 @@ def corrupt(kind: str, captions: list, rng: np.random.Generator, pools: dict[str
     return [pool[i] for i in rng.choice(len(pool), n, replace=len(pool) < n)]
 
 
-SIZES = (50, 100, 200, 500)  # random image subsets of each real file, beside the whole file
-KINDS = ("shift+1", "shift-1", "wrong5", "wrong10", "wrong25", "wrong50", "mutt", "flickr8k-other-images")
-
-
-def null_files(references: dict[str, list], files: dict[str, list], sources: dict[str, str], draws: int,
-               dataset: str) -> list[dict]:
-    """Real files, as they are: each whole file, and ``draws`` random image subsets of each size in SIZES."""
+def verdicts(references: list, files: dict[str, list], judge: list[str] | None = None, known: dict | None = None,
+             null: ReferenceNull | None = None) -> list[dict]:
+    """Each file of ``judge`` (default: every file of ``files``, name -> captions, all on the same
+    images) checked with the other files as peers and alone, as ``caption_fits`` and ``caption_fit``
+    would (one ``rank_profile`` per file; ``known``: profiles already made of files as they are here;
+    ``null``: the references calibration of these references, if made)."""
+    profiles = {name: (known or {}).get(name) or rank_profile(references, captions) for name, captions in files.items()}
+    null = null or ReferenceNull(references, SEED, MIN_IMAGES)
     rows = []
-    for name, captions in files.items():
-        rng = np.random.default_rng(zlib.crc32(f"null {name}".encode()))
-        subsets = [np.arange(len(captions))] + [np.sort(rng.choice(len(captions), size, replace=False))
-                                                for size in SIZES if size < len(captions) for _ in range(draws)]
-        for kept in subsets:
-            fit = caption_fit([references[name][i] for i in kept], [captions[i] for i in kept])
-            rows.append({"dataset": dataset, "source": sources[name], "file": name, "images": len(kept),
-                         **fit.summary()})
+    for name in judge or files:
+        peers = [profile for other, profile in profiles.items() if other != name]
+        for mode, others in (("peers", peers), ("alone", [])):
+            if mode == "peers" and len(files) == 1:
+                continue
+            fit = judged_file(files[name], profiles[name], others, null)
+            rows.append({"file": name, "mode": mode, "calibration": fit.calibration.kind, "share": fit.bottom_half,
+                         "q0": fit.null_share, "tau": fit.calibration.tau, "threshold": fit.threshold,
+                         "flagged": fit.suspicious, "blind": fit.blind, "misplaced": fit.misplaced,
+                         "genericity": fit.genericity})
     return rows
 
 
-def wrong_files(references: dict[str, list], files: dict[str, list], sources: dict[str, str], draws: int,
-                pools: dict[str, list[str]], dataset: str) -> list[dict]:
-    """Each real file made wrong (``corrupt``), ``draws`` times per kind: flagged or not, and the estimated
-    misplaced share against the true one (``wrongP``: P% of the images moved; shifts, other datasets: 100%)."""
+def subsets(references: list, files: dict, draws: range, human_peer_draws: int, out: Path | None = None,
+            size: int = 500) -> pd.DataFrame:
+    """Random ``size``-image subsets (numbered ``draws``), the same images for every file of a draw: every model
+    (peers: the 11 others) and alone, every human file alone, and in the first ``human_peer_draws``
+    draws with the 12 models as peers (on its four references: 12 more fits each)."""
     rows = []
-    for name, captions in files.items():
+    for draw in draws:
+        kept = np.sort(np.random.default_rng(zlib.crc32(f"subset {draw}".encode())).choice(len(references), size,
+                                                                                           replace=False))
+        refs = [references[i] for i in kept]
+        models = {m: [files[m][i] for i in kept] for m in MODELS}
+        found = verdicts(refs, models)
+        for k in range(5):
+            others, captions = human(refs, k)
+            team = {f"human_{k}": captions, **(models if draw < human_peer_draws else {})}
+            found += verdicts(others, team, judge=[f"human_{k}"])
+        rows += [{"draw": draw, **row} for row in found]
+        print(f"draw {draw} of {draws}", file=sys.stderr, flush=True)
+        if out is not None and (draw + 1) % 10 == 0:
+            io.write_tsv(pd.DataFrame(rows), out / "subsets.tsv")
+    return pd.DataFrame(rows)
+
+
+def wrong(references: list, files: dict, draws: int, other_draws: int, pools: dict) -> pd.DataFrame:
+    """Each model's whole file made wrong (``corrupt``), judged beside the 11 other models' true files
+    and alone: ``draws`` draws of 10% moved, ``other_draws`` of each other random kind."""
+    known = {name: rank_profile(references, captions) for name, captions in files.items()}
+    null = ReferenceNull(references, SEED, MIN_IMAGES)
+    rows = []
+    for name in MODELS:
         for kind in KINDS:
             rng = np.random.default_rng(zlib.crc32(f"{name} {kind}".encode()))
-            true = int(kind.removeprefix("wrong")) / 100 if kind.startswith("wrong") else 1.0
-            for draw in range(1 if kind.startswith("shift") else draws):
-                fit = caption_fit(references[name], corrupt(kind, captions, rng, pools))
-                rows.append({"dataset": dataset, "source": sources[name], "file": name, "kind": kind, "draw": draw,
-                             "true_share": true, "estimate_unclipped": (fit.bottom_half - fit.null_share) / (0.5 - fit.null_share),
-                             **fit.summary()})
-    return rows
+            for draw in range(1 if kind == "shift+1" else draws if kind == "wrong10" else other_draws):
+                team = {**{m: files[m] for m in MODELS if m != name}, name: corrupt(kind, files[name], rng, pools)}
+                rows += [{"kind": kind, "draw": draw, **row}
+                         for row in verdicts(references, team, [name], {m: known[m] for m in MODELS if m != name}, null)]
+        print(f"wrong files of {name} done", file=sys.stderr, flush=True)
+    return pd.DataFrame(rows)
 
 
-def cost(references, captions, sizes=(1000, CAP, 5000), repeats: int = 3) -> dict[int, float]:
-    """Median seconds of ``rank_profile`` and ``judged`` on ``sizes`` images (the Flickr8k lists repeated; the check
-    itself stops at CAP: the larger sizes show what going past it would cost)."""
-    seconds = {}
-    for size in sizes:
+def per_file(frame: pd.DataFrame) -> pd.DataFrame:
+    """Alarms over checkable draws, abstentions over all, per file and mode."""
+    return frame.assign(checkable=~frame["blind"]).groupby(["mode", "file"], sort=False).agg(
+        draws=("flagged", "size"), checkable=("checkable", "sum"), alarms=("flagged", "sum"),
+        abstained=("blind", "sum"), share=("share", "median"), threshold=("threshold", "median")).assign(
+        alarm_rate=lambda t: t["alarms"] / t["checkable"].clip(lower=1),
+        abstention_rate=lambda t: t["abstained"] / t["draws"]).reset_index()
+
+
+def print_wrong(wrongs: pd.DataFrame, fmt: dict) -> None:
+    print("wrong files (1,000 images):")
+    print(wrongs.groupby(["kind", "mode"], sort=False).agg(
+        draws=("flagged", "size"), flagged=("flagged", "mean"), abstained=("blind", "mean"),
+        share=("share", "median"), threshold=("threshold", "median"), estimate=("misplaced", "mean"),
+        estimate_sd=("misplaced", "std")).reset_index().to_string(**fmt), flush=True)
+    moved = wrongs[(wrongs["kind"] == "wrong10") & (wrongs["mode"] == "peers")]
+    print("10% moved, peers, per model:", ", ".join(f"{name} {group['flagged'].sum()}/{len(group)}"
+                                                     for name, group in moved.groupby("file", sort=False)))
+
+
+def print_subsets(draws: pd.DataFrame, fmt: dict) -> None:
+    table = per_file(draws)
+    print(f"{draws['draw'].nunique()} random 500-image subsets, per file:")
+    print(table.to_string(**fmt))
+    family = table.assign(family=np.where(table["file"].str.startswith("human"), "flickr8k human", "where-image2"))
+    print(family.groupby(["mode", "family"], sort=False)[["draws", "checkable", "alarms", "abstained"]].sum()
+          .assign(alarm_rate=lambda t: t["alarms"] / t["checkable"].clip(lower=1),
+                  abstention_rate=lambda t: t["abstained"] / t["draws"]).reset_index().to_string(**fmt))
+
+
+def cost(references: list, captions: list, repeats: int = 3) -> str:
+    """Median seconds of one file's check alone (references calibration) against its fits alone (the
+    file's ``rank_profile``), at 1,000 and 2,000 images (the Flickr8k lists repeated), interleaved."""
+    out = []
+    for size in (1000, 2000):
         refs = [references[i % len(references)] for i in range(size)]
         caps = [captions[i % len(captions)] for i in range(size)]
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            profile = rank_profile(refs, caps)
-            judged(profile.ranks, len(set(caps)), profile.genericity)
-            times.append(time.perf_counter() - start)
-        seconds[size] = float(np.median(times))
-    return seconds
-
-
-def evaluate_cost(references, captions, images: int = 2000, repeats: int = 5) -> dict[str, float]:
-    """Median seconds of ``score_files`` (Bleu_4, CIDEr, ROUGE_L; ptb) on ``images`` images (the
-    Flickr8k lists repeated), with the check and with it replaced by nothing, interleaved."""
-    import tempfile
-
-    from pregen_jax.evaluation import runner
-    folder = Path(tempfile.mkdtemp())
-    coco = {"images": [{"id": i} for i in range(images)],
-            "annotations": [{"image_id": i, "id": 10 * i + r, "caption": " ".join(c)}
-                            for i in range(images) for r, c in enumerate(references[i % len(references)])]}
-    (folder / "refs.json").write_text(json.dumps(coco))
-    (folder / "res.json").write_text(json.dumps([{"image_id": i, "caption": captions[i % len(captions)]}
-                                                 for i in range(images)]))
-    real, times = runner.caption_checks, {"with the check": [], "without": []}
-    try:
+        times = {"check": [], "fits": []}
         for _ in range(repeats):
             for mode in times:
-                runner.caption_checks = real if mode == "with the check" else (lambda r, systems, i: [None] * len(systems))
                 start = time.perf_counter()
-                runner.score_files(folder / "refs.json", [folder / "res.json"], metrics=["Bleu_4", "CIDEr", "ROUGE_L"])
+                caption_fit(refs, caps) if mode == "check" else rank_profile(refs, caps)
                 times[mode].append(time.perf_counter() - start)
-    finally:
-        runner.caption_checks = real
-    return {mode: float(np.median(t)) for mode, t in times.items()}
-
-
-def quality(references: dict[str, list], files: dict[str, list]) -> pd.DataFrame:
-    """Each whole file's share and the check's verdict beside its CIDEr-D (alnum-lower tokens; the
-    held-out human captions against the other four references): how the share moves with quality."""
-    from pregen_jax import postgen
-    rows = []
-    for name, captions in files.items():
-        gts = {i: [" ".join(tokenize(r if isinstance(r, str) else " ".join(r))) for r in refs]
-               for i, refs in enumerate(references[name])}
-        res = {i: [" ".join(tokenize(c))] for i, c in enumerate(captions)}
-        fit = caption_fit(references[name], captions)
-        rows.append({"file": name, "cider": float(postgen.score("CIDEr", gts, res)[0]),
-                     "distinct_captions": len(set(captions)), **fit.summary()})
-    return pd.DataFrame(rows).sort_values("cider")
-
-
-def print_cost(references: dict, files: dict) -> None:
-    print("seconds (median of 3):", ", ".join(f"{n:,} images {s:.3f}" for n, s in
-                                              cost(references["init_1"], files["init_1"]).items()))
-    for images in (CAP, 5000):
-        print(f"evaluate at {images:,} images, seconds (median of 5):", ", ".join(
-            f"{mode} {s:.3f}" for mode, s in evaluate_cost(references["init_1"], files["init_1"], images).items()))
-
-
-def _table(frame: pd.DataFrame, keys: list[str]) -> str:
-    return frame.groupby(keys, sort=False).agg(**{
-        "files": ("file", "size"), "flagged": ("flagged", "mean"), "share_min": ("bottom_half_share", "min"),
-        "share_median": ("bottom_half_share", "median"), "share_max": ("bottom_half_share", "max"),
-        "threshold": ("flagged_above", "median")}).reset_index().to_string(index=False,
-                                                                          float_format=lambda x: f"{x:.3f}")
+        out.append(f"{size:,} images: check {np.median(times['check']):.3f} s, its fits alone "
+                   f"{np.median(times['fits']):.3f} s")
+    return "; ".join(out)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=20, help="draws per file and kind or subset size (default 20)")
-    parser.add_argument("--demo", default=None, help="a finished demo's run folder: its models' captions too")
-    parser.add_argument("--demo-only", action="store_true", help="with --demo: the demo's files alone")
-    parser.add_argument("--out", default=None, help="write null.tsv, wrong.tsv here")
-    parser.add_argument("--cost-only", action="store_true", help="the check's cost alone, and evaluate's with and without it")
+    parser.add_argument("--draws", type=int, default=200, help="random 500-image subsets (default 200)")
+    parser.add_argument("--first-draw", type=int, default=0, help="the first subset's number (to split the draws)")
+    parser.add_argument("--human-peer-draws", type=int, default=20,
+                        help="subsets in which each human file is also judged with the 12 models as peers (default 20)")
+    parser.add_argument("--moved-draws", type=int, default=20, help="draws per model of 10%% moved (default 20)")
+    parser.add_argument("--other-draws", type=int, default=5,
+                        help="draws per model of each other random wrong kind (default 5)")
+    parser.add_argument("--part", choices=("all", "files", "wrong", "subsets"), default="all",
+                        help="files: the whole and wrong files alone; wrong: the wrong files alone; subsets: the "
+                             "random subsets alone")
+    parser.add_argument("--out", default=None, help="write subsets.tsv, whole.tsv, wrong.tsv here")
+    parser.add_argument("--cost-only", action="store_true", help="the check's cost alone")
+    parser.add_argument("--report", nargs="+", default=None, metavar="DIR",
+                        help="print the tables of earlier runs' --out folders (their subsets.tsv and wrong.tsv)")
     args = parser.parse_args(argv)
     shared = io.shared_data()
     if not (shared / "where-image2-captions").is_dir():
         print(f"skipped: {shared} has no where-image2-captions (see ../shared/data/README.md)")
         return 0
     references, files, train = flickr8k(shared)
-    pools = {"mutt": mutt_sentences(shared), "flickr8k-other-images": train}
     if args.cost_only:
-        print_cost(references, files)
+        print(cost(references, files["init_1"]))
         return 0
-    sources = {name: "human" if name.startswith("human") else "model" for name in files}
-    null, wrong = [], []
-    if not args.demo_only:
-        null = null_files(references, files, sources, args.draws, "flickr8k")
-        wrong = wrong_files(references, {n: c for n, c in files.items() if n in MODELS}, sources, args.draws, pools,
-                            "flickr8k")
-    if args.demo:
-        demo_refs, demo_captions, demo_sources = demo_files(Path(args.demo))
-        null += null_files(demo_refs, demo_captions, demo_sources, args.draws, "demo")
-        print(quality(demo_refs, demo_captions)[["file", "cider", "distinct_captions", "bottom_half_share",
-                                                 "flagged", "misplaced_share"]]
-              .to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    null, wrong = pd.DataFrame(null), pd.DataFrame(wrong)
-    if args.out:
-        io.write_tsv(null, Path(args.out) / "null.tsv")
-        io.write_tsv(wrong, Path(args.out) / "wrong.tsv")
     pd.set_option("display.width", 200)
-    print(f"null files (real captions): {len(null)}; flagged {int(null['flagged'].sum())} "
-          f"({null['flagged'].mean():.2%}); threshold {flag_threshold(1000):.4f} at 1,000 images, {flag_threshold(CAP):.4f} at "
-          f"{CAP:,}")
-    print(_table(null, ["dataset", "source", "images"]))
-    whole = null[null["images"] == null.groupby("file")["images"].transform("max")]
-    print("whole files:", ", ".join(f"{f} {s:.3f}" for f, s in zip(whole["file"], whole["bottom_half_share"])))
-    if args.demo_only:
+    fmt = {"float_format": lambda x: f"{x:.3f}", "index": False}
+    if args.report:
+        tables = {name: [pd.read_csv(Path(folder) / f"{name}.tsv", sep="\t") for folder in args.report
+                         if (Path(folder) / f"{name}.tsv").is_file()] for name in ("wrong", "subsets")}
+        if tables["wrong"]:
+            print_wrong(pd.concat(tables["wrong"]), fmt)
+        if tables["subsets"]:
+            print_subsets(pd.concat(tables["subsets"]), fmt)
         return 0
-    print(_table(wrong, ["dataset", "kind"]))
-    moved = wrong[wrong["kind"].str.startswith("wrong")]
-    error = moved["estimate_unclipped"] - moved["true_share"]
-    covered = (moved["misplaced_share_95"].str[0] <= moved["true_share"]) & (
-        moved["true_share"] <= moved["misplaced_share_95"].str[1])
-    print(moved.assign(error=error, within=error.abs() <= 0.05, covered=covered).groupby("kind", sort=False).agg(
-        draws=("error", "size"), mean_estimate=("estimate_unclipped", "mean"), sd=("estimate_unclipped", "std"),
-        within_005=("within", "mean"), interval_covers=("covered", "mean"), flagged=("flagged", "mean"))
-        .reset_index().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print("the where-image2 models and the human caption:")
-    print(quality(references, files)[["file", "cider", "bottom_half_share", "misplaced_share"]]
-          .to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print_cost(references, files)
+    if args.part in ("all", "files", "wrong"):
+        files_part(references, files, train, shared, args, fmt)
+    if args.part in ("all", "subsets"):
+        subsets_part(references, files, args, fmt)
     return 0
+
+
+def files_part(references: list, files: dict, train: list, shared: Path, args, fmt: dict) -> None:
+    if args.part != "wrong":
+        whole = pd.DataFrame(verdicts(references, files) + [
+            row for k in range(5) for row in verdicts(human(references, k)[0],
+                                                      {f"human_{k}": human(references, k)[1], **files},
+                                                      judge=[f"human_{k}"])])
+        print("whole files (1,000 images):")
+        print(whole.drop(columns=["misplaced"]).to_string(**fmt), flush=True)
+        if args.out:
+            io.write_tsv(whole, Path(args.out) / "whole.tsv")
+    pools = {"mutt": mutt_sentences(shared), "flickr8k-other-images": train}
+    wrongs = wrong(references, files, args.moved_draws, args.other_draws, pools)
+    print_wrong(wrongs, fmt)
+    if args.out:
+        io.write_tsv(wrongs, Path(args.out) / "wrong.tsv")
+
+
+def subsets_part(references: list, files: dict, args, fmt: dict) -> None:
+    numbers = range(args.first_draw, args.first_draw + args.draws)
+    draws = subsets(references, files, numbers, args.human_peer_draws, Path(args.out) if args.out else None)
+    print_subsets(draws, fmt)
+    if args.out:
+        io.write_tsv(draws, Path(args.out) / "subsets.tsv")
 
 
 if __name__ == "__main__":

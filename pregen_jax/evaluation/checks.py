@@ -4,14 +4,15 @@ captions of other images (``datasets.caption_fit``: the estimated share misplace
 from __future__ import annotations
 
 from ..captionfiles import ReferenceSet
-from ..datasets.caption_fit import CaptionFit, caption_fit
+from ..datasets.caption_fit import CaptionFit, caption_fits
 from .inputs import ResultsFile
 
 
 def caption_checks(refs: ReferenceSet, systems: list[ResultsFile], images: list) -> list[CaptionFit | None]:
-    """Each results file's own-image check on the images scored (None: too few images to say)."""
+    """Each results file's own-image check on the images scored, calibrated by the others where they
+    can (None: too few images to say)."""
     references = [refs.captions[i] for i in images]
-    return [caption_fit(references, [system.captions[i] for i in images]) for system in systems]
+    return caption_fits(references, [[system.captions[i] for i in images] for system in systems])
 
 
 def input_notes(refs: ReferenceSet, systems: list[ResultsFile], images: list, fits: list[CaptionFit | None]) -> list[str]:

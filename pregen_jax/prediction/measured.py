@@ -20,8 +20,7 @@ def measured_scores(run: FinishedSearch, caption_paths: list) -> list[dict[str, 
     from ..datasets.generated import read_generated_captions
     # JSONL/TSV keyed by image id, or a caption a line; all checked before any scoring
     captions = [read_generated_captions(path, data.test.image_ids, aliases=data.test.aliases) for path in caption_paths]
-    for path, model in zip(caption_paths, captions):
-        warn_if_misfit(data.test.captions, model, str(path))
+    warn_if_misfit(data.test.captions, captions, [str(path) for path in caption_paths])
     if run.tokenizer == "ptb":  # PTB reads each file's own text, as evaluate does
         from ..datasets.generated import read_caption_texts
         captions = [read_caption_texts(path, data.test.image_ids, aliases=data.test.aliases) for path in caption_paths]

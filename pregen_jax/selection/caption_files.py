@@ -54,8 +54,8 @@ def read_file_race(references: ReferenceSet, paths, tokenizer: str | None = None
         if empty:
             warnings.warn(f"{system.path}: {len(empty)} empty caption(s) (first: image {empty[0]!r}), scored as the "
                           "toolkits score them", stacklevel=2)
-        warn_if_misfit([references.captions[i] for i in images], [system.captions[i] for i in images],
-                       str(system.path))  # captions of other images? (the own-image check)
+    warn_if_misfit([references.captions[i] for i in images], [[s.captions[i] for i in images] for s in systems],
+                   [str(s.path) for s in systems])  # captions of other images? (the own-image check)
     every = list(references.captions)
     strings = [c for i in every for c in references.captions[i]] + [s.captions[i] for s in systems for i in images]
     tokens = iter(text.split() for text in tokenize_all(strings, tokenizer))

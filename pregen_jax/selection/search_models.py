@@ -84,10 +84,12 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
         label = model_label("checkpoint", str(path), "")
         candidates.append(model_candidate(label, path, data, run.config.generation, split))
         ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
-    for path in captions:
-        split_data = data.dataset[split]
-        found = read_generated_captions(path, split_data.image_ids, f"the {split} split", split_data.aliases)
-        warn_if_misfit(split_data.captions, found, str(path))
+    split_data = data.dataset[split]
+    read = [read_generated_captions(path, split_data.image_ids, f"the {split} split", split_data.aliases)
+            for path in captions]
+    if read:
+        warn_if_misfit(split_data.captions, read, [str(path) for path in captions])
+    for path, found in zip(captions, read):
         if run.tokenizer == "ptb":  # PTB reads the file's own text, as evaluate does
             found = read_caption_texts(path, split_data.image_ids, f"the {split} split", split_data.aliases)
         candidates.append(Candidate(model_label("captions", str(path), ""), lookup(found)))
