@@ -61,3 +61,16 @@ def test_the_rules_catch_an_answer_that_contradicts_itself():
     assert any("not separated" in e for e in verdicts.agreement_errors(result, wrong, short))
     assert verdicts.agreement_errors(result, table, short + ["stopped early: the pick was shown within"]) != []
     assert verdicts.agreement_errors(result, table, short * 3) != []  # more than 6 lines
+
+
+def test_the_paired_line_prints_the_picks_lead_not_the_others_minus_the_pick():
+    # select.tsv's diff is each model minus the pick (evaluate's); beside "not shown better than X"
+    # the line must give the pick's lead over X, so a pick that is best on these images reads +, not -
+    from types import SimpleNamespace
+
+    from pregen_jax.commands.select_summary import paired_line
+    table = pd.DataFrame({"architecture": "m", "run": ["0", "1", "2"], "epoch": ""})
+    paired = pd.DataFrame({"diff": [np.nan, -0.02, -0.3], "diff_low": [np.nan, -0.05, -0.4],
+                           "diff_high": [np.nan, 0.01, -0.2], "better": [False, False, True]})
+    line = paired_line(table, SimpleNamespace(paired=paired))
+    assert "better than 1 of 2" in line and "(+0.0200 [-0.0100, +0.0500])" in line and "-0.0200" not in line

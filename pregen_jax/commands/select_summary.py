@@ -59,9 +59,11 @@ def paired_line(table, selection) -> str:
     line = (f"on new images (evaluate's paired bootstrap, max-T over the {len(compared)} comparisons, 95%): "
             f"better than {len(better)} of {len(compared)}")
     if unsure:
-        line += "; not shown better than " + _listed([
-            f"{_name(table, c)} ({paired.loc[c, 'diff']:+.4f} [{paired.loc[c, 'diff_low']:+.4f}, "
-            f"{paired.loc[c, 'diff_high']:+.4f}])" for c in unsure])
+        # the pick minus each model (select.tsv's diff is the model minus the pick): a positive lead
+        # beside the pick, not a minus sign that reads as the pick being behind
+        line += "; not shown better than (the pick's lead) " + _listed([
+            f"{_name(table, c)} ({-paired.loc[c, 'diff']:+.4f} [{-paired.loc[c, 'diff_high']:+.4f}, "
+            f"{-paired.loc[c, 'diff_low']:+.4f}])" for c in unsure])
     return line
 
 
