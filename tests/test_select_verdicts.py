@@ -61,6 +61,9 @@ def test_the_rules_catch_an_answer_that_contradicts_itself():
     assert any("not separated" in e for e in verdicts.agreement_errors(result, wrong, short))
     assert verdicts.agreement_errors(result, table, short + ["stopped early: the pick was shown within"]) != []
     assert verdicts.agreement_errors(result, table, short * 3) != []  # more than 6 lines
+    other = f"at most {result.within + 0.01:.4f} "  # a first line whose W is not the race's
+    assert any("within" in e for e in verdicts.agreement_errors(
+        result, table, [short[0].replace(f"at most {result.within:.4f} ", other), *short[1:]]))
 
 
 def test_the_paired_line_prints_the_picks_lead_not_the_others_minus_the_pick():
