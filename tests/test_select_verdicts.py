@@ -77,3 +77,15 @@ def test_the_paired_line_prints_the_picks_lead_not_the_others_minus_the_pick():
                            "diff_high": [np.nan, 0.01, -0.2], "better": [False, False, True]})
     line = paired_line(table, SimpleNamespace(paired=paired))
     assert "better than 1 of 2" in line and "(+0.0200 [-0.0100, +0.0500])" in line and "-0.0200" not in line
+
+
+def test_a_race_that_drew_the_whole_split_says_the_picks_score_is_exact():
+    # one model dropped early, the two close ones drawn to the last image: not exact (the dropped one has
+    # fewer images), but the pick's score is every image's, so no "estimated from" and no interval
+    matrix = _skewed([1.0, 0.98, 0.3], 300, 1)
+    settings = RaceSettings(budget=1.0, seed=0)
+    result = race_table(matrix, settings)
+    assert not result.exact and result.table["images_scored"][result.picked] == 300
+    table, short, _ = _answer(result, settings)
+    assert "on all 300 images (its score exact on these images)" in short[0] and "estimated" not in short[0]
+    assert verdicts.agreement_errors(result, table, short) == []

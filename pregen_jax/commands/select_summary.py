@@ -73,6 +73,8 @@ def race_line(table, selection, where: str, said: str) -> str:
     pick, models = table.iloc[race.picked], raced(race)
     estimate = (f"{metric} {pick['estimate']:.4f} [{pick['low']:.4f}, {pick['high']:.4f}] estimated from "
                 f"{int(pick['images_scored'])} of the {_split_size(race)} {where}")
+    if int(pick["images_scored"]) == _split_size(race):  # the race drew the whole split: the pick's score is exact
+        estimate = f"{metric} {pick['estimate']:.4f} on all {_split_size(race)} {where} (its score exact on these images)"
     name = _name(table, race.picked)
     if said == "separated":
         return f"separated: picked {name}, every other of the {models} models shown worse at {level}; {estimate}"
