@@ -105,7 +105,7 @@ def test_select_without_a_search_picks_and_labels_a_subset(files, capsys):
 @pytest.mark.parametrize("extra, message", [
     ([], "give --references REFS and --captions"),
     (["--references", "r.json", "--search", "run"], "not both"),
-    (["--references", "r.json", "--captions", "a.json"], "--captions: 1 file(s); a race without a search needs"),
+    (["--references", "r.json", "--captions", "a.json"], "--captions: 1 file(s); select without a search compares at least two"),
     (["--references", "r.json", "--captions", "a.json", "b.json", "--checkpoints", "c"], "--checkpoints: needs --search"),
     (["--references", "r.json", "--captions", "a.json", "b.json", "--screen"], "--screen: needs --search"),
 ])

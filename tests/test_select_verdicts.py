@@ -61,3 +61,31 @@ def test_the_rules_catch_an_answer_that_contradicts_itself():
     assert any("not separated" in e for e in verdicts.agreement_errors(result, wrong, short))
     assert verdicts.agreement_errors(result, table, short + ["stopped early: the pick was shown within"]) != []
     assert verdicts.agreement_errors(result, table, short * 3) != []  # more than 6 lines
+    other = f"at most {result.within + 0.01:.4f} "  # a first line whose W is not the race's
+    assert any("within" in e for e in verdicts.agreement_errors(
+        result, table, [short[0].replace(f"at most {result.within:.4f} ", other), *short[1:]]))
+
+
+def test_the_paired_line_prints_the_picks_lead_not_the_others_minus_the_pick():
+    # select.tsv's diff is each model minus the pick (evaluate's); beside "not shown better than X"
+    # the line must give the pick's lead over X, so a pick that is best on these images reads +, not -
+    from types import SimpleNamespace
+
+    from pregen_jax.commands.select_summary import paired_line
+    table = pd.DataFrame({"architecture": "m", "run": ["0", "1", "2"], "epoch": ""})
+    paired = pd.DataFrame({"diff": [np.nan, -0.02, -0.3], "diff_low": [np.nan, -0.05, -0.4],
+                           "diff_high": [np.nan, 0.01, -0.2], "better": [False, False, True]})
+    line = paired_line(table, SimpleNamespace(paired=paired))
+    assert "better than 1 of 2" in line and "(+0.0200 [-0.0100, +0.0500])" in line and "-0.0200" not in line
+
+
+def test_a_race_that_drew_the_whole_split_says_the_picks_score_is_exact():
+    # one model dropped early, the two close ones drawn to the last image: not exact (the dropped one has
+    # fewer images), but the pick's score is every image's, so no "estimated from" and no interval
+    matrix = _skewed([1.0, 0.98, 0.3], 300, 1)
+    settings = RaceSettings(budget=1.0, seed=0)
+    result = race_table(matrix, settings)
+    assert not result.exact and result.table["images_scored"][result.picked] == 300
+    table, short, _ = _answer(result, settings)
+    assert "on all 300 images (its score exact on these images)" in short[0] and "estimated" not in short[0]
+    assert verdicts.agreement_errors(result, table, short) == []

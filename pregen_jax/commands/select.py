@@ -97,7 +97,7 @@ def check_sources(args: argparse.Namespace) -> None:
     if args.search is not None:
         return
     if len(args.captions) < 2:
-        raise ValueError(f"--captions: {len(args.captions)} file(s); a race without a search needs at least two")
+        raise ValueError(f"--captions: {len(args.captions)} file(s); select without a search compares at least two (one file: evaluate scores it)")
     for option, given in (("--checkpoints", bool(args.checkpoints)), ("--screen", args.screen)):
         if given:
             raise ValueError(f"{option}: needs --search (a search's models and their logged priors); caption files "

@@ -59,9 +59,11 @@ def paired_line(table, selection) -> str:
     line = (f"on new images (evaluate's paired bootstrap, max-T over the {len(compared)} comparisons, 95%): "
             f"better than {len(better)} of {len(compared)}")
     if unsure:
-        line += "; not shown better than " + _listed([
-            f"{_name(table, c)} ({paired.loc[c, 'diff']:+.4f} [{paired.loc[c, 'diff_low']:+.4f}, "
-            f"{paired.loc[c, 'diff_high']:+.4f}])" for c in unsure])
+        # the pick minus each model (select.tsv's diff is the model minus the pick): a positive lead
+        # beside the pick, not a minus sign that reads as the pick being behind
+        line += "; not shown better than (the pick's lead) " + _listed([
+            f"{_name(table, c)} ({-paired.loc[c, 'diff']:+.4f} [{-paired.loc[c, 'diff_high']:+.4f}, "
+            f"{-paired.loc[c, 'diff_low']:+.4f}])" for c in unsure])
     return line
 
 
@@ -71,6 +73,8 @@ def race_line(table, selection, where: str, said: str) -> str:
     pick, models = table.iloc[race.picked], raced(race)
     estimate = (f"{metric} {pick['estimate']:.4f} [{pick['low']:.4f}, {pick['high']:.4f}] estimated from "
                 f"{int(pick['images_scored'])} of the {_split_size(race)} {where}")
+    if int(pick["images_scored"]) == _split_size(race):  # the race drew the whole split: the pick's score is exact
+        estimate = f"{metric} {pick['estimate']:.4f} on all {_split_size(race)} {where} (its score exact on these images)"
     name = _name(table, race.picked)
     if said == "separated":
         return f"separated: picked {name}, every other of the {models} models shown worse at {level}; {estimate}"

@@ -142,13 +142,14 @@ class RaceResult:
     rounds: round sizes (cumulative images) actually run.
     alpha_per_test: one side of each candidate's interval (alpha / (2 K)).
     assist: ``screened`` (how many were screened out).
-    alpha_drop: the level of the drop rule (alpha / 2: P(the best is dropped) <= alpha / 2).
+    alpha_drop: the level of the drop rule (K > 2: alpha / 2, P(the best is dropped) <= alpha / 2; K = 2:
+      alpha, one sequence per order of the pair serving the drops and W together).
     intervals: f64[rounds, candidates, 2]: every candidate's (low, high) after each round (a
       dropped one keeps its last; NaN before it is scored and for the screened out).
     within: W after the last round: the pick is at most W below the best of the K raced, at
       1 - alpha together with the drops (``drops``); 0 when every other candidate was dropped.
     within_history: W after each round.
-    alpha_within: the level of each pair's one-sided sequence in W (alpha / (2 (K - 1))).
+    alpha_within: the level of each pair's one-sided sequence in W (K > 2: alpha / (2 (K - 1)); K = 2: alpha).
     stopped_by_within: the race ended because W reached ``RaceSettings.within`` before every
       survivor was scored on every image (a race that scored them all is exact, not stopped early).
     evidence_history: f64[rounds, candidates]: log E_c after each round (K > 2: the drops' capital

@@ -83,7 +83,8 @@ def agreement_errors(race: RaceResult, table: pd.DataFrame | None = None, lines=
                      verbose: bool = False) -> list[str]:
     """Every way an answer breaks the rules of one verdict (the module docstring): ``race`` the
     ``RaceResult``, ``table`` select.tsv's rows (one per model, ``status``, ``picked``, ``within``),
-    ``lines`` what was printed (the first says the verdict), ``within_asked`` the --within EPS asked
+    ``lines`` what was printed (the first says the verdict and, left beside the pick, "at most W" with the
+    race's W to 4 places), ``within_asked`` the --within EPS asked
     for; ``verbose``: the lines are the full answer (else at most ``MAX_LINES``). [] when all agree."""
     said = verdict(race)
     errors = []
@@ -118,6 +119,8 @@ def agreement_errors(race: RaceResult, table: pd.DataFrame | None = None, lines=
         first = lines[0]
         if not first.startswith(said):
             errors.append(f"first line does not open with '{said}': {first[:80]!r}")
+        if said in (WITHIN, NOT_SEPARATED) and f"at most {race.within:.4f} " not in first:
+            errors.append(f"first line does not give the race's within {race.within:.4f}: {first[:80]!r}")
         for number, line in enumerate(lines):
             errors += [f"line {number + 1} says '{phrase}' under '{said}'" for phrase in FORBIDDEN[said]
                        if phrase in line]
