@@ -72,6 +72,20 @@ def test_degenerate_models_stay_in_the_table_and_out_of_the_findings(tmp_path):
     if len(kept_ids) >= 3:
         significance = pd.read_csv(out / "significance_CIDEr.tsv", sep="\t")
         assert not set(left_out) & (set(significance["model_a"]) | set(significance["model_b"]))
+    # `rank` on the search's own table.tsv gives the report's numbers, and says what it left out
+    # (issue 64); --keep-all ranks every row.
+    assert cli.main(["rank", "--table", str(out / "table.tsv"), "--out", str(tmp_path / "ranked")]) == 0
+    ranked = pd.read_csv(tmp_path / "ranked" / "correlations_CIDEr.tsv", sep="\t")
+    assert ranked["pregen"].tolist() == found["pregen"].tolist()
+    np.testing.assert_allclose(ranked["all_R^2"], found["all_R^2"], atol=1e-9)
+    excluded = pd.read_csv(tmp_path / "ranked" / "excluded.tsv", sep="\t")
+    assert excluded.loc[excluded["kind"] == "model", "name"].tolist() == left_out
+    assert "`init-2` (degenerate" in (tmp_path / "ranked" / "summary.md").read_text()
+    assert cli.main(["rank", "--table", str(out / "table.tsv"), "--out", str(tmp_path / "all"), "--keep-all"]) == 0
+    every = ranking.rank(table.drop(columns=["vocabulary", "units", "tokenizer"]), ["CIDEr", "WMD", "ROUGE_L"],
+                         list(tiers.DEFAULT_SPACE.names)).correlations["CIDEr"]
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "all" / "correlations_CIDEr.tsv", sep="\t")["all_R^2"],
+                               every["all_R^2"], atol=1e-9)
     # With degenerate = "include" the findings rest on all four.
     config = SearchConfig.load(config_path)
     config = dataclasses.replace(config, pregen=dataclasses.replace(config.pregen, degenerate="include"))

@@ -106,3 +106,26 @@ def test_rank_command_bad_tables(tmp_path, capsys, content, message):
     import re
     assert re.search(message, err), err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_rank_leaves_out_rows_whose_in_findings_is_false(tmp_path, capsys):
+    """Issue 64: a table's own ``in_findings`` column (a search's models.tsv joined in) is read:
+    its false rows are left out and said; ``--keep-all`` ranks them too."""
+    table = toy_table().assign(architecture="a", run=np.repeat([1, 2, 3], 4), epoch="final")
+    table["in_findings"] = np.where(table["run"] == 3, "False", "True")
+    path = tmp_path / "t.tsv"
+    table.to_csv(path, sep="\t", index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert "left out 1 model(s), 4 rows" in capsys.readouterr().err
+    kept = ranking.rank(toy_table().iloc[:8].reset_index(drop=True), ["CIDEr"], ranking.pregen_columns(table))
+    written = pd.read_csv(tmp_path / "out" / "correlations_CIDEr.tsv", sep="\t")
+    np.testing.assert_allclose(written["all_R^2"], kept.correlations["CIDEr"]["all_R^2"], atol=1e-9)
+    assert "`a-3` (in_findings false)" in (tmp_path / "out" / "summary.md").read_text()
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "all"), "--keep-all"]) == 0
+    every = ranking.rank(toy_table(), ["CIDEr"], ranking.pregen_columns(table))
+    written = pd.read_csv(tmp_path / "all" / "correlations_CIDEr.tsv", sep="\t")
+    np.testing.assert_allclose(written["all_R^2"], every.correlations["CIDEr"]["all_R^2"], atol=1e-9)
+    table["in_findings"] = "maybe"
+    table.to_csv(path, sep="\t", index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "bad")]) == 2
+    assert "column 'in_findings' has 'maybe'" in capsys.readouterr().err

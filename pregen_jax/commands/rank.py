@@ -16,6 +16,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                                                        "those named like one (e.g. a perplexity column of your own)")
     parser.add_argument("--ignore", default=None, help="comma-separated columns to leave out (any other column rank "
                                                        "does not know is an error)")
+    parser.add_argument("--keep-all", action="store_true",
+                        help="on a search's table.tsv: rank every row, the models its findings leave out (degenerate "
+                             "captions; models.tsv's in_findings false) too; by default rank leaves them out, as the "
+                             "search's report does, and says which")
     parser.add_argument("--unit-tests", default=None, help="a pregen_unit_tests.tsv: flag the metrics that fail a "
                                                            "meaning-preserving test (pass rate below 50%%)")
 
@@ -27,18 +31,30 @@ def _names(text: str | None) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from .. import io, postgen, ranking
     from ..pipeline.config import ID_COLUMNS
+    from ..pipeline.table_findings import COLUMN, table_findings
     from ..ranking import decisions
     from ..ranking.columns import rank_columns
     out = io.check_out_folder(args.out)
     table = ranking.read_table(args.table)
+    findings = None if args.keep_all else table_findings(args.table, table)
+    group_by = args.group_by or (findings.group_by if findings else None)
     post = [name.strip() for name in args.postgen.split(",")] if args.postgen else None
-    columns = rank_columns(args.table, table, post=post, pregen=_names(args.pregen), ignore=_names(args.ignore),
-                           group_by=args.group_by, known_postgen=postgen.metric_names(), id_columns=ID_COLUMNS)
+    columns = rank_columns(args.table, table, post=post, pregen=_names(args.pregen),
+                           ignore=[*_names(args.ignore), *([COLUMN] if COLUMN in table.columns else [])],
+                           group_by=group_by, known_postgen=postgen.metric_names(), id_columns=ID_COLUMNS)
     if args.unit_tests:
         from ..meta.model_tests_report import read_unit_tests
         tests = read_unit_tests(args.unit_tests)
+    if findings is not None:
+        if findings.left_out:
+            print(f"note: {findings.note()}", file=sys.stderr)
+        if findings.group_by and not args.group_by:
+            print(f"note: grouped by {group_by}, as the search was ({findings.source})", file=sys.stderr)
+        lines = [line for line, keep in zip(table.attrs.get("lines", []), findings.keep) if keep]
+        table = table[findings.keep].reset_index(drop=True)
+        table.attrs["lines"] = lines  # error messages name the file's lines
     try:
-        result = ranking.rank(table, columns.post, columns.pregen, group_by=args.group_by)
+        result = ranking.rank(table, columns.post, columns.pregen, group_by=group_by)
     except ValueError as err:
         raise ValueError(f"{args.table}: {err}") from None
     if not result.correlations:
@@ -52,12 +68,13 @@ def _run(args: argparse.Namespace) -> int:
     model_level = {}
     if decisions.NUM_STRATA in table.columns and (table[decisions.NUM_STRATA] == 1).sum() >= 2:
         try:
-            model_level = ranking.decision_outputs(table, result.correlations, args.group_by)
+            model_level = ranking.decision_outputs(table, result.correlations, group_by)
         except ValueError as err:  # a step after the table: say why it was skipped, write the rest
             print(f"warning: model-level decisions not done for this table: {' '.join(str(err).split())}",
                   file=sys.stderr)
     with io.staged_folder(out) as staging:
-        ranking.write_ranking(result, staging, tokenizer, source=str(args.table))
+        ranking.write_ranking(result, staging, tokenizer, source=str(args.table),
+                              models_left_out=findings.left_out if findings else None)
         ranking.write_files(staging, model_level, tokenizer)
         if args.unit_tests:
             from ..meta.model_tests_report import add_unit_test_flags
