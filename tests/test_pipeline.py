@@ -21,8 +21,9 @@ def test_run_with_precomputed_models(tmp_path):
     table = pd.read_csv(out / "table.tsv", sep="\t")
     assert len(table) == 3 * 15
     expected = ["dataset", "architecture", "run", "epoch", "num_strata", "stratum", "CIDEr", "WMD", "ROUGE_L",
-                *tiers.DEFAULT_SPACE.names, "vocabulary", "units", "tokenizer"]
+                *tiers.DEFAULT_SPACE.names, "vocabulary", "units", "tokenizer", "filter0"]
     assert list(table.columns) == expected
+    assert table["filter0"].eq("top-choice").all()  # issue 64: the filter0 semantics, named
     assert table["tokenizer"].eq("ptb").all()  # new searches score with COCO's tokenizer (issue 40 item 3)
     assert table["vocabulary"].eq("unknown").all() and table["units"].eq("word").all()  # precomputed: words
     for name in ("correlations_CIDEr.tsv", "correlations_WMD.tsv", "report.md", "summary.md", "config.toml",
@@ -30,7 +31,9 @@ def test_run_with_precomputed_models(tmp_path):
         assert (out / name).is_file(), name
     correlations = pd.read_csv(out / "correlations_CIDEr.tsv", sep="\t")
     assert list(correlations.columns[:4]) == ["pregen", "all_R^2", "all_R", "all_p"]
+    assert correlations["filter0"].eq("top-choice").all()
     report = (out / "report.md").read_text()
+    assert "504 pre-gen metrics (filter0 top-choice)" in report and "filter0: top-choice (filter0 keeps" in report
     assert "Tokenizer (all scores): ptb" in report and "## Time per stage" in report
     assert SearchConfig.load(out / "config.toml").precomputed[2].architecture == "par"
     # Per-stratum post-gen scores are those of the block alone.
@@ -82,7 +85,7 @@ def test_degenerate_models_stay_in_the_table_and_out_of_the_findings(tmp_path):
     assert excluded.loc[excluded["kind"] == "model", "name"].tolist() == left_out
     assert "`init-2` (degenerate" in (tmp_path / "ranked" / "summary.md").read_text()
     assert cli.main(["rank", "--table", str(out / "table.tsv"), "--out", str(tmp_path / "all"), "--keep-all"]) == 0
-    every = ranking.rank(table.drop(columns=["vocabulary", "units", "tokenizer"]), ["CIDEr", "WMD", "ROUGE_L"],
+    every = ranking.rank(table.drop(columns=["vocabulary", "units", "tokenizer", "filter0"]), ["CIDEr", "WMD", "ROUGE_L"],
                          list(tiers.DEFAULT_SPACE.names)).correlations["CIDEr"]
     np.testing.assert_allclose(pd.read_csv(tmp_path / "all" / "correlations_CIDEr.tsv", sep="\t")["all_R^2"],
                                every["all_R^2"], atol=1e-9)

@@ -129,3 +129,24 @@ def test_rank_leaves_out_rows_whose_in_findings_is_false(tmp_path, capsys):
     table.to_csv(path, sep="\t", index=False)
     assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "bad")]) == 2
     assert "column 'in_findings' has 'maybe'" in capsys.readouterr().err
+
+
+def test_filter0_semantics_are_named(tmp_path, capsys):
+    """Issue 64: the 2018 table's filter0 keeps the positions that are NOT the top choice, a
+    search's those that are; every ranking output says which, and a contradiction is an error."""
+    from pregen_jax import tiers
+    assert tiers.DEFAULT_SPACE.filter0 == "top-choice" and tiers.COMPAT_2018.filter0 == "not-top-choice"
+    assert tiers.Space.from_names(filters=("none", "prefix0")).filter0 == "none"
+    path = tmp_path / "t.csv"
+    toy_table().assign(mean_max_count_filter0=np.arange(12.0)).to_csv(path, index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "out"), "--filter0", "not-top-choice"]) == 0
+    assert "(filter0: not-top-choice)" in capsys.readouterr().out
+    written = pd.read_csv(tmp_path / "out" / "correlations_CIDEr.tsv", sep="\t")
+    assert written["filter0"].eq("not-top-choice").all()
+    assert "filter0: not-top-choice (filter0 keeps the positions whose true token is NOT" in (
+        tmp_path / "out" / "summary.md").read_text()
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "unknown")]) == 0
+    assert "does not say what its *_filter0 columns keep" in capsys.readouterr().err
+    toy_table().assign(filter0="top-choice").to_csv(path, index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "bad"), "--filter0", "not-top-choice"]) == 2
+    assert "says its filter0 is top-choice" in capsys.readouterr().err

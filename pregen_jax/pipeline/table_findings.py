@@ -29,12 +29,14 @@ _TRUE, _FALSE = {"true", "1", "1.0", "yes"}, {"false", "0", "0.0", "no"}
 class TableFindings:
     """The rows to rank and what was left out: ``keep`` bool[N] over the table's rows,
     ``left_out`` model label -> why, ``source`` where that was read, ``group_by`` the search's
-    grouping (None: all rows only, or not a search's table)."""
+    grouping (None: all rows only, or not a search's table), ``filter0`` the search's filter0
+    semantics (None: not a search's run folder)."""
 
     keep: np.ndarray
     left_out: dict[str, str]
     source: str
     group_by: str | None = None
+    filter0: str | None = None
 
     def note(self) -> str:
         """One line saying what was left out and how to keep it."""
@@ -84,7 +86,7 @@ def _from_search(path: Path, table: pd.DataFrame) -> TableFindings:
         raise ValueError(f"{err} (the search's findings leave models out of the ranking; {KEEP_ALL})") from None
     kept = {m.label: m.label not in run.left_out for m in run.models}
     found = _by_model(path, table, kept, run.left_out, f"{path.parent / MANIFEST}")
-    return dataclasses.replace(found, group_by=run.manifest.get("group_by") or None)
+    return dataclasses.replace(found, group_by=run.manifest.get("group_by") or None, filter0=run.filter0)
 
 
 def _from_models_file(path: Path, table: pd.DataFrame, models_path: Path) -> TableFindings:
