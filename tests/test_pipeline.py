@@ -34,6 +34,7 @@ def test_run_with_precomputed_models(tmp_path):
     assert correlations["filter0"].eq("top-choice").all()
     report = (out / "report.md").read_text()
     assert "504 pre-gen metrics (filter0 top-choice)" in report and "filter0: top-choice (filter0 keeps" in report
+    assert "summed over the models and over the threads" in report  # issue 64: the time table explained
     assert "Tokenizer (all scores): ptb" in report and "## Time per stage" in report
     assert SearchConfig.load(out / "config.toml").precomputed[2].architecture == "par"
     # Per-stratum post-gen scores are those of the block alone.

@@ -27,7 +27,7 @@ from . import finished
 from .config import ID_COLUMNS, SearchConfig, model_label
 from .finished import MANIFEST, UNKNOWN, FinishedSearch
 from .late import section as late_section
-from .model_level import model_level
+from .model_level import model_level, what_pairs_can_show
 from .search import SearchResult
 from .unit_test_results import UNIT_TESTS_FILE, UNIT_TESTS_REPORT, unit_tests_section
 
@@ -309,7 +309,10 @@ def render_report(run: FinishedSearch) -> str:
     stage_names = list(dict.fromkeys(k for r in runs for k in r if k != "when"))
     lines += [f"| {_stage_name(stage, decodings)} | "
               + " | ".join(f"{r[stage]:.1f}" if stage in r else "" for r in runs) + " |" for stage in stage_names]
-    lines += ["", "Cache (this invocation): " + ", ".join(
+    lines += ["", "Each stage's seconds are summed over the models and over the threads and processes that ran them "
+              "at once (training: the trainer threads, one per core by default; post-gen: its worker processes, while the "
+              "next model trains), so a stage can exceed `total`, the search's wall-clock time.",
+              "", "Cache (this invocation): " + ", ".join(
         f"{stage} {c['computed']} computed / {c['reused']} reused" for stage, c in manifest.get("stages", {}).items()),
         ""]
     lines += ["## Post-gen scores per model (whole test set)", ""]
@@ -350,7 +353,8 @@ def _model_level_section(run: FinishedSearch) -> str:
     if document is None:
         return (f"## Does the metric pick the better model?\n\nOnly {len(run.models)} model(s): no model-level "
                 "validation (it needs at least 3).\n")
-    return "\n".join("#" + line if line.startswith("#") else line for line in document.splitlines()) + "\n"
+    section = "\n".join("#" + line if line.startswith("#") else line for line in document.splitlines())
+    return section + "\n\n" + what_pairs_can_show(len(run.model_rows)) + "\n"
 
 
 def rerender_report(folder) -> Path:
