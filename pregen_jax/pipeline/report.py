@@ -249,8 +249,8 @@ def _stage_name(stage: str, decodings: set[str]) -> str:
 def _compared_with_2018(filter0: str) -> str:
     """How this search's filter0 metrics pair with the 2018 table's (whose filter0 is not-top-choice)."""
     pairing = ("the same as the 2018 table's filter0" if filter0 == "not-top-choice" else
-               "the 2018 table's filter0 is not-top-choice, so its `*_filter0` is this search's `*_miss0`, never its "
-               "`*_filter0`")
+               "the 2018 table's filter0 is not-top-choice, so its `*_filter0` pairs with `*_miss0` (`[pregen] filters = "
+               "[\"miss0\"]` adds them), never with this search's `*_filter0`")
     return pairing + " (docs/glossary.md, \"filter0 semantics\")"
 
 
