@@ -455,6 +455,6 @@ def test_run_search_from_python_checks_like_the_cli_before_any_work(tmp_path):
     with pytest.raises(ValueError, match=r"\[postgen\] stopwords = .*none\.txt'?: no such file"):
         run_search(config, tmp_path / "out", progress=False)
     karpathy = SearchConfig.from_dict({"data": {"source": "karpathy", "karpathy_json": "x.json"}}, base=tmp_path)
-    with pytest.raises(ValueError, match=r"config: \[data\] features is required"):
-        run_search(karpathy, tmp_path / "out", progress=False)
+    with pytest.raises(ValueError, match=r"config: \[data\] features is required.*'image_ids'.*docs/guides/search"):
+        run_search(karpathy, tmp_path / "out", progress=False)  # says how to give features (issue 64)
     assert not (tmp_path / "out").exists()

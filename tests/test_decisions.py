@@ -224,3 +224,19 @@ def test_rank_command_writes_decision_tables(tmp_path):
     assert models["all_models"].iloc[0] == 12 and "tokenizer" in models.columns
     assert list(heldout["held_out"]) == ["g1", "g2", "g3"]
     assert "# Does the metric pick the better model?" in (tmp_path / "out" / "decisions.md").read_text()
+
+
+def test_the_report_says_what_few_models_can_show():
+    """Issue 64: beside model-level findings, how many pairs the test had and the fewest a metric
+    must order right for Kendall's tau to differ from 0 (exact, two-sided, 5%)."""
+    from pregen_jax.pipeline.model_level import what_pairs_can_show
+    assert "cannot be told from chance" in what_pairs_can_show(4)  # 6 pairs: even tau = 1 has p = 0.083
+    five = what_pairs_can_show(5)
+    assert "5 models, so 10 pairs" in five and "at least 10 of the 10 pairs" in five
+    ten = what_pairs_can_show(10)
+    assert "at least 34 of the 45 pairs" in ten
+    from pregen_jax.pipeline.model_level import _with_inversions
+    for wrong, significant in ((11, True), (12, False)):  # 34 of 45 right is significant, 33 is not
+        order = _with_inversions(10, wrong)
+        assert sum(a > b for i, a in enumerate(order) for b in order[i + 1:]) == wrong
+        assert (stats.kendalltau(range(10), order, method="exact").pvalue < 0.05) == significant

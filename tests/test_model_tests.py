@@ -248,7 +248,8 @@ def test_unit_tests_in_the_run_folder_reach_the_search_report_and_rank(tiny_sear
     assert cli.main(["rank", "--table", str(search / "table.tsv"), "--out", str(tmp_path / "rank"),
                      "--unit-tests", str(search / "pregen_unit_tests.tsv")]) == 0
     flagged = pd.read_csv(tmp_path / "rank" / "correlations_CIDEr.tsv", sep="\t")
-    assert list(flagged.columns[-2:]) == ["fails_meaning_preserving", "tokenizer"]
+    assert list(flagged.columns[-3:]) == ["fails_meaning_preserving", "tokenizer", "filter0"]
+    assert flagged["filter0"].eq("top-choice").all()  # read from the search beside the table (issue 64)
     frame = pd.read_csv(search / "pregen_unit_tests.tsv", sep="\t")
     temp = frame[frame["test"] == "temperature"].set_index("pregen")["accuracy"]
     assert flagged["fails_meaning_preserving"].tolist() == (temp[flagged["pregen"]] < 50).tolist()

@@ -21,8 +21,9 @@ def test_run_with_precomputed_models(tmp_path):
     table = pd.read_csv(out / "table.tsv", sep="\t")
     assert len(table) == 3 * 15
     expected = ["dataset", "architecture", "run", "epoch", "num_strata", "stratum", "CIDEr", "WMD", "ROUGE_L",
-                *tiers.DEFAULT_SPACE.names, "vocabulary", "units", "tokenizer"]
+                *tiers.DEFAULT_SPACE.names, "vocabulary", "units", "tokenizer", "filter0"]
     assert list(table.columns) == expected
+    assert table["filter0"].eq("top-choice").all()  # issue 64: the filter0 semantics, named
     assert table["tokenizer"].eq("ptb").all()  # new searches score with COCO's tokenizer (issue 40 item 3)
     assert table["vocabulary"].eq("unknown").all() and table["units"].eq("word").all()  # precomputed: words
     for name in ("correlations_CIDEr.tsv", "correlations_WMD.tsv", "report.md", "summary.md", "config.toml",
@@ -30,7 +31,10 @@ def test_run_with_precomputed_models(tmp_path):
         assert (out / name).is_file(), name
     correlations = pd.read_csv(out / "correlations_CIDEr.tsv", sep="\t")
     assert list(correlations.columns[:4]) == ["pregen", "all_R^2", "all_R", "all_p"]
+    assert correlations["filter0"].eq("top-choice").all()
     report = (out / "report.md").read_text()
+    assert "504 pre-gen metrics (filter0 top-choice)" in report and "filter0: top-choice (filter0 keeps" in report
+    assert "summed over the models and over the threads" in report  # issue 64: the time table explained
     assert "Tokenizer (all scores): ptb" in report and "## Time per stage" in report
     assert SearchConfig.load(out / "config.toml").precomputed[2].architecture == "par"
     # Per-stratum post-gen scores are those of the block alone.
@@ -72,6 +76,20 @@ def test_degenerate_models_stay_in_the_table_and_out_of_the_findings(tmp_path):
     if len(kept_ids) >= 3:
         significance = pd.read_csv(out / "significance_CIDEr.tsv", sep="\t")
         assert not set(left_out) & (set(significance["model_a"]) | set(significance["model_b"]))
+    # `rank` on the search's own table.tsv gives the report's numbers, and says what it left out
+    # (issue 64); --keep-all ranks every row.
+    assert cli.main(["rank", "--table", str(out / "table.tsv"), "--out", str(tmp_path / "ranked")]) == 0
+    ranked = pd.read_csv(tmp_path / "ranked" / "correlations_CIDEr.tsv", sep="\t")
+    assert ranked["pregen"].tolist() == found["pregen"].tolist()
+    np.testing.assert_allclose(ranked["all_R^2"], found["all_R^2"], atol=1e-9)
+    excluded = pd.read_csv(tmp_path / "ranked" / "excluded.tsv", sep="\t")
+    assert excluded.loc[excluded["kind"] == "model", "name"].tolist() == left_out
+    assert "`init-2` (degenerate" in (tmp_path / "ranked" / "summary.md").read_text()
+    assert cli.main(["rank", "--table", str(out / "table.tsv"), "--out", str(tmp_path / "all"), "--keep-all"]) == 0
+    every = ranking.rank(table.drop(columns=["vocabulary", "units", "tokenizer", "filter0"]), ["CIDEr", "WMD", "ROUGE_L"],
+                         list(tiers.DEFAULT_SPACE.names)).correlations["CIDEr"]
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "all" / "correlations_CIDEr.tsv", sep="\t")["all_R^2"],
+                               every["all_R^2"], atol=1e-9)
     # With degenerate = "include" the findings rest on all four.
     config = SearchConfig.load(config_path)
     config = dataclasses.replace(config, pregen=dataclasses.replace(config.pregen, degenerate="include"))

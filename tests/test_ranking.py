@@ -106,3 +106,47 @@ def test_rank_command_bad_tables(tmp_path, capsys, content, message):
     import re
     assert re.search(message, err), err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_rank_leaves_out_rows_whose_in_findings_is_false(tmp_path, capsys):
+    """Issue 64: a table's own ``in_findings`` column (a search's models.tsv joined in) is read:
+    its false rows are left out and said; ``--keep-all`` ranks them too."""
+    table = toy_table().assign(architecture="a", run=np.repeat([1, 2, 3], 4), epoch="final")
+    table["in_findings"] = np.where(table["run"] == 3, "False", "True")
+    path = tmp_path / "t.tsv"
+    table.to_csv(path, sep="\t", index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert "left out 1 model(s), 4 rows" in capsys.readouterr().err
+    kept = ranking.rank(toy_table().iloc[:8].reset_index(drop=True), ["CIDEr"], ranking.pregen_columns(table))
+    written = pd.read_csv(tmp_path / "out" / "correlations_CIDEr.tsv", sep="\t")
+    np.testing.assert_allclose(written["all_R^2"], kept.correlations["CIDEr"]["all_R^2"], atol=1e-9)
+    assert "`a-3` (in_findings false)" in (tmp_path / "out" / "summary.md").read_text()
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "all"), "--keep-all"]) == 0
+    every = ranking.rank(toy_table(), ["CIDEr"], ranking.pregen_columns(table))
+    written = pd.read_csv(tmp_path / "all" / "correlations_CIDEr.tsv", sep="\t")
+    np.testing.assert_allclose(written["all_R^2"], every.correlations["CIDEr"]["all_R^2"], atol=1e-9)
+    table["in_findings"] = "maybe"
+    table.to_csv(path, sep="\t", index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "bad")]) == 2
+    assert "column 'in_findings' has 'maybe'" in capsys.readouterr().err
+
+
+def test_filter0_semantics_are_named(tmp_path, capsys):
+    """Issue 64: the 2018 table's filter0 keeps the positions that are NOT the top choice, a
+    search's those that are; every ranking output says which, and a contradiction is an error."""
+    from pregen_jax import tiers
+    assert tiers.DEFAULT_SPACE.filter0 == "top-choice" and tiers.COMPAT_2018.filter0 == "not-top-choice"
+    assert tiers.Space.from_names(filters=("none", "prefix0")).filter0 == "none"
+    path = tmp_path / "t.csv"
+    toy_table().assign(mean_max_count_filter0=np.arange(12.0)).to_csv(path, index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "out"), "--filter0", "not-top-choice"]) == 0
+    assert "(filter0: not-top-choice)" in capsys.readouterr().out
+    written = pd.read_csv(tmp_path / "out" / "correlations_CIDEr.tsv", sep="\t")
+    assert written["filter0"].eq("not-top-choice").all()
+    assert "filter0: not-top-choice (filter0 keeps the positions whose true token is NOT" in (
+        tmp_path / "out" / "summary.md").read_text()
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "unknown")]) == 0
+    assert "does not say what its *_filter0 columns keep" in capsys.readouterr().err
+    toy_table().assign(filter0="top-choice").to_csv(path, index=False)
+    assert cli.main(["rank", "--table", str(path), "--out", str(tmp_path / "bad"), "--filter0", "not-top-choice"]) == 2
+    assert "says its filter0 is top-choice" in capsys.readouterr().err

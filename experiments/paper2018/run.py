@@ -30,7 +30,8 @@ def main(argv=None) -> int:
     pregen = ranking.pregen_columns(table)
     result = ranking.rank(table, ["METEOR", "CIDEr", "SPICE", "WMD"], pregen, group_by="dataset")
     with io.staged_folder(args.out) as staging:
-        ranking.write_ranking(result, staging, "2018 study's own (lower-cased alphanumeric tokens)", args.table)
+        ranking.write_ranking(result, staging, "2018 study's own (lower-cased alphanumeric tokens)", args.table,
+                              filter0="not-top-choice")  # the 2018 code's filter0 (the spec)
     print(f"{len(pregen)} pre-gen metrics, {len(result.excluded)} left out, "
           f"{len(pregen) - len(result.excluded)} ranked over {len(table)} data points")
     for post, df in result.correlations.items():

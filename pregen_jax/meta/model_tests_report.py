@@ -67,14 +67,18 @@ def flag_correlations(correlations: dict[str, pd.DataFrame], frame: pd.DataFrame
             for post, df in correlations.items()}
 
 
-def add_unit_test_flags(folder, result, frame: pd.DataFrame, source: str, tokenizer: str, table: str) -> None:
+def add_unit_test_flags(folder, result, frame: pd.DataFrame, source: str, tokenizer: str, table: str,
+                        filter0: str | None = None, models_left_out: dict[str, str] | None = None) -> None:
     """``rank --unit-tests``: correlations_<POSTGEN>.tsv in ``folder`` with the flag column, and summary.md
-    rendered with the unit-test section (``result``: the ranking of ``table``; ``source``: the unit-test file)."""
+    rendered with the unit-test section (``result``: the ranking of ``table``; ``source``: the unit-test file;
+    ``filter0`` and ``models_left_out`` as ``ranking.write_ranking`` takes them)."""
     from ..ranking import summary_markdown
     folder = Path(folder)
     for post, df in flag_correlations(result.correlations, frame).items():
-        io.write_tsv(df.assign(tokenizer=tokenizer), folder / f"correlations_{post}.tsv")
-    io.write_text(summary_markdown(result, tokenizer=tokenizer, source=table)
+        df = df.assign(tokenizer=tokenizer)
+        io.write_tsv(df.assign(filter0=filter0) if filter0 else df, folder / f"correlations_{post}.tsv")
+    io.write_text(summary_markdown(result, tokenizer=tokenizer, source=table, filter0=filter0,
+                                   models_left_out=models_left_out)
                   + rank_summary_section(result.correlations, frame, source), folder / "summary.md")
 
 

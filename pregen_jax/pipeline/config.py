@@ -301,7 +301,9 @@ class SearchConfig:
         needs none of it: only [data]'s corpus.)"""
         if self.data.source != "shapes" and not self.data.features and not self.only_precomputed:
             raise ValueError(f"{source}: [data] features is required to train or run caption models on "
-                             f"source {self.data.source!r}")
+                             f"source {self.data.source!r} (../shared/data ships none): give any "
+                             "extractor's vectors as an .npz of arrays 'features' and 'image_ids' (file names); "
+                             "docs/guides/search.md, \"Flickr8k or a Karpathy JSON: the files a search needs\"")
         # every path the config marks (settings.PathKind), but [[precomputed]]'s: read later, with their own messages
         named = [(section, key, value, "file" if kind == "module" else kind)
                  for section, key, value, kind in path_fields(self)

@@ -106,7 +106,7 @@ class FinishedSearch:
 
     def _tsv(self, name: str) -> pd.DataFrame:
         """A TSV the search wrote (its hash checked on opening), without the ``tokenizer`` column; may have no rows."""
-        return pd.read_csv(self.file(name), sep="\t").drop(columns=["tokenizer"], errors="ignore")
+        return pd.read_csv(self.file(name), sep="\t").drop(columns=["tokenizer", "filter0"], errors="ignore")
 
     def file(self, name: str) -> Path:
         """A data file of the run (only files the manifest lists)."""
@@ -179,6 +179,14 @@ class FinishedSearch:
     def table(self) -> pd.DataFrame:
         """table.tsv: one row per (model, stratum)."""
         return ranking.read_table(self.file("table.tsv"))
+
+    @property
+    def filter0(self) -> str:
+        """Which positions the search's ``*_filter0`` metrics keep, a key of ``tiers.FILTER0_SEMANTICS``
+        (``table.tsv``'s ``filter0`` column; a search written before it had one: from its config)."""
+        if "filter0" in self.table.columns:
+            return str(self.table["filter0"].iloc[0])
+        return "not-top-choice" if self.config.pregen.compat_2018 else "top-choice"
 
     @property
     def left_out(self) -> dict[str, str]:

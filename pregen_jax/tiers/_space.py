@@ -12,6 +12,19 @@ DEFAULT_CAPTION_SCORES = ("prob", "pplx", "count", "normcount")
 DEFAULT_IMAGE_AGGREGATORS = ("sum", "mean", "median", "geomean", "max", "min", JOIN)
 DEFAULT_DATASET_AGGREGATORS = ("sum", "mean", "median", "geomean", "max", "min")
 
+# What ``filter0`` means in a space: its name is the 2018 study's, but the paper's text and the
+# 2018 code (so the 2018 table, data.txt) meant opposite positions, so every output that names
+# pre-gen metrics says which (the spec's "The 2018 reference table").
+FILTER0_SEMANTICS = {
+    "top-choice": "filter0 keeps the positions whose true token is the model's top choice (the 2018 paper's text; "
+                  "this package's default)",
+    "not-top-choice": "filter0 keeps the positions whose true token is NOT the model's top choice (the 2018 code, so "
+                      "the 2018 table data.txt; this package's miss0, and a search's filter0 with [pregen] "
+                      "compat_2018 = true)",
+    "none": "no filter0 in the space",
+    "other": "filter0 is a function of the user's",
+}
+
 
 def _as_tier_fns(tier: int, items) -> tuple[TierFn, ...]:
     fns = tuple(item if isinstance(item, TierFn) else get(tier, item) for item in items)
@@ -60,6 +73,19 @@ class Space:
         """(tier-4, tier-3, tier-2, tier-1) sizes, in canonical nesting order."""
         return (len(self.dataset_aggregators), len(self.image_aggregators),
                 len(self.caption_scores), len(self.filters))
+
+    @property
+    def filter0(self) -> str:
+        """Which positions the space's ``filter0`` keeps, a key of ``FILTER0_SEMANTICS``:
+        ``top-choice`` (the paper's text, ``DEFAULT_SPACE``) or ``not-top-choice`` (the 2018 code,
+        ``COMPAT_2018``); ``none`` without a ``filter0``."""
+        found = [fn for fn in self.filters if fn.name == "filter0"]
+        if not found:
+            return "none"
+        for semantics, name in (("top-choice", "filter0"), ("not-top-choice", "miss0")):
+            if found[0].fn is get(1, name).fn:
+                return semantics
+        return "other"
 
     @property
     def names(self) -> list[str]:
