@@ -49,6 +49,10 @@ FOLLOWED = {
                                         ("Ramakrishna Vedantam", "Tsung-Yi Lin", "Ruotian Luo")),
     "tests/test_diversity.py": ("MIT AND BSD-2-Clause-Views", ("2019 Ruotian Luo", COCO),
                                 ("Ruotian Luo", "Ramakrishna Vedantam", "Tsung-Yi Lin")),
+    # the SCST reward's self-critical forms and the cached document frequencies: self-critical.pytorch
+    "pregen_jax/rewards/critic.py": ("MIT", ("2019 Ruotian Luo",), ("Ruotian Luo", "self-critical.pytorch")),
+    "pregen_jax/rewards/pickled.py": ("MIT", ("2019 Ruotian Luo",), ("Ruotian Luo", "self-critical.pytorch")),
+    "tests/test_self_critical.py": ("MIT", ("2019 Ruotian Luo",), ("Ruotian Luo", "self-critical.pytorch")),
     # METEOR's Python search, moved out of the package: the test oracle of its numba search
     "tests/meteor_oracle/align.py": ("LGPL-2.1-only", ("2004, 2010 Carnegie Mellon University",),
                                      ("Michael Denkowski", "Alon Lavie")),

@@ -1,5 +1,4 @@
-# SPDX-FileCopyrightText: 2019 Ruotian Luo (self-critical.pytorch: scripts/prepro_ngrams.py, captioning/utils/rewards.py,
-#   captioning/modules/losses.py; the oracle below transcribes them)
+# SPDX-FileCopyrightText: 2019 Ruotian Luo
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT
 """The SCST reward as self-critical.pytorch computes it, on its own cached document frequencies
@@ -7,7 +6,11 @@ and label rows: ``DocumentFrequency.from_pickle`` reads a ``*-idxs.p`` written h
 ``scripts/prepro_ngrams.py`` writes it (on Flickr8k training captions), and ``SelfCritical``'s
 two advantages equal a plain-Python transcription of ``get_self_critical_reward`` (greedy
 baseline, CIDEr-D and BLEU-4 weights) and of the ``new_self_critical`` loss (mean of the other
-samples), within 1e-5 max(1, |r|) in float32, from numpy (through DLPack) and from JAX alike."""
+samples), within 1e-5 max(1, |r|) in float32, from numpy (through DLPack) and from JAX alike.
+
+How it was written: the oracle follows self-critical.pytorch (Ruotian Luo, MIT):
+``scripts/prepro_ngrams.py``, ``captioning/utils/rewards.py`` and ``captioning/modules/losses.py``,
+transcribed as plain Python."""
 import pickle
 from collections import OrderedDict
 

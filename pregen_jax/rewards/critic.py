@@ -1,5 +1,4 @@
-# SPDX-FileCopyrightText: 2019 Ruotian Luo (self-critical.pytorch: captioning/utils/rewards.py
-#   get_self_critical_reward, captioning/modules/losses.py new_self_critical; the rules followed here)
+# SPDX-FileCopyrightText: 2019 Ruotian Luo
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT
 """Self-critical advantages (Rennie et al. 2017; Luo 2020) on the device: each sampled caption's

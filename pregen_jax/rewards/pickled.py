@@ -1,4 +1,4 @@
-# SPDX-FileCopyrightText: 2019 Ruotian Luo (self-critical.pytorch, scripts/prepro_ngrams.py: the file format read here)
+# SPDX-FileCopyrightText: 2019 Ruotian Luo
 # SPDX-FileCopyrightText: 2026 The pregen-jax authors
 # SPDX-License-Identifier: MIT
 """Reading self-critical.pytorch's cached document frequencies (``scripts/prepro_ngrams.py``'s
