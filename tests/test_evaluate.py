@@ -235,4 +235,4 @@ def test_a_carriage_return_inside_a_caption_is_a_space_with_a_warning(tmp_path):
     broken = score_files(*coco_files(tmp_path, captions)[:1], tmp_path / "res0.json", metrics=["CIDEr"])
     assert list(broken.per_image["CIDEr"]) == list(spaced.per_image["CIDEr"])
     assert list(broken.per_image["CIDEr"])[1:] == list(plain.per_image["CIDEr"])[1:]
-    assert any("carriage return" in note for note in broken.notes) and not spaced.notes
+    assert any("carriage return" in note for note in broken.notes) and not any("carriage return" in note for note in spaced.notes)

@@ -84,7 +84,7 @@ def search_candidates(run, data, split: str, checkpoints=(), captions=()) -> tup
         label = model_label("checkpoint", str(path), "")
         candidates.append(model_candidate(label, path, data, run.config.generation, split))
         ids.append({"architecture": "checkpoint", "run": str(path), "epoch": "", "source": "checkpoint"})
-    split_data = data.dataset[split]
+    split_data = data.dataset[split] if captions else None  # a split without caption files may not exist
     read = [read_generated_captions(path, split_data.image_ids, f"the {split} split", split_data.aliases)
             for path in captions]
     if read:
