@@ -157,6 +157,14 @@ def test_a_model_tied_with_the_new_one_over_every_candidate_counts_for_it():
         assert made.reason.startswith("unbounded: every score is kept (nowhere do more than ")
 
 
+def test_no_line_when_only_the_new_model_moves_a_metric():
+    """Usable for the n + 1 (the filter is symmetric) but constant over the calibration models: the new model's
+    own fit has no line, so no prediction (it was NaN, with NaN pieces)."""
+    y = np.random.default_rng(0).normal(size=10)
+    with pytest.raises(ValueError, match="varies over the calibration models"):
+        conformal.conformal_interval(np.zeros((10, 1)), y, np.array([1.0]), 0.8)
+
+
 def test_the_column_filter_is_the_same_for_every_model():
     """A column constant over the calibration models but not with the new one varies over the n + 1: usable,
     as it would be were any calibration model the one to differ."""

@@ -171,6 +171,9 @@ def conformal_interval(x: np.ndarray, y: np.ndarray, x_new: np.ndarray, level: f
     columns = np.flatnonzero(usable_columns(x, x_new))
     if not len(columns):
         raise ValueError("no candidate pre-gen metric is finite for every model and varies over them")
+    if not usable_columns(x)[columns].any():  # the new model's own fit (on the n) would have no line
+        raise ValueError("no candidate pre-gen metric varies over the calibration models (only the new model "
+                         "moves one): no line to predict from")
     xs, xs_new = scaled(x[:, columns], x_new[columns])
     n = len(y)
     chosen = choose(xs, y)
