@@ -140,6 +140,31 @@ def test_ties_count_for_the_new_model():
     assert list(conformal.accepted(x, y, x_new, 0.9, np.array([9.5, 10.0, 10.5]))) == [False, True, False]
 
 
+def test_a_model_tied_with_the_new_one_over_every_candidate_counts_for_it():
+    """Model k sits with the new model, every other at one value of the only metric: each fit's line goes
+    through the pair's end, so model k's residual equals the new model's for every candidate (a tie over
+    whole gaps, not only at points), the others' stay fixed. With ``rank - 1 = n - 1`` the set is the whole
+    line only if the tie counts for the new model; counted against it (or decided by rounding, as before:
+    10 of these 30 were cut) it is bounded."""
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        n = 9 + seed % 5
+        x_new = np.array([3 * rng.normal()])
+        x = np.full((n, 1), rng.normal())
+        x[rng.integers(n)] = x_new
+        made = conformal.conformal_interval(x, rng.normal(size=n), x_new, (n - 1) / (n + 1) + 0.01)
+        assert made.pieces == ((-math.inf, math.inf),), seed
+        assert made.reason.startswith("unbounded: every score is kept (nowhere do more than ")
+
+
+def test_no_line_when_only_the_new_model_moves_a_metric():
+    """Usable for the n + 1 (the filter is symmetric) but constant over the calibration models: the new model's
+    own fit has no line, so no prediction (it was NaN, with NaN pieces)."""
+    y = np.random.default_rng(0).normal(size=10)
+    with pytest.raises(ValueError, match="varies over the calibration models"):
+        conformal.conformal_interval(np.zeros((10, 1)), y, np.array([1.0]), 0.8)
+
+
 def test_the_column_filter_is_the_same_for_every_model():
     """A column constant over the calibration models but not with the new one varies over the n + 1: usable,
     as it would be were any calibration model the one to differ."""

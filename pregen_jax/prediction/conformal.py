@@ -171,6 +171,9 @@ def conformal_interval(x: np.ndarray, y: np.ndarray, x_new: np.ndarray, level: f
     columns = np.flatnonzero(usable_columns(x, x_new))
     if not len(columns):
         raise ValueError("no candidate pre-gen metric is finite for every model and varies over them")
+    if not usable_columns(x)[columns].any():  # the new model's own fit (on the n) would have no line
+        raise ValueError("no candidate pre-gen metric varies over the calibration models (only the new model "
+                         "moves one): no line to predict from")
     xs, xs_new = scaled(x[:, columns], x_new[columns])
     n = len(y)
     chosen = choose(xs, y)
@@ -184,9 +187,12 @@ def conformal_interval(x: np.ndarray, y: np.ndarray, x_new: np.ndarray, level: f
     forms = conformal_set.forms(np.vstack([xs, xs_new[None]]), y)
     pieces, outer = conformal_set.kept_pieces(forms, predicted, rank, max(float(np.ptp(y)), 1e-12))
     reasons = []
-    if pieces[0][0] == -math.inf:
+    if pieces[0] == (-math.inf, math.inf):
+        reasons.append(f"unbounded: every score is kept (nowhere do more than {rank - 1} of the {n} calibration "
+                       "models' leave-one-out residuals, fitted with the new model, fall below its own)")
+    elif pieces[0][0] == -math.inf:
         reasons.append(_unbounded_reason("below", pieces[0][1], outer[0], n))
-    if pieces[-1][1] == math.inf:
+    if pieces[-1][1] == math.inf and pieces[-1][0] > -math.inf:
         reasons.append(_unbounded_reason("above", pieces[-1][0], outer[1], n))
     return Interval(predicted, pieces[0][0], pieces[-1][1], int(columns[chosen]), columns, tuple(pieces),
                     "; ".join(reasons))

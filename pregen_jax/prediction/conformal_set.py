@@ -112,9 +112,11 @@ def _representatives(points: np.ndarray) -> np.ndarray:
     return np.concatenate([ends[0], (points[:-1] + points[1:]) / 2, ends[1]])
 
 
-def _below(f: Forms, t: np.ndarray, piece: np.ndarray, predicted: float, slack: float = 0.0) -> np.ndarray:
+def _below(f: Forms, t: np.ndarray, piece: np.ndarray, predicted: float, slack: float | np.ndarray) -> np.ndarray:
     """int[T]: how many calibration models score strictly below the new model at each ``t`` (the
-    comparison loosened by ``slack`` at critical points, where the two are equal but for rounding)."""
+    comparison loosened by ``slack``, float or f[T]: a score equal to the new model's but for rounding
+    is a tie, and ties count for the new model; at critical points the two are equal by construction,
+    and a model can tie it over a whole gap, its residual the new model's own line)."""
     with np.errstate(invalid="ignore"):
         own = np.abs(f.alpha[:, piece] + f.beta[:, piece] * t)
     return (own < np.abs(t - predicted) - slack).sum(0)
@@ -137,7 +139,7 @@ def kept_pieces(f: Forms, predicted: float, rank: int, scale: float) -> tuple[li
     spread, for the rounding slack at critical points and for joining pieces that touch but for it."""
     z = np.unique(np.concatenate([f.breaks, _roots(f, predicted), [predicted]]))
     mids = _representatives(z)
-    gap_ok = _below(f, mids, f.piece(mids), predicted) <= rank - 1
+    gap_ok = _below(f, mids, f.piece(mids), predicted, 1e-12 * (scale + np.abs(mids))) <= rank - 1
     slack = 1e-12 * max(scale, float(np.abs(z).max()))
     point_ok = ((_below(f, z, f.piece(z, "left"), predicted, slack) <= rank - 1)
                 | (_below(f, z, f.piece(z, "right"), predicted, slack) <= rank - 1))
@@ -149,5 +151,5 @@ def kept_pieces(f: Forms, predicted: float, rank: int, scale: float) -> tuple[li
             merged[-1] = (merged[-1][0], float(max(merged[-1][1], high)))
         else:
             merged.append((float(low), float(high)))
-    outer = _below(f, mids[[0, -1]], f.piece(mids[[0, -1]]), predicted)
+    outer = _below(f, mids[[0, -1]], f.piece(mids[[0, -1]]), predicted, 1e-12 * (scale + np.abs(mids[[0, -1]])))
     return merged, [int(outer[0]), int(outer[1])]
