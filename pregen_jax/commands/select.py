@@ -52,7 +52,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--screen-keep", type=float, default=0.5,
                         help="with --screen, the share of models that race, best by the prior (default 0.5)")
     parser.add_argument("--out", required=True, help="output folder (select.tsv)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def _run(args: argparse.Namespace) -> int:
