@@ -173,7 +173,12 @@ class PythonMeteor:
 
     def _analysed(self, tokens: tuple[str, ...]) -> tuple[Sentence, tuple]:
         """The sentence's features and its arrays for the compiled search (``fast.pack``): one
-        sentence's form, for ``alignment`` and the tests (``stats`` packs many at once)."""
+        sentence's form, for ``alignment`` and the tests (``stats`` packs many at once), with the
+        whole table: one of some words, chosen again for each sentence, could give two sentences
+        ids of two tables."""
+        self.load()
+        if self._words is not None:
+            self._use_whole("a sentence analysed on its own (alignment)")
         sentence = self._analyzer.sentence(tokens)
         return sentence, fast.pack(sentence, self._analyzer.table)
 
