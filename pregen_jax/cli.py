@@ -25,6 +25,7 @@ from .commands import (
     track,
     unit_tests,
 )
+from .commands.base import common_arguments
 
 # The subcommands in the order --help lists them.
 COMMANDS = (demo, run, rank, predict, select, track, evaluate, export_references, scst, mutt, unit_tests, judgments, doctor)
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         command = module.COMMAND
         child = sub.add_parser(command.name, help=command.help, aliases=list(command.aliases))
         command.arguments(child)
+        common_arguments(child)  # --no-progress: every subcommand, one meaning
         child.set_defaults(func=command.run)
     return parser
 

@@ -55,12 +55,24 @@ def test_every_subcommand_is_documented_and_nothing_else():
             assert f"`{name}`" in documented()[primary[id(parser)]][1], f"alias {name} not mentioned"
 
 
+# The options every subcommand takes (``commands.base.common_arguments``): documented once, in the
+# page's opening list, and allowed (not needed) in a command's own table
+COMMON = {"--no-progress"}
+
+
 def test_every_option_is_documented_and_nothing_else():
     parsers = subcommands(cli.build_parser())
     for name, (names, _) in documented().items():
-        have = options(parsers[name])
+        have = options(parsers[name]) - COMMON
+        names = names - COMMON
         assert names == have, (f"pregen-search {name}: undocumented {sorted(have - names)}; "
                                f"documented but not in the parser {sorted(names - have)}")
+
+
+def test_the_common_options_are_documented_once_before_the_commands():
+    text = REFERENCE.read_text(encoding="utf-8")
+    opening = text[:SECTION.search(text).start()]
+    assert all(f"`{option}`" in opening for option in COMMON)
 
 
 PATH = re.compile(r"`((?:pregen_jax|tests|benchmarks|experiments|search|scripts|docs)/[\w./-]*?)`")

@@ -112,7 +112,7 @@ def test_a_meteor_of_tables_of_words_gives_the_whole_tables_statistics(tmp_path,
     assert len(list(tmp_path.glob("meteor-paraphrase-*-words-*"))) == 1
 
 
-def test_a_call_of_many_sentences_builds_and_keeps_the_whole_table(tmp_path, monkeypatch):
+def test_a_call_of_many_sentences_builds_and_keeps_the_whole_table(tmp_path, monkeypatch, capsys):
     from pregen_jax.postgen.meteor import python
     monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "cache"))
     source = _sample_table(tmp_path, 3_000)
@@ -126,9 +126,54 @@ def test_a_call_of_many_sentences_builds_and_keeps_the_whole_table(tmp_path, mon
         meteor._words = frozenset()
         meteor._serve_words([(("two", "spaces"), [("again",)])])  # 2 sentences: a table of their words
         assert meteor._words == {"two", "spaces", "again", "two spaces"} and paraphrase.kept_table(source) is None
+        capsys.readouterr()
         meteor._serve_words([(("x",), [("y", "z"), ("two",), ("a",)])])  # 4: the whole table, kept
+        said = capsys.readouterr().err  # why this run builds it, then the build's own line
+        assert "4 sentences in one call" in said and "building the whole paraphrase table" in said
+        assert "5.3 M entries" in said
         assert meteor._words is None and len(used[-1].keys) == len(paraphrase.table(source).keys) > 500 > len(used[0].keys)
         assert [p.name for p in io.cache_folder().glob("meteor-paraphrase-*")] == [paraphrase._name(source)]
         assert paraphrase.kept_table(source) is not None  # a later run's load() uses it, no words checked
+    finally:
+        paraphrase.table.cache_clear()
+
+
+def test_the_api_reads_the_table_of_words_evaluate_kept_and_else_builds_the_whole_one(tmp_path, monkeypatch, capsys):
+    """The in-process METEOR (``postgen.score``) after ``evaluate``: where the table of words evaluate's
+    process kept serves its sentences, it is read (no build); a call with other words builds the whole
+    table, saying why, which evaluate's process then loads (whichever runs first builds what the
+    other needs)."""
+    from pregen_jax.postgen.meteor import python
+    monkeypatch.setenv("PREGEN_JAX_CACHE", str(tmp_path / "cache"))
+    source = _sample_table(tmp_path, 3_000)
+    monkeypatch.setattr(paraphrase, "paraphrase_path", lambda: source)
+    paraphrase.table.cache_clear()
+    try:
+        paraphrase.table_of_words(frozenset({"two", "spaces", "again", "two spaces"}))  # evaluate's process
+        assert paraphrase.words_kept() and paraphrase.kept_table() is None
+        capsys.readouterr()
+        used = []
+        api = python.PythonMeteor()
+        monkeypatch.setattr(python, "table", lambda: pytest.fail("load() built the whole table"))
+        monkeypatch.setattr(python, "Analyzer", lambda synonyms, table: used.append(table))
+        monkeypatch.setattr(python, "Packer", lambda analyzer: "packer")
+        monkeypatch.setattr(python, "synonyms", lambda: None)
+        monkeypatch.setattr(api, "_compiled_ready", lambda: None)
+        api.load()
+        assert api._words == frozenset() and len(used[-1].keys) == 0  # waits for the sentences
+        assert "paraphrase" not in capsys.readouterr().err  # (numba's "compiling" line aside)
+        api._serve_words([(("two", "spaces"), [("again",)])])  # served by evaluate's table: read, not built
+        assert capsys.readouterr().err == "" and api._words == {"two", "spaces", "again", "two spaces"}
+        assert used[-1].word_id("again") >= 0 and paraphrase.kept_table() is None
+        monkeypatch.setattr(python, "table", paraphrase.table)
+        api._serve_words([(("x",), [("y", "z")])])  # other words: the whole table, built and kept
+        said = capsys.readouterr().err
+        assert "lacks words of these sentences: building the whole paraphrase table" in said
+        assert api._words is None and len(used[-1].keys) == len(paraphrase.table().keys) > 500
+        assert paraphrase.kept_table() is not None and not paraphrase.words_kept()  # evaluate loads it next
+        evaluate_side = python.PythonMeteor(tables_of_words=True)
+        monkeypatch.setattr(evaluate_side, "_compiled_ready", lambda: None)
+        evaluate_side.load()
+        assert evaluate_side._words is None  # the whole table, no words checked
     finally:
         paraphrase.table.cache_clear()

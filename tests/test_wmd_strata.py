@@ -22,6 +22,29 @@ def _run(config, out, capsys):
     return capsys.readouterr().err
 
 
+def test_wmd_over_strata_is_nan_only_where_no_caption_is_scorable():
+    """The fast form of the next test (issue 63): WMD's score of each stratum (``score_blocks``, as a
+    search scores them) on six images, two captioned by stop words only; no search, no training."""
+    from pregen_jax.postgen.base import score_strata
+    from pregen_jax.postgen.wmd import WMD, _availability
+    ok, why = _availability()
+    if not ok:
+        pytest.skip(f"WMD unavailable: {why}")
+    gts = {1: ["a red square above a circle"], 2: ["a blue circle"], 3: ["a green square"], 4: ["a red circle"],
+           5: ["a black triangle"], 6: ["a blue square"]}
+    res = {1: ["a red square"], 2: ["a above a"], 3: ["a below a"], 4: ["a red circle"], 5: ["a triangle"],
+           6: ["a green square"]}
+    wmd = WMD(stopwords={"a", "above", "below"})
+    strata = [list(gts), [2, 3], [1, 4, 5, 6], [2, 5]]
+    scores = score_strata([wmd], gts, res, strata)["WMD"].to_numpy()
+    per_image = np.asarray(wmd.compute_score(gts, res)[1])
+    assert list(per_image[[1, 2]]) == [0.0, 0.0] and (per_image[[0, 3, 4, 5]] >= np.exp(-2)).all()
+    assert np.isnan(scores[1])                                            # only stop-word captions: NaN
+    assert scores[0] == pytest.approx(per_image.mean(), abs=1e-12)        # the whole set: its zeros count
+    assert scores[2] == pytest.approx(per_image[[0, 3, 4, 5]].mean(), abs=1e-12)
+    assert scores[3] == pytest.approx(per_image[4] / 2, abs=1e-12) and (scores[~np.isnan(scores)] > 0).all()
+
+
 @pytest.mark.slow  # about a minute on 2 loaded cores: a search with WMD (GloVe loads in seconds)
 def test_a_stratum_of_unscorable_captions_is_nan_with_a_note(tmp_path, capsys):
     config = write_precomputed(tmp_path, models=3)

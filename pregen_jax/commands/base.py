@@ -31,6 +31,24 @@ class Command:
     aliases: tuple[str, ...] = ()
 
 
+NO_PROGRESS_HELP = ("no progress bars (the worker processes' included) and no progress lines (one per model, "
+                    "metric or step); the answer, warnings and errors are printed as ever")
+
+
+def common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every subcommand takes, with one meaning everywhere (``cli.build_parser`` adds
+    them to each, so a new subcommand has them without asking): ``--no-progress``, which ``cli``
+    applies to every bar (``progress.no_progress``) and a command to its progress lines
+    (``progress_lines``)."""
+    if "--no-progress" not in parser._option_string_actions:  # a command that still adds its own keeps it
+        parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+
+
+def progress_lines(args: argparse.Namespace) -> Callable[[str], None] | None:
+    """Where a command's progress lines go: printed, or nowhere under ``--no-progress``."""
+    return None if getattr(args, "no_progress", False) else print
+
+
 def renamed(args: argparse.Namespace, name: str) -> None:
     """Say once, on stderr, that the command was run under an old name kept for one version."""
     import sys

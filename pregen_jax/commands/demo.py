@@ -10,7 +10,6 @@ from .search import scale_arguments, search
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/demo", help="run folder (its cache/ resumes a rerun; default runs/demo)")
     parser.add_argument("--quick", action="store_true", help="a small version that finishes in about 2 minutes")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     scale_arguments(parser)
 
 

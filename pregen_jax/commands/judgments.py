@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command
+from .base import Command, progress_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +14,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..meta import run_judgments
-    result = run_judgments(args.out, flickr8k=args.flickr8k, metrics=args.metrics, progress=print)
+    result = run_judgments(args.out, flickr8k=args.flickr8k, metrics=args.metrics, progress=progress_lines(args))
     for name, why in result.unavailable.items():
         print(f"{name} unavailable: {why}")
     print(f"wrote {args.out}/judgments.tsv, report.md ({result.seconds:.0f} s); Kendall tau x 100:")

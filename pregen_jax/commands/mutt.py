@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command
+from .base import Command, progress_lines
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +15,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..meta import run_mutt
-    result = run_mutt(args.out, data=args.data, ks=args.refs, metrics=args.metrics, progress=print)
+    result = run_mutt(args.out, data=args.data, ks=args.refs, metrics=args.metrics, progress=progress_lines(args))
     for name, why in result.unavailable.items():
         print(f"{name} unavailable: {why}")
     print(f"wrote {args.out}/mutt.tsv, mutt_heatmap.png, report.md ({result.seconds:.0f} s); mean accuracy (%):")

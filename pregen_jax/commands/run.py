@@ -10,7 +10,6 @@ from .search import scale_arguments, search
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="the search's TOML config")
     parser.add_argument("--out", required=True, help="run folder (its cache/ resumes a rerun)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     scale_arguments(parser)
 
 

@@ -54,7 +54,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--screen-keep", type=float, default=0.5,
                         help="with --screen, the share of models that race, best by the prior (default 0.5)")
     parser.add_argument("--out", required=True, help="output folder (select.tsv)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--verbose", action="store_true",
                         help="print the whole answer (what the intervals are, hints, notes), as summary.txt has it")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import Command, seed
+from .base import Command, progress_lines, seed
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -11,13 +11,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output folder (pregen_unit_tests.tsv, report.md, cache/); the "
                                                      "run folder itself adds the pass rates to its report")
     parser.add_argument("--seed", type=seed, default=0, help="seed of the noise and the image shuffles (default 0)")
-    parser.add_argument("--no-progress", action="store_true", help="no line per model")
 
 
 def _run(args: argparse.Namespace) -> int:
     from ..meta.model_tests import run_unit_tests
     from ..meta.model_tests_report import pass_rates, top_metrics_table
-    run = run_unit_tests(args.search, args.out, seed=args.seed, progress=None if args.no_progress else print)
+    run = run_unit_tests(args.search, args.out, seed=args.seed, progress=progress_lines(args))
     for note in run.notes:
         print(note)
     rates = pass_rates(run.table)

@@ -46,7 +46,8 @@ History: issue 41 replaced a t bound with Bonferroni over rounds and candidates 
 intervals covered 0.83-0.89 at 30-60 images) by confidence sequences with drops on paired
 sequences at alpha / (K - 1) and the paper's default bets on [0, 10]: valid, but no checkpoint
 was dropped at budgets up to 25%. Issue 48 replaced those drops by the leader's capital process
-and tuned the bets; experiments/model_selection/README.md has both, measured on the same races.
+and tuned the bets; experiments/model_selection/README.md (issue 48) and its HISTORY.md (issue 41)
+have both, measured on the same races.
 
 Assisted races (prediction-powered estimates from one teacher-forced pass; their estimator and features now live in
 experiments/model_selection/ppi.py and cheap_features.py)

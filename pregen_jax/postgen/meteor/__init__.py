@@ -116,8 +116,10 @@ def prepare() -> str:
     """Build what METEOR's first use builds (the paraphrase table, the compiled search) into the
     cache folder (``pregen-search doctor --prepare``); one line saying where."""
     from ...io import cache_folder
+    from .paraphrase import table
     from .python import PythonMeteor
-    PythonMeteor().load()
+    PythonMeteor().load()  # the compiled search
+    table()  # the whole table, even where a table of words (evaluate's) would have served the load
     folder = cache_folder()
     if folder is None:
         return "METEOR's paraphrase table and search built in memory only (the cache folder is not writable)"

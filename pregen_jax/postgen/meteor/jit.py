@@ -8,7 +8,7 @@ cache folder cannot be written.
 
 Measured (2 shared cores, load average 18, the METEOR warm-up): compiling the search, the
 paraphrase walk and the score takes 19.3 CPU seconds with numba's cache empty and 0.6 with it
-warm (benchmarks/README.md, ``bench_first_run.py``). Issue 51 (load 10-12, runs interleaved with
+warm (benchmarks/HISTORY.md, ``bench_first_run.py``). Issue 51 (load 10-12, runs interleaved with
 the code before): 9.5-12.2 CPU s for the search and 5.6-6.2 for the walk and the score, against
 32.0-34.5 for all before, by compiling less: no slice assignment or numba sort or searchsorted
 (each compiles seconds of library code), small helpers inlined (``compiled(inline=True)``).
@@ -31,7 +31,7 @@ def compiled(function=None, *, inline: bool = False):
     a small helper that compiled callers take in as their own code (numba's ``inline="always"``)
     instead of calling a function compiled apart: each function compiled apart costs numba a
     pipeline of its own (and one per constant argument it is called with), which on a first run
-    cost more than the helpers' code (benchmarks/README.md, ``bench_first_run.py``)."""
+    cost more than the helpers' code (benchmarks/HISTORY.md, ``bench_first_run.py``)."""
     if function is None:
         return functools.partial(compiled, inline=inline)
     _PENDING.append((function, inline))

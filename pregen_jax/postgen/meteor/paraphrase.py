@@ -273,16 +273,10 @@ def table_of_words(grams: frozenset[str], source: Path | None = None) -> tuple[P
     exactly those entries). Kept in the cache folder, one at a time: a kept table serving ``grams``
     is used, else one is built for its grams and these (one pass over the gzip: seconds, not the whole
     table's build) and replaces it."""
+    kept, served = kept_table_of_words(grams, source)
+    if kept is not None:
+        return kept, served
     cache, name = cache_folder(), _name(source) + "-words"
-    kept = sorted(cache.glob(f"{name}-*")) if cache is not None else []
-    served: frozenset[str] = frozenset()
-    for folder in kept:
-        try:
-            served = frozenset((folder / "grams.txt").read_text(encoding="utf-8").split("\n"))
-        except OSError:
-            continue
-        if served.issuperset(grams) and _complete(folder):
-            return ParaphraseTable.open(folder), served
     served = served | grams
     source = Path(source or paraphrase_path())
     print(f"METEOR: building a paraphrase table of the {sum(' ' not in g for g in served):,} words met from "
@@ -297,6 +291,29 @@ def table_of_words(grams: frozenset[str], source: Path | None = None) -> tuple[P
         except OSError as err:
             warnings.warn(f"METEOR's paraphrase table not kept in {cache} ({err}): built again next run", stacklevel=2)
     return ParaphraseTable(arrays), served
+
+
+def kept_table_of_words(grams: frozenset[str], source: Path | None = None
+                        ) -> tuple[ParaphraseTable | None, frozenset[str]]:
+    """(the kept table of some words that serves ``grams``, or None; the grams the kept one serves,
+    empty where none is kept): ``table_of_words`` without building. The in-process METEOR
+    (``postgen.score``, a search's workers) reads the table ``evaluate`` kept this way."""
+    cache, name = cache_folder(), _name(source) + "-words"
+    served: frozenset[str] = frozenset()
+    for folder in sorted(cache.glob(f"{name}-*")) if cache is not None else []:
+        try:
+            served = frozenset((folder / "grams.txt").read_text(encoding="utf-8").split("\n"))
+        except OSError:
+            continue
+        if served.issuperset(grams) and _complete(folder):
+            return ParaphraseTable.open(folder), served
+    return None, served
+
+
+def words_kept(source: Path | None = None) -> bool:
+    """Whether the cache folder holds a table of some words of ``source`` (``table_of_words`` kept it)."""
+    cache = cache_folder()
+    return cache is not None and any(_complete(folder) for folder in cache.glob(f"{_name(source)}-words-*"))
 
 
 def _complete(folder: Path) -> bool:

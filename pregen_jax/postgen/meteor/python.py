@@ -69,9 +69,12 @@ class PythonMeteor:
     words and neighbour pairs of the sentences asked about (``paraphrase.table_of_words``: exactly
     the entries they can use; built in seconds, not the whole table's build), again for a later
     call that brings new ones; from ``WHOLE_TABLE_SENTENCES`` sentences in one call, the whole table
-    instead (built and kept: later runs load it unchecked). ``compile_apart``: a first run compiles in two processes of their
+    instead (built and kept: later runs load it unchecked). Without ``tables_of_words`` (the API, a
+    search's workers): the whole table where the cache folder holds it; else a table of words kept
+    there (``evaluate``'s) while it serves the sentences asked about; else the whole table, built
+    and kept (so ``evaluate`` then reads it). ``compile_apart``: a first run compiles in two processes of their
     own (``compile_apart.py``) while this one builds the table. For a process that is asked about all its sentences at once (``evaluate``'s METEOR
-    process); elsewhere the whole table is built once (``doctor --prepare`` does it ahead)."""
+    process); elsewhere no table of words is built (``doctor --prepare`` builds the whole one ahead)."""
 
     def __init__(self, tables_of_words: bool = False, compile_apart: bool = False):
         self._tables_of_words = tables_of_words
@@ -94,8 +97,8 @@ class PythonMeteor:
 
     def load(self) -> None:
         """Load the resources (synonyms, the compiled paraphrase table and search, compiling them the
-        first time on a machine). With ``tables_of_words`` and no whole table in the cache folder,
-        the table waits for the sentences (``stats_started``)."""
+        first time on a machine). With no whole table in the cache folder, and ``tables_of_words``
+        or a table of words kept there, the table waits for the sentences (``stats_started``)."""
         if self._packer is None:
             message = compiling_message(_compiled_sources())
             if message:
@@ -103,8 +106,10 @@ class PythonMeteor:
             apart = message and self._compile_apart and cache_folder() is not None
             if apart:  # first: they compile while this process reads the synonyms and builds the table
                 self._compiling = [compile_apart.started(part) for part in compile_apart.PARTS]
-            whole = paraphrase.kept_table() if self._tables_of_words else table()
-            self._words = None if whole is not None else frozenset()
+            whole = paraphrase.kept_table()
+            if whole is None and not self._tables_of_words and not paraphrase.words_kept():
+                whole = table()  # built here, once per cache folder
+            self._words = None if whole is not None else frozenset()  # else: a table of words, once asked
             self._use(whole if whole is not None else paraphrase.empty_table())
             if not apart:
                 self._compiled_ready()
@@ -131,16 +136,32 @@ class PythonMeteor:
         ``segments`` (test, references)."""
         if self._words is None:
             return
-        if sum(1 + len(refs) for _, refs in segments) >= WHOLE_TABLE_SENTENCES:
-            self._words = None  # the whole table: kept, it replaces the tables of words in the cache folder
-            self._use(table())
+        asked = sum(1 + len(refs) for _, refs in segments)
+        if asked >= WHOLE_TABLE_SENTENCES:
+            self._use_whole(f"{asked:,} sentences in one call (from {WHOLE_TABLE_SENTENCES:,}, the whole table "
+                            "rather than one of their words)")
             return
         sentences = set(itertools.chain.from_iterable((test, *refs) for test, refs in segments))
         grams = set(itertools.chain.from_iterable(sentences))
         grams.update(itertools.chain.from_iterable(map(" ".join, zip(s, s[1:])) for s in sentences))
-        if not self._words.issuperset(grams):
+        if self._words.issuperset(grams):
+            return
+        if self._tables_of_words:
             paraphrases, self._words = paraphrase.table_of_words(frozenset(grams) | self._words)
-            self._use(paraphrases)
+        else:  # the table of words evaluate kept, where it serves these sentences; else the whole table
+            paraphrases, self._words = paraphrase.kept_table_of_words(frozenset(grams))
+            if paraphrases is None:
+                self._use_whole("the kept paraphrase table of words (evaluate's) lacks words of these sentences")
+                return
+        self._use(paraphrases)
+
+    def _use_whole(self, why: str) -> None:
+        """The whole table from now on; where the cache folder lacks it, one line on stderr saying why
+        it is built now (kept, it replaces the tables of words in the cache folder)."""
+        if paraphrase.kept_table() is None:
+            print(f"METEOR: {why}: building the whole paraphrase table", file=sys.stderr, flush=True)
+        self._words = None
+        self._use(table())
 
     @staticmethod
     def compiled_already() -> bool:
@@ -152,7 +173,12 @@ class PythonMeteor:
 
     def _analysed(self, tokens: tuple[str, ...]) -> tuple[Sentence, tuple]:
         """The sentence's features and its arrays for the compiled search (``fast.pack``): one
-        sentence's form, for ``alignment`` and the tests (``stats`` packs many at once)."""
+        sentence's form, for ``alignment`` and the tests (``stats`` packs many at once), with the
+        whole table: one of some words, chosen again for each sentence, could give two sentences
+        ids of two tables."""
+        self.load()
+        if self._words is not None:
+            self._use_whole("a sentence analysed on its own (alignment)")
         sentence = self._analyzer.sentence(tokens)
         return sentence, fast.pack(sentence, self._analyzer.table)
 
