@@ -1,7 +1,8 @@
 """Fast guards, in the default test command, of reward behaviours that only slow tests held before
 issue 63 (tests/test_rewards.py keeps the full-size versions): CIDEr-D with several samples per
 image keeps the document frequencies of the distinct images; BLEU-4 on real captions equals
-pycocoevalcap's per sentence; ``count_end=False`` leaves the end token out of both rewards. Tiny
+pycocoevalcap's per sentence (the end token appended to every reference, as the Python reward's
+prepro_ngrams does; samples read as array_to_str reads them); ``end="never"`` leaves the end token out of both rewards. Tiny
 sizes (30 Flickr8k images, a dozen edge cases), float64, each compared with the Python reward
 (tests/ciderd_reference.py) and shown to differ from what the broken behaviour would give."""
 import numpy as np
@@ -44,11 +45,17 @@ def small_flickr():
     return references, strings, rows[order], image[order]
 
 
+def ended(references):
+    """Each reference with its end token, as self-critical.pytorch's references are (issue 60: a row's
+    own 0 ends it; the rewards append nothing by default)."""
+    return [[[*r, 0] for r in refs] for refs in references]
+
+
 def test_cider_d_with_several_samples_per_image_keeps_the_images_document_frequencies(small_flickr, x64):
     references, strings, rows, image = small_flickr
     df, images = ref.document_frequency(strings)
     want = ref.cider_d(rows, image, strings, df, images)
-    got = CiderD(references)(rows, image)
+    got = CiderD(ended(references))(rows, image)
     assert got.dtype == np.float64 and np.abs(got - want).max() <= 1e-12
     assert 0.1 < want.mean() < 3  # real scores, not zeros
     # the broken behaviour: frequencies over the 90 (sample, references) pairs, as a plain CiderScorer counts
@@ -61,7 +68,7 @@ def test_cider_d_with_several_samples_per_image_keeps_the_images_document_freque
 def test_bleu_4_on_real_captions_equals_pycocoevalcap_per_sentence(small_flickr, x64):
     references, strings, rows, image = small_flickr
     want = ref.bleu(rows, image, strings)
-    got = np.asarray(Bleu(references)(rows, image), np.float64)
+    got = np.asarray(Bleu(ended(references))(rows, image), np.float64)
     assert np.abs(got - want).max() <= 1e-12 and 0.05 < want.mean() < 1
     assert np.abs(ref.bleu(rows, image, strings, order=3) - want).max() > 1e-3  # BLEU-4, not another order
 
@@ -83,7 +90,7 @@ def _edge_cases():
     return references, rows, image
 
 
-def test_count_end_false_leaves_the_end_token_out_of_both_rewards(x64):
+def test_end_never_leaves_the_end_token_out_of_both_rewards(x64):
     references, rows, image = _edge_cases()
     strings = [[ref.reference_str(r, count_end=False) for r in refs] for refs in references]
     samples = []
@@ -96,8 +103,8 @@ def test_count_end_false_leaves_the_end_token_out_of_both_rewards(x64):
         cider += (sample, strings[i])
         bleu += (sample, strings[i])
     want_cider, want_bleu = cider.compute_score()[1], bleu.compute_score(option="closest")[1][3]
-    got_cider = np.asarray(CiderD(references, count_end=False)(rows, image), np.float64)
-    got_bleu = np.asarray(Bleu(references, count_end=False)(rows, image), np.float64)
+    got_cider = np.asarray(CiderD(references, end="never")(rows, image), np.float64)
+    got_bleu = np.asarray(Bleu(references, end="never")(rows, image), np.float64)
     assert np.abs(got_cider - want_cider).max() <= 1e-12 and np.abs(got_bleu - np.asarray(want_bleu)).max() <= 1e-12
     assert got_cider[2] > 0 and got_cider[0] == 0.0  # a copy scores, an empty sample scores nothing
     # the broken behaviour, the end token counted, gives other rewards (Python's, no second compile)
