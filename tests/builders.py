@@ -70,3 +70,19 @@ def training_config(**sections) -> dict:
 def write_config(path, config: dict):
     path.write_text(tomli_w.dumps(config))
     return path
+
+
+def scst_toy_task():
+    """SCST's toy task (tests/test_scst.py, tests/test_scst_fast.py): four images, each described by
+    one word ("red", "blue", ...), and an untrained merge GRU. Returns (model, params, features
+    f32[4, 4], captions, vocab)."""
+    from pregen_jax.captioning import RnnConfig, make_model
+    from pregen_jax.captioning.train import init_params
+    from pregen_jax.datasets import Vocabulary
+
+    words = ["red", "blue", "green", "black"]
+    captions = [[[w, "shape"], [w, "shape"]] for w in words]
+    vocab = Vocabulary.build(captions, 1)
+    features = np.eye(4, dtype=np.float32)
+    model = make_model("merge", RnnConfig(embed_size=16, hidden_size=16, image_size=16, dropout=0.0), len(vocab))
+    return model, init_params(model, 4, 0), features, captions, vocab

@@ -7,8 +7,8 @@ import pytest
 
 from pregen_jax.captioning import RnnConfig, make_model, scst
 from pregen_jax.captioning.train import init_params
-from pregen_jax.datasets import Vocabulary
 from pregen_jax.settings import ValidationError
+from tests.builders import scst_toy_task
 
 
 def test_config_needs_two_samples_for_the_mean_baseline():
@@ -32,12 +32,7 @@ def test_scst_steps_raise_the_reward_on_a_toy_task(baseline, bleu_weight):
     """Four images, each described by one word ("red", "blue", ...): sampled captions of an
     untrained merge GRU, rewarded by CIDEr-D (mixed with BLEU-4 in the greedy-baseline case), move
     towards each image's word within 40 steps."""
-    words = ["red", "blue", "green", "black"]
-    captions = [[[w, "shape"], [w, "shape"]] for w in words]
-    vocab = Vocabulary.build(captions, 1)
-    features = np.eye(4, dtype=np.float32)
-    model = make_model("merge", RnnConfig(embed_size=16, hidden_size=16, image_size=16, dropout=0.0), len(vocab))
-    params = init_params(model, 4, 0)
+    model, params, features, captions, vocab = scst_toy_task()
     config = scst.ScstConfig(steps=40, images=4, samples=4, learning_rate=0.05, max_len=4, min_len=0, log_every=10,
                              baseline=baseline, bleu_weight=bleu_weight)
     sampled = scst.sample_tokens(model, params, jnp.asarray(features), jax.random.PRNGKey(0), 4, 2)

@@ -5,18 +5,12 @@ Most of its seconds are the step's compilation."""
 import jax
 import numpy as np
 
-from pregen_jax.captioning import RnnConfig, make_model, scst
-from pregen_jax.captioning.train import init_params
-from pregen_jax.datasets import Vocabulary
+from pregen_jax.captioning import scst
+from tests.builders import scst_toy_task
 
 
 def test_twenty_scst_steps_raise_the_sampled_reward():
-    words = ["red", "blue", "green", "black"]
-    captions = [[[w, "shape"], [w, "shape"]] for w in words]
-    vocab = Vocabulary.build(captions, 1)
-    features = np.eye(4, dtype=np.float32)
-    model = make_model("merge", RnnConfig(embed_size=16, hidden_size=16, image_size=16, dropout=0.0), len(vocab))
-    params = init_params(model, 4, 0)
+    model, params, features, captions, vocab = scst_toy_task()
     config = scst.ScstConfig(steps=20, images=4, samples=4, learning_rate=0.1, max_len=4, min_len=0, log_every=5,
                              baseline="mean")
     tuned, history = scst.finetune(model, params, config, features, captions, vocab, seed=0)
