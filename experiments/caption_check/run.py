@@ -31,8 +31,8 @@ import pandas as pd
 from pregen_jax import io
 from pregen_jax.datasets import read_flickr8k
 from pregen_jax.datasets.caption_fit import MIN_IMAGES, SEED, caption_fit, judged_file
-from pregen_jax.datasets.caption_null import ReferenceNull
-from pregen_jax.datasets.caption_ranks import rank_profile
+from pregen_jax.datasets.caption_null import LEVELS, ReferenceNull
+from pregen_jax.datasets.caption_ranks import RankProfile, rank_profile, share_of
 
 MODELS = [f"{arch}_{run}" for arch in ("init", "pre", "par", "merge") for run in (1, 2, 3)]
 KINDS = ("wrong5", "wrong10", "shift+1", "mutt", "flickr8k-other-images")
@@ -105,8 +105,7 @@ def subsets(references: list, files: dict, draws: range, human_peer_draws: int, 
     draws with the 12 models as peers (on its four references: 12 more fits each)."""
     rows = []
     for draw in draws:
-        kept = np.sort(np.random.default_rng(zlib.crc32(f"subset {draw}".encode())).choice(len(references), size,
-                                                                                           replace=False))
+        kept = subset(references, draw, size)
         refs = [references[i] for i in kept]
         models = {m: [files[m][i] for i in kept] for m in MODELS}
         found = verdicts(refs, models)
@@ -118,6 +117,54 @@ def subsets(references: list, files: dict, draws: range, human_peer_draws: int, 
         print(f"draw {draw} of {draws}", file=sys.stderr, flush=True)
         if out is not None and (draw + 1) % 10 == 0:
             io.write_tsv(pd.DataFrame(rows), out / "subsets.tsv")
+    return pd.DataFrame(rows)
+
+
+def subset(references: list, draw: int, size: int = 500) -> np.ndarray:
+    """i64[size]: subset ``draw``'s images (sorted), the same for every file and every run."""
+    rng = np.random.default_rng(zlib.crc32(f"subset {draw}".encode()))
+    return np.sort(rng.choice(len(references), size, replace=False))
+
+
+def alone_verdicts(references: list, files: dict, draws: range, cache: Path) -> pd.DataFrame:
+    """Every file of every subset of ``draws`` judged alone by the shipped code (``judged_file`` with
+    no peers), keeping in ``cache`` (``draw_D.npz``) what a draw's checks share: each file's profile
+    (``NAME/ranks``, ``NAME/columns``) and each references null's levels (``TAG/LEVEL/point``: its
+    genericity and share; the 12 models share one null, ``refs5``, each human file has its own against
+    the other three references, ``refs4_k``). Read where present; levels missing are made as the
+    check makes them (``ReferenceNull._level``) and kept."""
+    rows = []
+    for draw in draws:
+        path = cache / f"draw_{draw}.npz"
+        store = dict(np.load(path)) if path.is_file() else {}
+        kept = subset(references, draw)
+        refs = [references[i] for i in kept]
+        nulls = {"refs5": ReferenceNull(refs, SEED, MIN_IMAGES)}
+        for k in range(5):
+            nulls[f"refs4_{k}"] = ReferenceNull(human(refs, k)[0], SEED, MIN_IMAGES)
+        for tag, null in nulls.items():
+            for level in LEVELS:
+                if f"{tag}/{level}/point" in store:
+                    null._levels[level] = tuple(store[f"{tag}/{level}/point"])
+                elif f"{tag}/{level}/ranks" in store:  # a whole profile kept
+                    level_profile = RankProfile(store[f"{tag}/{level}/ranks"], store[f"{tag}/{level}/columns"])
+                    null._levels[level] = (level_profile.genericity, share_of(level_profile.ranks))
+        judged_here = [(m, "refs5", refs, [files[m][i] for i in kept]) for m in MODELS] + [
+            (f"human_{k}", f"refs4_{k}", *human(refs, k)) for k in range(5)]
+        for name, tag, ref_set, captions in judged_here:
+            if f"{name}/ranks" not in store:
+                made = rank_profile(ref_set, captions)
+                store[f"{name}/ranks"], store[f"{name}/columns"] = made.ranks, made.columns
+            profile = RankProfile(store[f"{name}/ranks"], store[f"{name}/columns"])
+            fit = judged_file(captions, profile, [], nulls[tag])
+            rows.append({"draw": draw, "file": name, "mode": "alone", "calibration": fit.calibration.kind,
+                         "share": fit.bottom_half, "q0": fit.null_share, "tau": fit.calibration.tau,
+                         "threshold": fit.threshold, "flagged": fit.suspicious, "blind": fit.blind,
+                         "misplaced": fit.misplaced, "genericity": fit.genericity})
+        for tag, null in nulls.items():
+            store.update({f"{tag}/{level}/point": np.array(point) for level, point in null._levels.items()})
+        np.savez_compressed(path, **store)
+        print(f"draw {draw} of {draws}", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
 
@@ -168,22 +215,79 @@ def print_subsets(draws: pd.DataFrame, fmt: dict) -> None:
                   abstention_rate=lambda t: t["abstained"] / t["draws"]).reset_index().to_string(**fmt))
 
 
-def cost(references: list, captions: list, repeats: int = 3) -> str:
+def cost(references: list, captions: list, baseline: Path | None = None, repeats: int = 3) -> str:
     """Median seconds of one file's check alone (references calibration) against its fits alone (the
-    file's ``rank_profile``), at 1,000 and 2,000 images (the Flickr8k lists repeated), interleaved."""
+    file's ``rank_profile``) and, with ``baseline`` (another checkout's root), against that checkout's
+    ``caption_fit``, at 1,000 and 2,000 images (the Flickr8k lists repeated), interleaved in one process."""
+    checks = {"check": caption_fit, "fits": rank_profile}
+    if baseline is not None:
+        checks["baseline check"] = baseline_module(baseline).caption_fit
     out = []
     for size in (1000, 2000):
         refs = [references[i % len(references)] for i in range(size)]
         caps = [captions[i % len(captions)] for i in range(size)]
-        times = {"check": [], "fits": []}
+        times = {mode: [] for mode in checks}
         for _ in range(repeats):
-            for mode in times:
+            for mode, check in checks.items():
                 start = time.perf_counter()
-                caption_fit(refs, caps) if mode == "check" else rank_profile(refs, caps)
+                check(refs, caps)
                 times[mode].append(time.perf_counter() - start)
-        out.append(f"{size:,} images: check {np.median(times['check']):.3f} s, its fits alone "
-                   f"{np.median(times['fits']):.3f} s")
+        medians = {mode: float(np.median(t)) for mode, t in times.items()}
+        ratio = f" ({medians['check'] / medians['baseline check']:.2f}x)" if baseline is not None else ""
+        out.append(f"{size:,} images: " + ", ".join(f"{mode} {t:.3f} s" for mode, t in medians.items()) + ratio)
     return "; ".join(out)
+
+
+def baseline_module(root: Path):
+    """``ROOT/pregen_jax/datasets/caption_fit.py`` of another checkout, imported beside this one's (its
+    package made by hand, so that its ``__init__`` and the rest of that checkout are not run)."""
+    import importlib
+    import types
+    package = types.ModuleType("baseline_datasets")
+    package.__path__ = [str(root / "pregen_jax" / "datasets")]
+    sys.modules["baseline_datasets"] = package
+    return importlib.import_module("baseline_datasets.caption_fit")
+
+
+def separation(references: list, files: dict) -> pd.DataFrame:
+    """Whether a lone file's moved captions can be told from a model's own bad ones, per model (whole
+    file, 10% of its captions moved as ``corrupt`` moves them): among captions whose own image is in
+    the bottom half, the AUC (moved against not moved) of (a) the caption's best fit to another image
+    over its fit to its own and (b) its own image's rank, low first. 0.5: no better than chance."""
+    from pregen_jax.datasets.caption_ranks import fit_blocks
+    rows = []
+    for name in MODELS:
+        moved = corrupt("wrong10", files[name], np.random.default_rng(zlib.crc32(f"{name} wrong10".encode())), {})
+        fits = np.vstack([block for _, block in fit_blocks(references, moved)])       # f64[n, n]
+        own = np.diag(fits).copy()
+        np.fill_diagonal(fits, -np.inf)
+        best = fits.max(axis=1)
+        np.fill_diagonal(fits, own)
+        rank = ((fits < own[:, None]).sum(1) + ((fits == own[:, None]).sum(1) - 1) / 2) / (len(own) - 1)
+        bottom = rank < 0.5
+        was_moved = np.array([a != b for a, b in zip(moved, files[name])])
+        ratio = best / np.maximum(own, 1e-9)
+        rows.append({"file": name, "bottom_half": int(bottom.sum()), "moved_in_it": int((bottom & was_moved).sum()),
+                     "auc_best_other_over_own": _auc(ratio[bottom & was_moved], ratio[bottom & ~was_moved]),
+                     "auc_low_rank": _auc(-rank[bottom & was_moved], -rank[bottom & ~was_moved])})
+    return pd.DataFrame(rows)
+
+
+def needed_spread(q0: float, images: int = 1000, moved: float = 0.1, power: float = 0.9) -> float:
+    """The largest null spread (tau, by 0.0001) at which a file of ``images`` with ``moved`` of its
+    captions moved (share ``(1 - moved) q0 + moved / 2``) is flagged with probability ``power`` (normal)."""
+    from statistics import NormalDist
+
+    from pregen_jax.datasets.caption_fit import flag_threshold
+    share = (1 - moved) * q0 + moved / 2
+    bound = share - NormalDist().inv_cdf(power) * (share * (1 - share) / images) ** 0.5
+    return max([t / 10000 for t in range(300) if flag_threshold(images, q0, t / 10000) <= bound], default=0.0)
+
+
+def _auc(positive: np.ndarray, negative: np.ndarray) -> float:
+    """P(a positive above a negative), ties half."""
+    above = positive[:, None] > negative[None, :]
+    return float(np.mean(above + 0.5 * (positive[:, None] == negative[None, :])))
 
 
 def main(argv=None) -> int:
@@ -195,11 +299,17 @@ def main(argv=None) -> int:
     parser.add_argument("--moved-draws", type=int, default=20, help="draws per model of 10%% moved (default 20)")
     parser.add_argument("--other-draws", type=int, default=5,
                         help="draws per model of each other random wrong kind (default 5)")
-    parser.add_argument("--part", choices=("all", "files", "wrong", "subsets"), default="all",
+    parser.add_argument("--part", choices=("all", "files", "wrong", "subsets", "alone"), default="all",
                         help="files: the whole and wrong files alone; wrong: the wrong files alone; subsets: the "
-                             "random subsets alone")
+                             "random subsets alone; alone: the random subsets, every file alone only, from --cache")
+    parser.add_argument("--cache", default=None,
+                        help="--part alone: keep each subset's profiles here (draw_D.npz; read where present)")
     parser.add_argument("--out", default=None, help="write subsets.tsv, whole.tsv, wrong.tsv here")
     parser.add_argument("--cost-only", action="store_true", help="the check's cost alone")
+    parser.add_argument("--baseline", default=None, metavar="ROOT",
+                        help="--cost-only: also time this checkout's check (e.g. /work/main), in the same process")
+    parser.add_argument("--separation", action="store_true",
+                        help="whether moved captions can be told from a model's own bad ones (whole files)")
     parser.add_argument("--report", nargs="+", default=None, metavar="DIR",
                         help="print the tables of earlier runs' --out folders (their subsets.tsv and wrong.tsv)")
     args = parser.parse_args(argv)
@@ -209,7 +319,12 @@ def main(argv=None) -> int:
         return 0
     references, files, train = flickr8k(shared)
     if args.cost_only:
-        print(cost(references, files["init_1"]))
+        print(cost(references, files["init_1"], Path(args.baseline) if args.baseline else None))
+        return 0
+    if args.separation:
+        print(separation(references, files).to_string(float_format=lambda x: f"{x:.3f}", index=False))
+        print("the largest null spread at which a tenth moved is flagged in 90% of 1,000-image files:",
+              ", ".join(f"q0 {q0}: {needed_spread(q0):.4f}" for q0 in (0.074, 0.082, 0.091)))
         return 0
     pd.set_option("display.width", 200)
     fmt = {"float_format": lambda x: f"{x:.3f}", "index": False}
@@ -225,6 +340,13 @@ def main(argv=None) -> int:
         files_part(references, files, train, shared, args, fmt)
     if args.part in ("all", "subsets"):
         subsets_part(references, files, args, fmt)
+    if args.part == "alone":
+        cache = Path(args.cache or args.out or ".")
+        cache.mkdir(parents=True, exist_ok=True)
+        draws = alone_verdicts(references, files, range(args.first_draw, args.first_draw + args.draws), cache)
+        print_subsets(draws, fmt)
+        if args.out:
+            io.write_tsv(draws, Path(args.out) / "subsets.tsv")
     return 0
 
 

@@ -114,18 +114,13 @@ class ReferenceNull:
         if len(self.images) < max(self.min_images, 2):
             return CaptionNull("none", CHANCE, 0.0, f"{len(self.images)} images with two references or more and "
                                f"fewer than {MIN_PEERS} other files: nothing to calibrate on")
-        points = []
-        for level in LEVELS:  # the levels, from all words to one, until one is at least as generic
-            points.append(self._level(level))
-            if points[-1][0] >= genericity:
+        points = [self._level(LEVELS[0])]
+        as_far_again = 2 * genericity - points[0][0]  # the file's reading reflected about it (module docstring)
+        for level in LEVELS[1:]:  # the levels, from all words to one, until one is at least that generic
+            if points[-1][0] >= as_far_again:
                 break
-        generic, share = np.maximum.accumulate([g for g, _ in points]), [s for _, s in points]
-        q0 = float(np.interp(genericity, generic, share))
-        floor = max(q0, 3 / len(self.images))  # a share of 0 in m images is no certainty: 3 / m, its 95% bound
-        spread = math.hypot(q0 - points[0][1], math.sqrt(floor * (1 - floor) / len(self.images)))
-        return CaptionNull("references", q0, spread, f"{len(self.images)} images' held-out references (share "
-                           f"{points[0][1]:.3f}, genericity {points[0][0]:.2f}), reduced to their commonest words "
-                           f"as generic as this file")
+            points.append(self._level(level))
+        return curve_null(points, genericity, len(self.images))
 
     def _level(self, level: int | None) -> tuple[float, float]:
         if level not in self._levels:
@@ -140,3 +135,19 @@ class ReferenceNull:
             held = Counter(w for refs in self.references for w in {w for ref in refs for w in _words(ref)})
             self._order = {w: (-count, w) for w, count in held.items()}
         return " ".join(sorted(set(_words(text)), key=self._order.__getitem__)[:words])
+
+
+def curve_null(points: Sequence[tuple[float, float]], genericity: float, images: int) -> CaptionNull:
+    """The references calibration of a file this generic from the held-out references' levels,
+    ``points[j] = (genericity, share)`` from all words (j = 0) on: ``q0`` the curve at the file's
+    genericity (linear between levels, flat beyond), ``tau`` half the curve's rise from the
+    unreduced references' genericity ``g0`` to as far again beyond the file's (``2 g - g0``), with the
+    curve's binomial error (at least that of a share of 3 in the ``images`` read)."""
+    generic = np.maximum.accumulate([g for g, _ in points])
+    share = [s for _, s in points]
+    q0 = float(np.interp(genericity, generic, share))
+    rise = float(np.interp(2 * genericity - generic[0], generic, share)) - share[0]
+    floor = max(q0, 3 / images)  # a share of 0 in m images is no certainty: 3 / m, its 95% bound
+    spread = math.hypot(abs(rise) / 2, math.sqrt(floor * (1 - floor) / images))
+    return CaptionNull("references", q0, spread, f"{images} images' held-out references (share {share[0]:.3f}, "
+                       f"genericity {generic[0]:.2f}), reduced to their commonest words as generic as this file")
