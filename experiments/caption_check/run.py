@@ -3,7 +3,9 @@ constants was fitted on (it ships none: its null is read from the data at hand w
 false alarms and abstentions per file, what it catches, its cost.
 
     nice python experiments/caption_check/run.py [--draws 200] [--moved-draws 20] [--out DIR]
-    nice python experiments/caption_check/run.py --cost-only
+    nice python experiments/caption_check/run.py --part alone --draws 200 --cache CACHE --out DIR
+    nice python experiments/caption_check/run.py --separation
+    nice python experiments/caption_check/run.py --cost-only [--baseline /work/main]
 
 Files: where-image2's 12 models (Tanti et al. 2018) on the 1,000 Flickr8k test images, against the
 five references; Flickr8k's 5 human-caption files (Flickr8k.token.txt: caption k of each test image
