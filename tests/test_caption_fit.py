@@ -170,6 +170,17 @@ def test_the_references_spread_is_half_the_curves_rise_to_as_far_again_beyond_th
     assert beyond.q0 == 0.21 and beyond.tau == pytest.approx(math.hypot(0.1, math.sqrt(0.21 * 0.79 / 500)))
 
 
+def test_the_references_null_reads_its_levels_as_far_again_beyond_the_file():
+    """ReferenceNull computes levels until one is as generic as 2 g - g0 (0.4 for a file at 0.3 whose
+    references sit at 0.2), not only as the file (0.3: the spread would read a flat curve, 0.02 not 0.1).
+    The levels' (genericity, share) are given, so nothing is fitted here."""
+    null = ReferenceNull([["a dog runs", "a cat sits"]] * 50, SEED, MIN_IMAGES)
+    curve = [(0.2, 0.01), (0.25, 0.02), (0.3, 0.05), (0.35, 0.1), (0.4, 0.21), (0.5, 0.3)]
+    null._levels = dict(zip(LEVELS, curve))  # the cache the levels are read from
+    calibration = null.calibration(0.3)
+    assert calibration == curve_null(curve[:5], 0.3, 50)  # read up to the first level at 0.4
+    assert calibration.tau == pytest.approx(math.hypot(0.1, math.sqrt(0.06 * 0.94 / 50)))  # at least 3 in 50
+
 def test_moving_captions_among_the_images_leaves_the_genericity_as_it_is():
     refs, captions = _toy(seed=3)
     order = np.random.default_rng(4).permutation(len(refs))
