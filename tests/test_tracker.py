@@ -334,3 +334,21 @@ def test_track_command_scores_caption_files_on_every_image(tmp_path, capsys):
     assert "--most 2: --captions gives 3 checkpoints, more than the 2 offers declared" in capsys.readouterr().err
     assert cli.main([*command, "--within", "0.1"]) == 2
     assert "key 'within' is 0.02, this tracker's is 0.1" in capsys.readouterr().err
+
+
+def test_the_api_and_the_command_agree_by_default(tmp_path, capsys):
+    """Defaults alike (tokenizer ptb, batch N / 32, within, alpha, seed, budget): a state the command
+    wrote resumes in a Tracker made with the defaults, which returns the command's verdicts."""
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"images": [{"id": i} for i in range(IMAGES)],
+                                "annotations": [{"image_id": i, "caption": r} for i in range(IMAGES) for r in REFS[i]]}))
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    for name, noise in STREAM[:2]:
+        (folder / name).write_text(str(noise))
+    assert cli.main(["track", "--references", str(refs), "--checkpoints", str(folder), "--decode",
+                     "tests.test_tracker:decode_checkpoint", "--state", str(tmp_path / "t.json")]) == 0
+    assert "tokenizer: ptb\n" in capsys.readouterr().out
+    tracker = Tracker(REFS, state=tmp_path / "t.json", quiet=True)  # other settings would be refused, naming the key
+    saved = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [dataclasses.asdict(tracker.offer(name, lambda images: 1 / 0)) for name, _ in STREAM[:2]] == saved

@@ -165,7 +165,7 @@ def check_against_tracker(names, scores, data, width, replays=(0, 1), **settings
                       settings["budget"], settings["most"])["statuses"]
     for r in replays:
         tracker = Tracker(data["gts"], within=settings["within"], alpha=settings["alpha"], seed=r, most=settings["most"],
-                          batch=settings["batch"], budget=settings["budget"], quiet=True)
+                          batch=settings["batch"], budget=settings["budget"], tokenizer="alnum-lower", quiet=True)  # as scored
         got = [tracker.offer(name, lambda idx, c=data["captions"][name]: [c[int(i)] for i in idx]).status
                for name in names]
         expected = [tracking.STATUSES[int(s)] for s in simulated[r]]

@@ -165,7 +165,8 @@ def _decoded_stream(args: argparse.Namespace):
     def load(checkpoint: str):
         return functools.partial(decode, str(folder / checkpoint))
 
-    tracker = _tracker(args, refs, args.tokenizer or references.tokenizer or "ptb")
+    from ..postgen.tokenizers import DEFAULT_TOKENIZER
+    tracker = _tracker(args, refs, args.tokenizer or references.tokenizer or DEFAULT_TOKENIZER)  # the API's too
     tracker.load = load
     return tracker, ((f, load(f)) for f in checkpoint_files(folder))
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io, postgen
-from ..postgen.tokenizers import check_tokenizer_name, tokenize_all
+from ..postgen.tokenizers import DEFAULT_TOKENIZER, check_tokenizer_name, tokenize_all
 from ..ranking import tracking
 from .race import check_metric, race_signature, score_range
 
@@ -126,7 +126,7 @@ class Tracker:
 
     def __init__(self, references: Sequence[Sequence[str]], metric: str = "CIDEr", within: float = 0.02,
                  alpha: float = 0.05, seed: int = 0, *, most: int | None = None, batch: int | None = None,
-                 budget: float = 1.0, patience: int | None = None, tokenizer: str = "alnum-lower",
+                 budget: float = 1.0, patience: int | None = None, tokenizer: str = DEFAULT_TOKENIZER,
                  state: str | Path | None = None, load: Callable[[str], Callable] | None = None,
                  quiet: bool = False):
         check_metric(metric)
