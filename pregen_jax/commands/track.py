@@ -36,7 +36,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "first offer being kept without one; more files than K are refused (default: 6 alpha / "
                              "(pi^2 j^2) for comparison j, offer j + 1, any number)")
     parser.add_argument("--patience", type=int, default=None, metavar="P",
-                        help="stop after P offers in a row that are not better (default: offer every checkpoint)")
+                        help="stop after P offers in a row that are not better or undecided (default: offer every checkpoint)")
     parser.add_argument("--budget", type=float, default=1.0,
                         help="with --checkpoints: the share of images an offer may draw (default 1: it always decides)")
     parser.add_argument("--batch", type=int, default=None, help="with --checkpoints: the images of an offer's first look, doubling at each look after (default N / 32)")

@@ -14,7 +14,7 @@ better`` once it is shown <= ``within``, ``undecided`` when ``budget`` images ar
 kept one stays, and ``bound`` says how far above it the challenger may be). The first offer is kept
 without a comparison and spends no alpha; offer k is comparison k - 1, at alpha_{k-1}. The guarantee
 and how alpha is spent over comparisons: ``ranking.tracking``. ``patience`` P: ``verdict.stop`` once P offers in a
-row were not better; stopping there keeps the guarantee for the checkpoints offered, and says
+row were not ``better`` (``not better`` or ``undecided``); stopping there keeps the guarantee for the checkpoints offered, and says
 nothing about checkpoints never offered.
 
 The kept checkpoint's scores are cached (and saved), and it decodes only the images an offer draws
