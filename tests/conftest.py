@@ -19,6 +19,15 @@ def shared(*parts) -> Path:
     return path
 
 
+def covering(combos, keep) -> list:
+    """Parameters for ``pytest.mark.parametrize``: the combinations in ``keep`` run in the test
+    command, the others are marked slow (``python -m pytest -m slow`` runs them). ``keep`` covers
+    every value of every axis once, so each code path stays in the test command; the full grid
+    costs compile time that repeats the same paths (the test command's 30-minute budget)."""
+    keep = {tuple(k) for k in keep}
+    return [combo if tuple(combo) in keep else pytest.param(*combo, marks=pytest.mark.slow) for combo in combos]
+
+
 def experiment_module(name: str):
     """A module of experiments/reo_shapes (the candidate captions of known content and the checks on
     them live with the experiment that uses them)."""

@@ -14,6 +14,7 @@ from pregen_jax.captioning.models import RNN_ARCHITECTURES, RnnConfig
 from pregen_jax.captioning.transformer import TransformerConfig
 from pregen_jax.datasets import Vocabulary
 from pregen_jax.datasets.tokenizer import train_bpe
+from tests.conftest import covering
 
 TINY = {"rnn": RnnConfig(embed_size=16, hidden_size=24, image_size=8, dropout=0.3),
         "transformer": TransformerConfig(width=16, mlp_width=24, image_size=8, dropout=0.3, layers=2, heads=4)}
@@ -66,8 +67,9 @@ def assert_same(scan, loop, rows=slice(None)):
         assert np.asarray(loop.scores)[rows].tobytes() == np.asarray(scan.scores)[rows].tobytes()
 
 
-@pytest.mark.parametrize("vocab", ["word", "bpe"])
-@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("arch, vocab", covering(  # every architecture and both vocabularies; all 10 with -m slow
+    [(arch, vocab) for arch in ARCHITECTURES for vocab in ("word", "bpe")],
+    [("init", "bpe"), ("pre", "word"), ("par", "bpe"), ("merge", "word"), ("transformer", "word")]))
 def test_stopping_equals_the_scan_bit_for_bit(arch, vocab):
     size = len(VOCAB) if vocab == "word" else len(BPE)
     model, params = model_and_params(arch, size)

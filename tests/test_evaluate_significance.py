@@ -112,17 +112,18 @@ def _replicate(metrics, columns, stats, truth, images, firsts, seconds, pair_col
                            p_randomization[name] < 0.05, plain_low <= truth[name] <= plain_high]
 
 
+# 500 images with -m slow (2 of the 4 minutes of CPU; the figures are in docs/guides/evaluate.md)
+@pytest.mark.parametrize("images", [200, pytest.param(500, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", METRICS)
-def test_intervals_cover_and_p_values_reject_at_the_nominal_rate(population, name, capsys):
-    for images in (200, 500):
-        cover, type1_bootstrap, type1_randomization, plain = simulate(population, images, seed=images)[name]
-        with capsys.disabled():
-            print(f"\n{name}, {images} images: coverage {cover:.3f} (percentile interval: {plain:.3f}); "
-                  f"type-I at 0.05: paired bootstrap "
-                  f"{type1_bootstrap:.3f}, approximate randomization {type1_randomization:.3f}")
-        assert cover >= 0.93, (images, cover)
-        assert 0.03 <= type1_bootstrap <= 0.07 and 0.03 <= type1_randomization <= 0.07, (images, type1_bootstrap,
-                                                                                          type1_randomization)
+def test_intervals_cover_and_p_values_reject_at_the_nominal_rate(population, name, images, capsys):
+    cover, type1_bootstrap, type1_randomization, plain = simulate(population, images, seed=images)[name]
+    with capsys.disabled():
+        print(f"\n{name}, {images} images: coverage {cover:.3f} (percentile interval: {plain:.3f}); "
+              f"type-I at 0.05: paired bootstrap "
+              f"{type1_bootstrap:.3f}, approximate randomization {type1_randomization:.3f}")
+    assert cover >= 0.93, (images, cover)
+    assert 0.03 <= type1_bootstrap <= 0.07 and 0.03 <= type1_randomization <= 0.07, (images, type1_bootstrap,
+                                                                                      type1_randomization)
 
 
 @pytest.mark.slow  # 2,000 more replications (about 2 minutes): the figures are in docs/guides/evaluate.md

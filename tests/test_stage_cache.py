@@ -56,7 +56,14 @@ def test_first_run_computes_every_stage_and_a_rerun_none(first_run):
     assert again.table.equals(result.table)
 
 
-@pytest.mark.parametrize("setting, value, stages", CHANGES, ids=[f"{c[0]}={c[1]}" for c in CHANGES])
+# Training's own settings retrain the same stages: four of them run with -m slow only (the seed,
+# learning rate and epochs stand for training's key in the test command; the budget is 30 minutes)
+SLOW_CHANGES = {"models.captioner.embed_size", "models.captioner.cell", "models.captioner.dropout", "training.batch_size"}
+
+
+@pytest.mark.parametrize("setting, value, stages", [
+    pytest.param(*c, marks=pytest.mark.slow) if c[0] in SLOW_CHANGES else c for c in CHANGES],
+    ids=[f"{c[0]}={c[1]}" for c in CHANGES])
 def test_a_changed_setting_recomputes_what_depends_on_it(first_run, tmp_path, setting, value, stages):
     folder, config, _ = first_run
     for name in ("dataset_toy.json", "feats.npy", "stopwords.txt"):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pregen_jax import RefProbs, tiers
 from pregen_jax.strata import spec_strata
 from pregen_jax.tiers import oracle
+from tests.conftest import covering
 
 # Fixed padded shapes so that the sweep compiles once per space for all examples; images
 # beyond those generated are padding images that no stratum contains.
@@ -264,7 +265,9 @@ def segment_inputs(draw):
     return RefProbs(probs, ranks, mask), order
 
 
-@pytest.mark.parametrize("name, runs", [("spec", True), ("uneven", True), ("crossing", False)])
+@pytest.mark.parametrize("segment_space, name, runs", covering(  # each order and each layout; all 6 with -m slow
+    [(order, *layout) for order in ("sorted", "any_order") for layout in (("spec", True), ("uneven", True), ("crossing", False))],
+    [("sorted", "spec", True), ("any_order", "uneven", True), ("any_order", "crossing", False)]), indirect=["segment_space"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(inputs=segment_inputs())
 def test_segment_sweep_equals_oracle(x64, segment_space, name, runs, inputs):
