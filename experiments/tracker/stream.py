@@ -25,7 +25,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model_selection"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import trained
+import trained_streams
 import where_image2
 
 from pregen_jax import io, postgen
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
     if args.quick:
         settings = settings[1:2]
     if args.trained:
-        streams = trained.load_streams(args.trained)
+        streams = trained_streams.load_streams(args.trained)
         if args.streams:
             streams = {k: streams[k] for k in args.streams}
         rows = [r for name, stream in streams.items() for r in replay_trained(name, stream, settings, args)]
@@ -257,8 +257,8 @@ def replay(stream: str, s: np.ndarray, width: float, settings, args, extra=()) -
 
 
 def replay_trained(name: str, stream: dict, settings, args) -> list[dict]:
-    """One trained stream (``trained.load_streams``): its range, the real Tracker's check, and every rule's row
-    with the validation-loss rule (cost: teacher-forced images per checkpoint, not decoded)."""
+    """One trained stream (``trained_streams.load_streams``): its range, the real Tracker's check, and every
+    rule's row with the validation-loss rule (cost: teacher-forced images per checkpoint, not decoded)."""
     scores, gts = stream["scores"], dict(enumerate(stream["data"]["gts"]))
     low, high = score_range("CIDEr", gts, gts)
     truth = scores.mean(1)
@@ -271,9 +271,10 @@ def replay_trained(name: str, stream: dict, settings, args) -> list[dict]:
                               batch=32, budget=1.0, most=None)
         print(f"{name}: the real Tracker gives the simulated verdicts on replays 0 and 1", flush=True)
     loss = stream["val_loss"]
-    extra = [("validation loss (teacher-forced, no decoding)", trained.validation_loss(scores, loss, args.replays)),
+    extra = [("validation loss (teacher-forced, no decoding)",
+              trained_streams.validation_loss(scores, loss, args.replays)),
              (f"validation loss, patience {PATIENCE} (teacher-forced)",
-              trained.validation_loss(scores, loss, args.replays, PATIENCE))]
+              trained_streams.validation_loss(scores, loss, args.replays, PATIENCE))]
     return replay(name, scores, high - low, settings, args, extra)
 
 
