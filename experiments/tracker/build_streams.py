@@ -10,8 +10,8 @@ that image's references, document frequencies from all I images' references, so 
 depend on which images are scored with it), val_loss (f64[K], mean teacher-forced NLL per token on the
 validation references, eval mode: log of the package's validation perplexity, the rule self-critical.pytorch
 keeps by with its default ``language_eval=0``), captions (str[K, I]) and references (JSON, for the real
-Tracker). Decoding: the package's ``generate_captions`` with the demo's generation settings (beam 3, max
-length 50, min 5). Tokens: the corpus's (``alnum-lower``). Rerunning resumes (training from its
+Tracker). Decoding: the package's ``generate_captions``, greedy by default (``--beam``; self-critical.pytorch
+validates greedily), with the demo's lengths (max 50, min 5). Tokens: the corpus's (``alnum-lower``). Rerunning resumes (training from its
 checkpoint, finished runs from their file).
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def per_image_cider(references: list[list[str]], captions: list[str]) -> np.ndar
 
 
 def build_run(arch: str, seed: int, data, config, train_config: TrainConfig, every: int, images: int,
-              out: Path) -> Path:
+              beam: int, out: Path) -> Path:
     """Train one run (resuming), then decode and score every step snapshot; write ``<arch>-s<seed>.npz``."""
     target = out / f"{arch}-s{seed}.npz"
     if target.is_file():
@@ -64,7 +64,7 @@ def build_run(arch: str, seed: int, data, config, train_config: TrainConfig, eve
     start = time.perf_counter()
     for path in paths:
         model = load_trained(path, data.vocab)
-        tokens = generate_captions(model.model, model.params, val_features, data.vocab, beam_width=g.beam_width,
+        tokens = generate_captions(model.model, model.params, val_features, data.vocab, beam_width=beam,
                                    max_len=g.max_len, min_len=g.min_len, progress=False)
         captions.append([" ".join(t) for t in tokens])
         rows.append(per_image_cider(references, captions[-1]))
@@ -73,7 +73,7 @@ def build_run(arch: str, seed: int, data, config, train_config: TrainConfig, eve
     np.savez_compressed(target, names=np.asarray([f"{arch}-s{seed}-step{step_of(p)}" for p in paths]),
                         steps=np.asarray([step_of(p) for p in paths]), cider=np.asarray(rows),
                         val_loss=np.asarray(losses), captions=np.asarray(captions), references=json.dumps(references),
-                        tokenizer=TOKENIZER_NAME, beam_width=g.beam_width, train_seconds=trained_s,
+                        tokenizer=TOKENIZER_NAME, beam_width=beam, train_seconds=trained_s,
                         decode_seconds=decoded_s)
     means = np.asarray(rows).mean(1)
     print(f"{arch}-s{seed}: {len(paths)} checkpoints, CIDEr-D {means.min():.4f}-{means.max():.4f} (best at step "
@@ -87,9 +87,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True, help="the streams' folder (outside git)")
     parser.add_argument("--archs", nargs="*", default=["merge", "transformer"])
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
-    parser.add_argument("--epochs", type=int, default=14, help="train this many epochs (no early stopping)")
-    parser.add_argument("--every", type=int, default=100, help="a checkpoint every this many steps")
+    parser.add_argument("--epochs", type=int, default=7, help="train this many epochs (no early stopping)")
+    parser.add_argument("--every", type=int, default=50, help="a checkpoint every this many steps")
     parser.add_argument("--images", type=int, default=1000, help="validation images decoded (the first ones)")
+    parser.add_argument("--beam", type=int, default=1, help="beam width (1: greedy, as self-critical.pytorch validates)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     config = demo_config()
@@ -98,10 +99,10 @@ def main(argv=None) -> int:
     train_config = TrainConfig(epochs=args.epochs, batch_size=t.batch_size, learning_rate=t.learning_rate,
                                patience=args.epochs)
     print(f"built-in data: {data.facts['dataset']}; {len(data.vocab)} tokens; {args.epochs} epochs, "
-          f"a checkpoint every {args.every} steps; {args.images} validation images", flush=True)
+          f"a checkpoint every {args.every} steps; {args.images} validation images, beam {args.beam}", flush=True)
     for seed in args.seeds:  # seed by seed: both architectures early
         for arch in args.archs:
-            build_run(arch, seed, data, config, train_config, args.every, args.images, out)
+            build_run(arch, seed, data, config, train_config, args.every, args.images, args.beam, out)
     return 0
 
 
