@@ -122,7 +122,7 @@ def test_verdicts_and_their_intervals():
     far = tracker.offer("e", model(0.95))
     assert far.status == "not better" and far.images < IMAGES  # decided before every image is drawn
     line = better.line()
-    assert line.startswith("track: offer 4 d: better: +") and "vs a" in line and "alpha_k" in line
+    assert line.startswith("track: offer 4 d: better: +") and "vs a" in line and "comparison 3 at alpha 0.0034" in line
     assert "d is at most 0.0200 CIDEr below every one of the 5" in tracker.guarantee()
 
 
@@ -151,20 +151,31 @@ def test_patience_stops_after_offers_in_a_row_not_better():
     assert stops == [False, False, True, True]
 
 
-def test_alpha_spending():
+def test_alpha_spending_indexes_comparisons():
+    """Offer 1 compares nothing: comparison j (offer j + 1) is spent alpha_j, the first 6 alpha / pi^2
+    (not 6 alpha / (4 pi^2), offer 2's level when offers were indexed), summing to at most alpha."""
     basel = tracking.Spending(0.05)
-    assert sum(basel.level(k) for k in range(1, 100_000)) < 0.05
+    assert sum(basel.level(j) for j in range(1, 100_000)) < 0.05
     assert basel.level(1) == pytest.approx(0.05 * 6 / math.pi ** 2)
-    assert 1 < basel.width_factor(2) < basel.width_factor(30)
-    declared = tracking.Spending(0.05, most=10)
-    assert declared.level(10) == 0.005
+    assert 1 < basel.width_factor(1) < basel.width_factor(29)
+    declared = tracking.Spending(0.05, most=10)  # 10 offers: 9 comparisons at alpha / 9
+    assert declared.level(9) == pytest.approx(0.05 / 9) and sum(declared.level(j) for j in range(1, 10)) <= 0.05
     with pytest.raises(ValueError, match="at most 10 offers"):
-        declared.level(11)
+        declared.level(10)
+    with pytest.raises(ValueError, match="most 1: at least 2 offers"):
+        tracking.Spending(0.05, most=1)
+    for most, second in ((None, 6 * 0.05 / math.pi ** 2), (3, 0.05 / 2)):
+        tracker = Tracker(REFS, within=0.05, batch=BATCH, most=most, quiet=True)
+        first, offer_2, _ = run_stream(tracker, STREAM[:3])
+        assert first.alpha is None and offer_2.alpha == pytest.approx(second)
+        if most:
+            with pytest.raises(ValueError, match="offer 4: the tracker was declared for at most 3 offers"):
+                tracker.offer(*STREAM[3])
 
 
-def test_offer_k_is_tested_at_its_alpha_k():
-    """The interval of offer k is the sequence at alpha_k = 6 alpha / (pi^2 k^2), not at alpha (which
-    would spend alpha on every offer: no guarantee over the stream)."""
+def test_offer_k_is_tested_at_alpha_of_comparison_k_minus_1():
+    """The interval of offer k is the sequence at alpha_{k-1} = 6 alpha / (pi^2 (k-1)^2) (comparison
+    k - 1), not at alpha (which would spend alpha on every offer: no guarantee over the stream)."""
     drawn, noise = {}, {"a": 0.5, "b": 0.52, "c": 0.48}
 
     def recording(name):
@@ -180,9 +191,25 @@ def test_offer_k_is_tested_at_its_alpha_k():
         images = np.array(drawn[verdict.name])
         new, kept = tracker._scores([("new", model(noise[verdict.name]), images),
                                      ("kept", model(noise[verdict.against]), images)])
-        _, low, high = tracking.paired_look((new - kept)[None], IMAGES, spending.level(k), width, 0.0)
-        assert verdict.alpha == spending.level(k) and verdict.images == len(images) < IMAGES
+        _, low, high = tracking.paired_look((new - kept)[None], IMAGES, spending.level(k - 1), width, 0.0)
+        assert verdict.alpha == spending.level(k - 1) and verdict.images == len(images) < IMAGES
         assert (verdict.low, verdict.high) == pytest.approx((low[0], high[0]), abs=1e-9)
+
+
+def test_a_name_offered_again_gets_its_line_and_no_second_record(tmp_path, capsys):
+    """Every offer prints one line, a name already decided too (its saved verdict, nothing decoded: a
+    new checkpoint under an old name would otherwise pass unseen); the JSONL keeps one record per verdict."""
+    tracker = Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "s.json")
+    first, second = run_stream(tracker, STREAM[:2])
+    capsys.readouterr()
+    again = tracker.offer("step-1", lambda images: 1 / 0)
+    lines = capsys.readouterr().err.splitlines()
+    assert again == first and len(lines) == 1
+    assert lines[0].startswith(first.line()) and "offered again: the saved verdict, nothing decoded" in lines[0]
+    assert ("kept now step-2" in lines[0]) == (second.best == "step-2")
+    records = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert records == [dataclasses.asdict(first), dataclasses.asdict(second)]
+    assert json.loads((tmp_path / "s.json").read_text())["verdicts"] == records
 
 
 def test_bad_references_and_settings_are_refused_when_made():
@@ -230,27 +257,44 @@ def decode_checkpoint(path, images):
     return model(float(Path(path).read_text()))(images)
 
 
-def test_track_command_offers_a_folder_and_resumes(tmp_path, capsys):
+def test_track_command_offers_a_folder_in_natural_order_and_resumes(tmp_path, capsys):
+    """step-9 before step-10 (digits compared as numbers); a rerun prints every checkpoint's verdict,
+    the decided ones as offered again."""
     refs = tmp_path / "refs.json"
     refs.write_text(json.dumps({"images": [{"id": i} for i in range(IMAGES)],
                                 "annotations": [{"image_id": i, "caption": r} for i in range(IMAGES) for r in REFS[i]]}))
     folder = tmp_path / "ckpt"
     folder.mkdir()
-    for name, noise in STREAM[:3]:
+    stream = [(f"step-{8 + i}", noise) for i, (_, noise) in enumerate(STREAM)]  # step-8 ... step-13
+    for name, noise in stream[:3]:
         (folder / name).write_text(str(noise))
     command = ["track", "--references", str(refs), "--checkpoints", str(folder), "--decode",
                "tests.test_tracker:decode_checkpoint", "--tokenizer", "alnum-lower", "--batch", str(BATCH), "--state", str(tmp_path / "t.json")]
     assert cli.main(command) == 0
     first = capsys.readouterr()
     assert first.err.count("track: offer") == 3 and "signature: CIDEr" in first.out
-    for name, noise in STREAM[3:]:
+    assert [json.loads(line)["name"] for line in (tmp_path / "t.jsonl").read_text().splitlines()] == [
+        "step-8", "step-9", "step-10"]
+    for name, noise in stream[3:]:
         (folder / name).write_text(str(noise))
-    assert cli.main(command) == 0  # new checkpoints: only they are offered
+    assert cli.main(command) == 0  # new checkpoints: only they are decoded
     again = capsys.readouterr()
     records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
-    assert again.err.count("track: offer") == 3 and f"kept: {records[-1]['best']}" in again.out
-    assert records[-1]["best"] == "step-6"  # noise 0.05: far above the rest
-    assert [r["name"] for r in records] == [n for n, _ in STREAM] and records[-1]["signature"].startswith("CIDEr")
+    assert again.err.count("track: offer") == 6 and again.err.count("offered again") == 3
+    assert f"kept: {records[-1]['best']}" in again.out
+    assert records[-1]["best"] == "step-13"  # noise 0.05: far above the rest
+    assert [r["name"] for r in records] == [n for n, _ in stream] and records[-1]["signature"].startswith("CIDEr")
+    saved = [(tmp_path / f"t.{suffix}").read_text() for suffix in ("json", "jsonl")]
+    assert cli.main([*command, "--most", "5"]) == 2  # 6 files: refused before any work, nothing written
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"pregen-search track: error: --most 5: --checkpoints {folder} holds 6 checkpoints, more than the "
+                   "5 offers declared (raise --most, or keep fewer files)"]
+    for name in ("step-8", "step-9"):  # checkpoints deleted after their offers still count as offers
+        (folder / name).unlink()
+    assert cli.main([*command, "--most", "5"]) == 2
+    err = capsys.readouterr().err
+    assert f"--checkpoints {folder} holds 4 checkpoints and --state {tmp_path / 't.json'} decided 2 others, 6 offers" in err
+    assert [(tmp_path / f"t.{suffix}").read_text() for suffix in ("json", "jsonl")] == saved
 
 
 def test_track_command_refuses_bad_input_before_any_work(tmp_path, capsys):
@@ -281,6 +325,8 @@ def test_track_command_scores_caption_files_on_every_image(tmp_path, capsys):
     records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert all(r["images"] == IMAGES and r["low"] == r["high"] for r in records[1:])  # exact verdicts
     assert "tokenizer: ptb\n" in printed.out and all("tok:ptb" in r["signature"] for r in records)
-    assert "at 95% for the whole stream (alpha_k = 6 x 0.05 /" in printed.out
+    assert "at 95% for the whole stream (alpha_j = 6 x 0.05 / (pi^2 j^2) for comparison j (offer j + 1)" in printed.out
+    assert cli.main([*command, "--most", "2"]) == 2
+    assert "--most 2: --captions gives 3 checkpoints, more than the 2 offers declared" in capsys.readouterr().err
     assert cli.main([*command, "--within", "0.1"]) == 2
     assert "key 'within' is 0.02, this tracker's is 0.1" in capsys.readouterr().err

@@ -75,7 +75,7 @@ def track(scores: np.ndarray, replays: int, within: float, alpha: float, width: 
     for k in range(1, k_total):
         orders = np.stack([np.random.default_rng([r, k + 1]).permutation(n)[:at[-1]] for r in range(replays)])
         differences = scores[k][orders] - scores[kept[:, None], orders]
-        result = tracking.paired_verdicts(differences, n, spending.level(k + 1), width, within, at)
+        result = tracking.paired_verdicts(differences, n, spending.level(k), width, within, at)  # offer k + 1: comparison k
         d = truth[k] - truth[kept]
         failed |= (result.low > d + 1e-12) | (result.high < d - 1e-12)
         failed |= (result.status == 1) & (d <= 0)

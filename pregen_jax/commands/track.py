@@ -1,10 +1,12 @@
 """``pregen-search track``: keep the best checkpoint of a stream (``selection.Tracker``), offering each
 checkpoint not yet decided: caption files (scored on every image: their captions cost nothing) or
-the files of a folder that a user's ``--decode module:function`` decodes. Run it again with the same
-``--state`` as new checkpoints appear: decided ones keep their verdicts."""
+the files of a folder that a user's ``--decode module:function`` decodes, in natural order (digits
+compared as numbers: step-9 before step-10). Run it again with the same ``--state`` as new
+checkpoints appear: decided ones keep their verdicts (each printed again, saying so, nothing decoded)."""
 from __future__ import annotations
 
 import argparse
+import re
 
 from .base import WORDS, Command, check_caption_files, seed, warnings_as_lines
 
@@ -17,7 +19,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--captions", nargs="*", default=[], metavar="FILE",
                         help="checkpoints that exist as captions, in the order they were saved (each scored on every image)")
     parser.add_argument("--checkpoints", default=None, metavar="DIR",
-                        help="a folder of checkpoint files, offered in name order (with --decode)")
+                        help="a folder of checkpoint files, offered in natural name order: digits compared as numbers, "
+                             "step-9 before step-10 (with --decode)")
     parser.add_argument("--decode", default=None, metavar="MODULE:FUNCTION",
                         help="with --checkpoints: FUNCTION(path, image_indices) -> captions, image i being REFS's i-th image")
     parser.add_argument("--tokenizer", default=None, choices=("ptb", "alnum-lower", "none"),
@@ -29,7 +32,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=float, default=0.95,
                         help="1 - alpha for the whole stream, every verdict at once (default 0.95)")
     parser.add_argument("--most", type=int, default=None, metavar="K",
-                        help="declare at most K offers: alpha / K each (default: 6 alpha / (pi^2 k^2) for offer k, any number)")
+                        help="declare at most K offers (checkpoint files): alpha / (K - 1) for each of their K - 1 comparisons, the "
+                             "first offer being kept without one; more files than K are refused (default: 6 alpha / "
+                             "(pi^2 j^2) for comparison j, offer j + 1, any number)")
     parser.add_argument("--patience", type=int, default=None, metavar="P",
                         help="stop after P offers in a row that are not better (default: offer every checkpoint)")
     parser.add_argument("--budget", type=float, default=1.0,
@@ -50,8 +55,6 @@ def _run(args: argparse.Namespace) -> int:
             if tracker.offer(name, captions_for).stop:
                 print(f"patience: {args.patience} offers in a row not better: stopped before the rest")
                 break
-    if tracker.best is None:
-        raise ValueError(f"--checkpoints {args.checkpoints}: no checkpoint files")
     print(f"kept: {tracker.best}")
     print(f"guarantee: {tracker.guarantee()}")
     print(f"tokenizer: {tracker.tokenizer_name}")
@@ -83,6 +86,31 @@ def check_stream(args: argparse.Namespace) -> None:
     if args.checkpoints is not None and Path(args.state).resolve().parent == Path(args.checkpoints).resolve():
         raise ValueError(f"--state {args.state}: inside --checkpoints {args.checkpoints}, where it and its .jsonl would be "
                          "offered as checkpoints: keep it elsewhere")
+    if args.checkpoints is not None and not checkpoint_files(Path(args.checkpoints)):
+        raise ValueError(f"--checkpoints {args.checkpoints}: no checkpoint files")
+    if args.most is not None:
+        check_most(args)
+
+
+def check_most(args: argparse.Namespace) -> None:
+    """--most K: at most K offers, counting the checkpoints given and those the state already decided."""
+    import json
+    from pathlib import Path
+    if args.most < 2:
+        raise ValueError(f"--most {args.most}: at least 2 offers (the first is kept without a comparison)")
+    names, where = ((list(args.captions), "--captions gives") if args.captions else
+                    (checkpoint_files(Path(args.checkpoints)), f"--checkpoints {args.checkpoints} holds"))
+    try:  # a state that cannot be read is refused by the tracker, naming it
+        decided = {v["name"] for v in json.loads(Path(args.state).read_text(encoding="utf-8"))["verdicts"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        decided = set()
+    if len(names) > args.most:
+        raise ValueError(f"--most {args.most}: {where} {len(names)} checkpoints, more than the {args.most} offers "
+                         "declared (raise --most, or keep fewer files)")
+    if len(decided | set(names)) > args.most:
+        raise ValueError(f"--most {args.most}: {where} {len(names)} checkpoints and --state {args.state} decided "
+                         f"{len(decided - set(names))} others, {len(decided | set(names))} offers, more than the "
+                         f"{args.most} declared")
 
 
 def _tracker(args: argparse.Namespace, references, tokenizer: str, batch: int | None = None):
@@ -139,8 +167,19 @@ def _decoded_stream(args: argparse.Namespace):
 
     tracker = _tracker(args, refs, args.tokenizer or references.tokenizer or "ptb")
     tracker.load = load
-    files = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-    return tracker, ((f, load(f)) for f in files)
+    return tracker, ((f, load(f)) for f in checkpoint_files(folder))
+
+
+def checkpoint_files(folder) -> list[str]:
+    """The names of ``folder``'s checkpoint files (not hidden ones), in the order they are offered."""
+    return sorted((p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")), key=natural_order)
+
+
+def natural_order(name: str) -> tuple:
+    """A sort key comparing runs of digits as numbers ("step-9" before "step-10"); equal numbers
+    written differently ("step-09", "step-9") fall back to the plain name."""
+    parts = re.split(r"(\d+)", name)  # the digit runs at the odd places
+    return [int(part) if i % 2 else part for i, part in enumerate(parts)], name
 
 
 COMMAND = Command("track", "keep the best checkpoint of a stream: each new checkpoint decided on as few images as it "

@@ -1,15 +1,15 @@
 """The statistics of the checkpoint tracker (``selection.tracker``): how alpha is spent over a
 stream of offers, and one offer's paired sequential test of a challenger against the kept checkpoint.
 
-The guarantee. Offer k compares the challenger C_k with the kept checkpoint I_k on images drawn in
-a fresh uniformly random order (its own seed, never an order an earlier offer saw), with a two-sided
-confidence sequence at level 1 - alpha_k for the mean paired difference d_k = mean_i (C_k(i) - I_k(i))
-over the N images of the split (``confseq.two_sided``, without replacement, valid at every look).
-I_k is chosen by the earlier offers alone, and the order of offer k is independent of them, so the
-sequence covers d_k at every look with probability >= 1 - alpha_k given the past; by a union bound
-over offers, every sequence of the stream covers at once with probability >= 1 - sum_k alpha_k >=
-1 - alpha, for a stream of any length, stopped whenever the user likes (patience included). On that
-event:
+The guarantee. Offer 1 is kept without a comparison; offer k >= 2 is comparison j = k - 1, of the
+challenger C_k with the kept checkpoint I_k on images drawn in a fresh uniformly random order (its
+own seed, never an order an earlier offer saw), with a two-sided confidence sequence at level
+1 - alpha_j for the mean paired difference d_k = mean_i (C_k(i) - I_k(i)) over the N images of the
+split (``confseq.two_sided``, without replacement, valid at every look). I_k is chosen by the
+earlier offers alone, and the order of offer k is independent of them, so the sequence covers d_k
+at every look with probability >= 1 - alpha_j given the past; by a union bound over comparisons,
+every sequence of the stream covers at once with probability >= 1 - sum_j alpha_j >= 1 - alpha, for
+a stream of any length, stopped whenever the user likes (patience included). On that event:
 
 - ``better`` (low > 0): C_k is truly better than I_k on the split, so every replacement raises the
   kept checkpoint's true score;
@@ -20,10 +20,11 @@ So the kept checkpoint is at most max(within, every undecided bound) below every
 offered. Reusing one order for every offer would break this: the kept checkpoint won on that
 order's first images, and would be compared again on them (a winner's curse).
 
-Spending (``Spending``): ``alpha_k = 6 alpha / (pi^2 k^2)`` for a stream of unknown length (the Basel
-sum), or ``alpha / K`` for each of at most K offers declared in advance. The cost: a betting
-sequence's width grows about as sqrt(log(1 / alpha_k)); ``Spending.width_factor`` is that ratio to a
-single test at alpha, shown with every verdict.
+Spending (``Spending``), over comparisons (the first offer compares nothing and spends nothing):
+``alpha_j = 6 alpha / (pi^2 j^2)`` for a stream of unknown length (the Basel sum; offer 2 gets
+6 alpha / pi^2), or ``alpha / (K - 1)`` for each comparison of at most K offers declared in advance.
+The cost: a betting sequence's width grows about as sqrt(log(1 / alpha_j)); ``Spending.width_factor``
+is that ratio to a single test at alpha, shown with every verdict.
 """
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ STATUSES = {1: "better", -1: "not better", 0: "undecided"}
 
 @dataclasses.dataclass(frozen=True)
 class Spending:
-    """How alpha is spent over offers: ``most`` None: alpha_k = 6 alpha / (pi^2 k^2) (any number of
-    offers); else alpha / most for each of at most ``most`` offers."""
+    """How alpha is spent over the comparisons of a stream (comparison j is offer j + 1: the first
+    offer is kept without one). ``most`` None: alpha_j = 6 alpha / (pi^2 j^2) (any number of
+    offers); else alpha / (most - 1) for each comparison of at most ``most`` offers."""
 
     alpha: float = 0.05
     most: int | None = None
@@ -53,27 +55,30 @@ class Spending:
     def __post_init__(self):
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha {self.alpha}: must lie in (0, 1)")
-        if self.most is not None and self.most < 1:
-            raise ValueError(f"most {self.most}: at least 1 offer")
+        if self.most is not None and self.most < 2:
+            raise ValueError(f"most {self.most}: at least 2 offers (the first is kept without a comparison)")
 
-    def level(self, k: int) -> float:
-        """alpha_k, the level of offer k (1, 2, ...)."""
-        if k < 1:
-            raise ValueError(f"offer {k}: offers count from 1")
+    def level(self, j: int) -> float:
+        """alpha_j, the level of comparison j (1, 2, ...; offer j + 1)."""
+        if j < 1:
+            raise ValueError(f"comparison {j}: comparisons count from 1 (offer 2)")
         if self.most is None:
-            return 6 * self.alpha / (math.pi ** 2 * k ** 2)
-        if k > self.most:
-            raise ValueError(f"offer {k}: the tracker was declared for at most {self.most} offers (alpha / {self.most} "
-                             "each); a longer stream needs a new tracker, or most=None (6 alpha / (pi^2 k^2))")
-        return self.alpha / self.most
+            return 6 * self.alpha / (math.pi ** 2 * j ** 2)
+        if j > self.most - 1:
+            raise ValueError(f"offer {j + 1}: the tracker was declared for at most {self.most} offers (alpha / "
+                             f"{self.most - 1} for each of their {self.most - 1} comparisons); a longer stream needs a "
+                             "new tracker, or most=None (6 alpha / (pi^2 j^2) for comparison j)")
+        return self.alpha / (self.most - 1)
 
-    def width_factor(self, k: int) -> float:
-        """About how much wider offer k's interval is than one test's at alpha: sqrt(log(1/alpha_k) / log(1/alpha))."""
-        return math.sqrt(math.log(1 / self.level(k)) / math.log(1 / self.alpha))
+    def width_factor(self, j: int) -> float:
+        """About how much wider comparison j's interval is than one test's at alpha:
+        sqrt(log(1/alpha_j) / log(1/alpha))."""
+        return math.sqrt(math.log(1 / self.level(j)) / math.log(1 / self.alpha))
 
     def describe(self) -> str:
-        return (f"alpha_k = 6 x {self.alpha:g} / (pi^2 k^2) over any number of offers" if self.most is None
-                else f"alpha_k = {self.alpha:g} / {self.most} for each of at most {self.most} offers")
+        return (f"alpha_j = 6 x {self.alpha:g} / (pi^2 j^2) for comparison j (offer j + 1), any number of offers"
+                if self.most is None else
+                f"alpha_j = {self.alpha:g} / {self.most - 1} for each comparison of at most {self.most} offers")
 
 
 def looks(population: int, first: int, budget: int) -> np.ndarray:

@@ -11,8 +11,9 @@ captions of the new ones (one call a look, so a GPU decodes a batch at once) and
 image (CIDEr-D with every reference of the split for document frequencies, so each image gets its
 whole-split score) and looks: ``better`` once the split's mean difference is shown > 0, ``not
 better`` once it is shown <= ``within``, ``undecided`` when ``budget`` images are drawn first (the
-kept one stays, and ``bound`` says how far above it the challenger may be). The guarantee and how
-alpha is spent over offers: ``ranking.tracking``. ``patience`` P: ``verdict.stop`` once P offers in a
+kept one stays, and ``bound`` says how far above it the challenger may be). The first offer is kept
+without a comparison and spends no alpha; offer k is comparison k - 1, at alpha_{k-1}. The guarantee
+and how alpha is spent over comparisons: ``ranking.tracking``. ``patience`` P: ``verdict.stop`` once P offers in a
 row were not better; stopping there keeps the guarantee for the checkpoints offered, and says
 nothing about checkpoints never offered.
 
@@ -24,8 +25,9 @@ a function that loads the saved file; after a restart the kept checkpoint is dec
 
 State: after every offer the tracker writes ``state`` (JSON, atomically) and, from it, the JSONL
 log (``state`` with suffix ``.jsonl``); a tracker made again with the same settings and ``state``
-resumes: an offer of a name already decided returns its saved verdict, and the next offer draws the
-same order as it would have uninterrupted, so a restarted training gets the same verdicts.
+resumes: an offer of a name already decided returns its saved verdict (its stderr line says so, and
+its one JSONL record is the saved one; nothing is decoded), and the next offer draws the same order as
+it would have uninterrupted, so a restarted training gets the same verdicts.
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ from ..postgen.tokenizers import check_tokenizer_name, tokenize_all
 from ..ranking import tracking
 from .race import check_metric, race_signature, score_range
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: alpha spent over comparisons (offer k at alpha_{k-1}), not offers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +55,9 @@ class Verdict:
     checkpoint decoded for it (not cached); against: the checkpoint kept when it was offered; estimate, low,
     high: the challenger's split mean minus that one's, its estimate and interval at level 1 - alpha (None for the first offer); bound: how far
     the challenger may be above the checkpoint kept after the offer (0 when it is kept); best: that
-    checkpoint; stop: patience reached."""
+    checkpoint; alpha, width_factor: the level of this offer's comparison (offer k is comparison k - 1)
+    and its interval's width against one test's at the stream's alpha (None for the first offer, which
+    compares nothing and spends nothing); stop: patience reached."""
 
     name: str
     offer: int
@@ -66,19 +70,19 @@ class Verdict:
     high: float | None
     bound: float
     best: str
-    alpha: float
-    width_factor: float
+    alpha: float | None
+    width_factor: float | None
     stop: bool
     signature: str
 
     def line(self) -> str:
         """The one line on stderr."""
         if self.estimate is None:
-            return f"track: offer 1 {self.name}: better (the first checkpoint: kept, nothing to compare)"
+            return f"track: offer 1 {self.name}: better (the first checkpoint: kept, nothing compared, no alpha spent)"
         return (f"track: offer {self.offer} {self.name}: {self.status}: {self.estimate:+.4f} vs {self.against}"
                 f" [{self.low:+.4f}, {self.high:+.4f}] on {self.images} images (+{self.kept_decoded} decoded for the"
-                f" kept one); bound {self.bound:.4f}; kept {self.best}; alpha_k {self.alpha:.2g} (x{self.width_factor:.2f}"
-                f" width)" + ("; patience reached: stop" if self.stop else ""))
+                f" kept one); bound {self.bound:.4f}; kept {self.best}; comparison {self.offer - 1} at alpha"
+                f" {self.alpha:.2g} (x{self.width_factor:.2f} width)" + ("; patience reached: stop" if self.stop else ""))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,16 +173,17 @@ class Tracker:
 
     def offer(self, name: str, captions_for: Callable[[np.ndarray], Sequence]) -> Verdict:
         """Decide on checkpoint ``name`` (``captions_for``: i64[n] image indices -> n captions, strings or
-        token lists); a name already decided returns its saved verdict and decodes nothing."""
+        token lists); a name already decided returns its saved verdict, decodes nothing and prints its line
+        saying so (a new checkpoint needs a new name)."""
         for verdict in self.verdicts:
             if verdict.name == name:
-                return verdict
+                return self._again(verdict)
         k = len(self.verdicts) + 1
-        alpha_k = self.spending.level(k)
         if not self.verdicts:
-            verdict = Verdict(name, 1, None, "better", 0, 0, None, None, None, 0.0, name, alpha_k,
-                              self.spending.width_factor(1), False, self.signature)
+            verdict = Verdict(name, 1, None, "better", 0, 0, None, None, None, 0.0, name, None, None, False,
+                              self.signature)
             return self._record(verdict, {}, captions_for)
+        alpha_j = self.spending.level(k - 1)  # offer k is comparison k - 1: the first offer spent nothing
         order = np.random.default_rng([self.settings.seed, k]).permutation(self.num_images)
         differences, challenger, kept = [], {}, dict(self.kept_scores)  # taken only with the verdict
         status = 0
@@ -189,7 +194,7 @@ class Tracker:
             kept.update(zip(missing.tolist(), old.tolist()))
             challenger.update(zip(images.tolist(), new.tolist()))
             differences.extend(new - np.array([kept[i] for i in images.tolist()]))
-            status, low, high = tracking.paired_look(np.array([differences]), self.num_images, alpha_k,
+            status, low, high = tracking.paired_look(np.array([differences]), self.num_images, alpha_j,
                                                      self.range[1] - self.range[0], self.settings.within)
             if status[0]:
                 break
@@ -200,7 +205,7 @@ class Tracker:
         misses = 0 if status == "better" else since + 1
         stop = self.settings.patience is not None and misses >= self.settings.patience
         verdict = Verdict(name, k, self.best, status, len(differences), len(kept) - len(self.kept_scores),
-                          float(np.mean(differences)), low, high, bound, best, alpha_k, self.spending.width_factor(k),
+                          float(np.mean(differences)), low, high, bound, best, alpha_j, self.spending.width_factor(k - 1),
                           stop, self.signature)
         self.kept_scores = kept
         return self._record(verdict, challenger, captions_for)
@@ -255,6 +260,14 @@ class Tracker:
             print(verdict.line(), file=sys.stderr)
         return verdict
 
+    def _again(self, verdict: Verdict) -> Verdict:
+        """A name already decided, offered again: its saved verdict (its JSONL record already written),
+        one stderr line that says so."""
+        if not self.quiet:
+            now = "" if verdict.best == self.best else f", kept now {self.best}"
+            print(f"{verdict.line()}; offered again: the saved verdict, nothing decoded{now}", file=sys.stderr)
+        return verdict
+
     def _save(self) -> None:
         if self.state_path is None:
             return
@@ -275,7 +288,8 @@ class Tracker:
             state = json.loads(where.read_text(encoding="utf-8"))
             saved = state["settings"]
             if state.get("version") != STATE_VERSION:
-                raise ValueError(f"state version {state.get('version')}, this tracker writes {STATE_VERSION}")
+                raise ValueError(f"state version {state.get('version')}, this tracker writes {STATE_VERSION}, whose offer k "
+                                 "is tested at alpha_{k-1}: give another state file")
             verdicts = [Verdict(**v) for v in state["verdicts"]]
             kept = {int(i): float(s) for i, s in state["kept_scores"].items()}
         except (OSError, ValueError, KeyError, TypeError) as err:
