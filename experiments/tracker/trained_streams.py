@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 
 def load_streams(folder) -> dict[str, dict]:
@@ -48,3 +49,30 @@ def validation_loss(scores: np.ndarray, val_loss: np.ndarray, replays: int, pati
     found = {"kept": np.full(replays, best), "cost": np.full(replays, float(n * stopped)),
              "gap": np.full(replays, truth.max() - truth[best])}
     return found | ({"stopped": np.full(replays, stopped)} if patience is not None else {})
+
+
+def markdown(tables: list[pd.DataFrame]) -> str:
+    """The frontier table of ``stream.py --trained`` runs (their stream.tsv): one row a rule, one column a stream,
+    each cell "images per checkpoint: gap median / p90" (and, where the rule stops, the offer it stopped at)."""
+    table = pd.concat(tables, ignore_index=True)
+    streams = list(dict.fromkeys(table["stream"]))
+    lines = ["| rule | " + " | ".join(streams) + " |", "|---|" + "---:|" * len(streams)]
+    for method, rows in table.groupby("method", sort=False):
+        cells = []
+        for stream in streams:
+            found = rows[rows["stream"] == stream]
+            if found.empty:
+                cells.append("")
+                continue
+            r = found.iloc[0]
+            cell = f"{r.images_per_checkpoint:.0f}: {r.gap_median:.3f} / {r.gap_p90:.3f}"
+            if "stopped_median" in r and pd.notna(r.stopped_median):
+                cell += f" (stop {r.stopped_median:.0f})"
+            cells.append(cell)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python experiments/tracker/trained_streams.py runs/*/stream.tsv
+    import sys
+    print(markdown([pd.read_csv(path, sep="\t") for path in sys.argv[1:]]))
