@@ -236,6 +236,10 @@ def test_a_resume_with_other_settings_is_refused(tmp_path):
         Tracker(REFS, within=0.1, batch=BATCH, state=tmp_path / "s.json")
     with pytest.raises(ValueError, match="key 'references'"):
         Tracker([*REFS[:-1], ["another caption"]], within=0.05, batch=BATCH, state=tmp_path / "s.json")
+    saved = json.loads((tmp_path / "s.json").read_text())
+    (tmp_path / "s.json").write_text(json.dumps(saved | {"version": 1}))  # offers spent alpha: not resumed
+    with pytest.raises(ValueError, match=r"state version 1, this tracker writes 2, whose offer k is tested at alpha_\{k-1\}"):
+        Tracker(REFS, within=0.05, batch=BATCH, state=tmp_path / "s.json")
 
 
 def test_stream_intervals_cover():

@@ -10,6 +10,11 @@ references, so far above every model: a checkpoint that must replace the kept on
 ``default_rng([seed, k])`` gives, as ``Tracker(seed=seed)`` does (``check_against_tracker`` runs the real
 ``Tracker`` on two replays and asserts the same verdicts), and the baselines' fixed subsets are drawn
 from the same seed. Each image looked up counts as one decoded and scored.
+
+    python experiments/tracker/stream.py --trained /work/runs/tracker-streams --out runs/tracker-trained
+
+replays the trained streams ``build_streams.py`` wrote (``trained_streams``: one training run's checkpoints
+in step order), with the validation-loss rule beside the others.
 """
 from __future__ import annotations
 
