@@ -81,3 +81,24 @@ def test_an_interrupted_run_resumes_to_the_same_result(tmp_path, crash_on):
     with pytest.raises(ValueError, match="checkpoint.msgpack: checkpoint was made with a different lr"):
         fit(scalar_task(values)[0], Schedule(5, "final.msgpack"), {"w": np.float32(0.0)}, optax.sgd(0.1),
             tmp_path / "b", {**META, "lr": 0.2}, ("model", "lr"), progress=False)
+
+
+def test_step_snapshots_count_steps_over_epochs_and_resume(tmp_path, crash_on):
+    """``snapshot_every``: the parameters after every 2nd SGD step (w = 1 - 0.8^n after n steps), 3 steps an
+    epoch; a run killed in epoch 2's checkpoint resumes counting from step 3, not from 0."""
+    def snapshots(folder):
+        found = {}
+        for path in folder.glob("snapshot-step*.msgpack"):
+            tree, meta = checkpoints.load(path)
+            found[int(path.stem.removeprefix("snapshot-step"))] = (float(tree["params"]["w"]), meta["epoch"])
+        return found
+    expected = {n: (pytest.approx(1 - 0.8 ** n, rel=1e-5), (n - 1) // 3 + 1) for n in (2, 4, 6, 8)}
+    run(tmp_path / "a", scalar_task()[0], epochs=3, snapshot_every=2)
+    assert snapshots(tmp_path / "a") == expected
+    with crash_on(checkpoints, "save", call=5), pytest.raises(KeyboardInterrupt):  # steps 2, epoch 1, steps 4, 6, epoch 2
+        run(tmp_path / "b", scalar_task()[0], epochs=3, snapshot_every=2)
+    assert checkpoints.load(tmp_path / "b" / loop.CHECKPOINT)[1]["state"]["step"] == 3
+    run(tmp_path / "b", scalar_task()[0], epochs=3, snapshot_every=2)
+    assert snapshots(tmp_path / "b") == expected
+    run(tmp_path / "c", scalar_task()[0], epochs=3)
+    assert not list((tmp_path / "c").glob("snapshot-step*"))  # off by default

@@ -10,6 +10,11 @@ references, so far above every model: a checkpoint that must replace the kept on
 ``default_rng([seed, k])`` gives, as ``Tracker(seed=seed)`` does (``check_against_tracker`` runs the real
 ``Tracker`` on two replays and asserts the same verdicts), and the baselines' fixed subsets are drawn
 from the same seed. Each image looked up counts as one decoded and scored.
+
+    python experiments/tracker/stream.py --trained /work/runs/tracker-streams --out runs/tracker-trained
+
+replays the trained streams ``build_streams.py`` wrote (``trained_streams``: one training run's checkpoints
+in step order), with the validation-loss rule beside the others.
 """
 from __future__ import annotations
 
@@ -23,7 +28,9 @@ import pandas as pd
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model_selection"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import trained_streams
 import where_image2
 
 from pregen_jax import io, postgen
@@ -183,7 +190,20 @@ def main(argv=None) -> int:
     parser.add_argument("--settings", nargs="*", default=None, metavar="WITHIN:BUDGET[:MOST]",
                         help="tracker settings (default: 0.02:1 0.05:1 0.05:1:13 0.1:0.25)")
     parser.add_argument("--no-check", action="store_true", help="skip running the real Tracker on two replays")
+    parser.add_argument("--trained", default=None, metavar="FOLDER",
+                        help="replay the trained streams build_streams.py wrote there instead of where-image2's")
     args = parser.parse_args(argv)
+    settings = [(0.02, 1.0, None), (0.05, 1.0, None), (0.05, 1.0, 13), (0.1, 0.25, None)]
+    if args.settings:
+        settings = [(float(w), float(b), int(m[0]) if m else None) for w, b, *m in (x.split(":") for x in args.settings)]
+    if args.quick:
+        settings = settings[1:2]
+    if args.trained:
+        streams = trained_streams.load_streams(args.trained)
+        if args.streams:
+            streams = {k: streams[k] for k in args.streams}
+        rows = [r for name, stream in streams.items() for r in replay_trained(name, stream, settings, args)]
+        return finish(rows, args)
     shared = io.shared_data()
     if not (shared / "where-image2-captions").is_dir():
         print(f"skipped: {shared} has no where-image2-captions (see ../shared/data/README.md)")
@@ -194,20 +214,11 @@ def main(argv=None) -> int:
     width = high - low
     truth = scores.mean(1)
     print("full-split CIDEr-D:", ", ".join(f"{n} {t:.4f}" for n, t in zip(names, truth)), f"(range bound {high:.3f})")
-    settings = [(0.02, 1.0, None), (0.05, 1.0, None), (0.05, 1.0, 13), (0.1, 0.25, None)]
-    if args.settings:
-        settings = [(float(w), float(b), int(m[0]) if m else None) for w, b, *m in (x.split(":") for x in args.settings)]
-    if args.quick:
-        settings = settings[1:2]
-    elif not args.no_check:
+    if not args.quick and not args.no_check:
         check_against_tracker(names, scores, data, width, within=0.05, alpha=args.alpha, batch=32, budget=1.0,
                               most=None)
         print("the real Tracker gives the simulated verdicts on replays 0 and 1")
     rows = []
-
-    def add(found: dict) -> None:  # printed as it comes: a long run shows its rows before the end
-        rows.append(found)
-        print("\t".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in found.items()), flush=True)
 
     models = np.arange(len(where_image2.MODELS))  # the human captions are among the references: far above
     streams = {"12 models listed": models, "12 models rising": models[np.argsort(truth[models], kind="stable")],
@@ -216,23 +227,64 @@ def main(argv=None) -> int:
         short = dict(zip(("listed", "rising", "human"), streams))
         streams = {short[k]: streams[short[k]] for k in args.streams}
     for stream, order in streams.items():
-        s = scores[order]
-        k_total = len(s)
-        add(row("full validation", stream, {"cost": np.full(args.replays, s.shape[1] * k_total),
-                                                    "gap": np.zeros(args.replays)}, k_total))
-        for share in SUBSETS:
-            add(row(f"fixed {share:.0%}", stream, fixed_subset(s, args.replays, share), k_total))
-        for share in (0.25, 1.0):
-            add(row(f"patience {PATIENCE} on fixed {share:.0%}", stream,
-                            fixed_subset(s, args.replays, share, PATIENCE), k_total))
-        for within, budget, most in settings:
-            start = time.process_time()
-            result = track(s, args.replays, within, args.alpha, width, 32, budget, most)
-            label = f"tracker within {within} budget {budget:.0%}" + (f" most {most}" if most else "")
-            add(row(label, stream, result, k_total, args.alpha))
-            if (within, budget, most) == (0.05, 1.0, None):
-                add(row(f"{label} patience {PATIENCE}", stream, with_patience(result, s.mean(1), PATIENCE), k_total))
-            print(f"{stream}: {label}: {time.process_time() - start:.0f} s CPU", flush=True)
+        rows += replay(stream, scores[order], width, settings, args)
+    return finish(rows, args)
+
+
+def replay(stream: str, s: np.ndarray, width: float, settings, args, extra=()) -> list[dict]:
+    """Every rule's row on one stream (per-image scores ``s: f64[K, I]``), printed as it comes (a long run
+    shows its rows before the end); ``extra``: (label, result) rows of rules that need more than scores."""
+    rows = []
+
+    def add(found: dict) -> None:
+        rows.append(found)
+        print("\t".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in found.items()), flush=True)
+
+    k_total = len(s)
+    add(row("full validation", stream, {"cost": np.full(args.replays, s.shape[1] * k_total),
+                                        "gap": np.zeros(args.replays)}, k_total))
+    for share in SUBSETS:
+        add(row(f"fixed {share:.0%}", stream, fixed_subset(s, args.replays, share), k_total))
+    for share in (0.25, 1.0):
+        add(row(f"patience {PATIENCE} on fixed {share:.0%}", stream,
+                fixed_subset(s, args.replays, share, PATIENCE), k_total))
+    for label, result in extra:
+        add(row(label, stream, result, k_total))
+    for within, budget, most in settings:
+        start = time.process_time()
+        result = track(s, args.replays, within, args.alpha, width, 32, budget, most)
+        label = f"tracker within {within} budget {budget:.0%}" + (f" most {most}" if most else "")
+        add(row(label, stream, result, k_total, args.alpha))
+        if (within, budget, most) == (0.05, 1.0, None):
+            add(row(f"{label} patience {PATIENCE}", stream, with_patience(result, s.mean(1), PATIENCE), k_total))
+        print(f"{stream}: {label}: {time.process_time() - start:.0f} s CPU", flush=True)
+    return rows
+
+
+def replay_trained(name: str, stream: dict, settings, args) -> list[dict]:
+    """One trained stream (``trained_streams.load_streams``): its range, the real Tracker's check, and every
+    rule's row with the validation-loss rule (cost: teacher-forced images per checkpoint, not decoded)."""
+    scores, gts = stream["scores"], dict(enumerate(stream["data"]["gts"]))
+    low, high = score_range("CIDEr", gts, gts)
+    truth = scores.mean(1)
+    best = int(truth.argmax())
+    print(f"{name}: {len(truth)} checkpoints on {scores.shape[1]} images, full-split CIDEr-D {truth.min():.4f}-"
+          f"{truth.max():.4f} (best {stream['names'][best]}; last {truth[-1]:.4f}; lowest val loss "
+          f"{stream['names'][int(np.argmin(stream['val_loss']))]}); range bound {high:.3f}", flush=True)
+    if not args.quick and not args.no_check:
+        check_against_tracker(stream["names"], scores, stream["data"], high - low, within=0.05, alpha=args.alpha,
+                              batch=32, budget=1.0, most=None)
+        print(f"{name}: the real Tracker gives the simulated verdicts on replays 0 and 1", flush=True)
+    loss = stream["val_loss"]
+    extra = [("validation loss (teacher-forced, no decoding)",
+              trained_streams.validation_loss(scores, loss, args.replays)),
+             (f"validation loss, patience {PATIENCE} (teacher-forced)",
+              trained_streams.validation_loss(scores, loss, args.replays, PATIENCE))]
+    return replay(name, scores, high - low, settings, args, extra)
+
+
+def finish(rows: list[dict], args) -> int:
+    """Print the table and write it (with its tokenizer) to ``--out``."""
     table = pd.DataFrame(rows)
     table["tokenizer"] = TOKENIZER_NAME
     table["replays"] = args.replays

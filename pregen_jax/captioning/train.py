@@ -133,7 +133,8 @@ CHECKED_META = ("arch", "model_config", "train_config", "seed", "vocab_fingerpri
 
 def train_captioner(arch: str, model_config, train_config: TrainConfig, seed: int,
                     vocab: Vocabulary, train_features, train_captions, val_features, val_captions, workdir,
-                    progress: bool = True, description: str = "", stop=None) -> TrainedModel:
+                    progress: bool = True, description: str = "", stop=None,
+                    snapshot_every: int | None = None) -> TrainedModel:
     """Train (or resume, or load when finished) a caption generator in ``workdir`` (``model_config``: the
     sizes of its architecture's family, ``RnnConfig`` or ``TransformerConfig``).
 
@@ -144,7 +145,8 @@ def train_captioner(arch: str, model_config, train_config: TrainConfig, seed: in
     resumes; a mismatched one is an error. ``stop`` (a ``threading.Event``): when another thread
     sets it, training ends at the next step with ``training.loop.Stopped``. Each epoch's history entry holds the validation
     perplexity, every pre-gen metric asked for (by name) and ``eval_seconds``, the cost of
-    that evaluation.
+    that evaluation. ``snapshot_every``: also write ``snapshot-stepN.msgpack`` (the parameters after N
+    optimisation steps, read by ``load_trained``) every that many steps, counted over all epochs.
     """
     workdir = Path(workdir)
     model = registry.make_model(arch, model_config, len(vocab))
@@ -160,7 +162,8 @@ def train_captioner(arch: str, model_config, train_config: TrainConfig, seed: in
                           val_captions, description)
     schedule = loop.Schedule(train_config.epochs, final.name, train_config.patience,
                              tuple(train_config.snapshot_epochs), loss_every=20, batch_size=train_config.batch_size,
-                             rate_name="captions_per_s", description=description, stop=stop)
+                             rate_name="captions_per_s", description=description, stop=stop,
+                             snapshot_every=snapshot_every)
     fitted = loop.fit(task, schedule, params, optax.adam(train_config.learning_rate), workdir, meta, CHECKED_META,
                       progress)
     return TrainedModel(model, fitted.params, fitted.history, fitted.path)

@@ -5,7 +5,8 @@ A trainer (``captioning.train``, ``reo.train``) supplies only what is its own, a
 each epoch's minibatches, one optimisation step, and the validation that picks the best epoch.
 
 Files in ``workdir``: ``checkpoint.msgpack`` after every epoch (current and best parameters,
-optimiser state, progress), ``snapshot-epochN.msgpack`` for the epochs asked for, and at the
+optimiser state, progress), ``snapshot-epochN.msgpack`` for the epochs asked for,
+``snapshot-stepN.msgpack`` every ``Schedule.snapshot_every`` optimisation steps, and at the
 end the final file (the best parameters and the history). A checkpoint resumes only when its
 metadata equals the run's on the checked keys (else a one-line ``ValueError``).
 """
@@ -56,6 +57,7 @@ class Schedule:
     final: str                               # the final file's name in workdir
     patience: int | None = None              # stop after this many epochs without a better value; None: never early
     snapshot_epochs: tuple[int, ...] = ()    # also keep these epochs' parameters
+    snapshot_every: int | None = None        # also keep the parameters after every this many steps (all epochs counted)
     loss_every: int = 1                      # read the loss every this many steps (each read waits for the device)
     batch_size: int | None = None            # items per batch, for the bar's rate
     rate_name: str = "items_per_s"
@@ -78,8 +80,9 @@ class Fitted:
 
 def fresh_state() -> dict:
     """Training progress, saved in the checkpoint's metadata: best_val is the best validation
-    value so far, best_epoch 0 until an epoch ran, bad_epochs the epochs since it last improved."""
-    return {"epoch": 0, "best_val": None, "best_epoch": 0, "bad_epochs": 0, "history": []}
+    value so far, best_epoch 0 until an epoch ran, bad_epochs the epochs since it last improved, step
+    the optimisation steps of the finished epochs."""
+    return {"epoch": 0, "best_val": None, "best_epoch": 0, "bad_epochs": 0, "history": [], "step": 0}
 
 
 def fit(task: Task, schedule: Schedule, params, optimizer, workdir, meta: dict, checked: Sequence[str],
@@ -102,7 +105,12 @@ def fit(task: Task, schedule: Schedule, params, optimizer, workdir, meta: dict, 
     while state["epoch"] < schedule.epochs and (schedule.patience is None or state["bad_epochs"] < schedule.patience):
         epoch = state["epoch"] + 1
         start = time.perf_counter()
-        params, opt_state, losses = _train_epoch(task, schedule, params, opt_state, epoch, progress)
+        def snapshot(step, params, epoch=epoch):  # a run killed mid-epoch rewrites the same files on resume
+            checkpoints.save(workdir / f"snapshot-step{step}.msgpack", {"params": params},
+                             {**meta, "epoch": epoch, "step": step})
+        params, opt_state, losses, steps = _train_epoch(task, schedule, params, opt_state, epoch, progress,
+                                                        state["step"], snapshot)
+        state["step"] += steps
         record = {"epoch": epoch, "train_loss": float(np.mean(losses)) if losses else None}
         improved, values = True, {}
         if task.validate is not None:
@@ -132,8 +140,12 @@ def fit(task: Task, schedule: Schedule, params, optimizer, workdir, meta: dict, 
     return Fitted(best_params, state["history"], final)
 
 
-def _train_epoch(task: Task, schedule: Schedule, params, opt_state, epoch: int, progress: bool):
-    """One pass over the epoch's minibatches -> (params, opt_state, the losses read)."""
+def _train_epoch(task: Task, schedule: Schedule, params, opt_state, epoch: int, progress: bool, first_step: int = 0,
+                 snapshot: Callable[[int, Any], None] | None = None):
+    """One pass over the epoch's minibatches -> (params, opt_state, the losses read, steps taken).
+
+    ``first_step``: the steps of the epochs before; ``snapshot(step, params)`` is called after every
+    ``schedule.snapshot_every``-th step (``step`` counts from the start of training)."""
     batches = task.batches(epoch)
     bar = tqdm(batches, desc=f"{schedule.description} epoch {epoch}/{schedule.epochs}".strip(), unit="batch",
                disable=bar_disabled(progress), leave=False)
@@ -149,4 +161,6 @@ def _train_epoch(task: Task, schedule: Schedule, params, opt_state, epoch: int, 
                 rate = (index + 1) * schedule.batch_size / (time.perf_counter() - start)
                 postfix[schedule.rate_name] = f"{rate:.0f}"
             bar.set_postfix(**postfix)
-    return params, opt_state, losses
+        if schedule.snapshot_every and snapshot and (first_step + index + 1) % schedule.snapshot_every == 0:
+            snapshot(first_step + index + 1, params)
+    return params, opt_state, losses, len(batches)
