@@ -94,16 +94,14 @@ def check_stream(args: argparse.Namespace) -> None:
 
 def check_most(args: argparse.Namespace) -> None:
     """--most K: at most K offers, counting the checkpoints given and those the state already decided."""
-    import json
     from pathlib import Path
+
+    from ..selection.tracker import decided_names
     if args.most < 2:
         raise ValueError(f"--most {args.most}: at least 2 offers (the first is kept without a comparison)")
     names, where = ((list(args.captions), "--captions gives") if args.captions else
                     (checkpoint_files(Path(args.checkpoints)), f"--checkpoints {args.checkpoints} holds"))
-    try:  # a state that cannot be read is refused by the tracker, naming it
-        decided = {v["name"] for v in json.loads(Path(args.state).read_text(encoding="utf-8"))["verdicts"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        decided = set()
+    decided = decided_names(args.state)
     if len(names) > args.most:
         raise ValueError(f"--most {args.most}: {where} {len(names)} checkpoints, more than the {args.most} offers "
                          "declared (raise --most, or keep fewer files)")

@@ -300,3 +300,12 @@ class Tracker:
                                  "same settings and references, or give another state file")
         self.verdicts, self.kept_scores = verdicts, kept
         self._write_log()  # a kill between the state and its log: the log follows the state
+
+
+def decided_names(state: str | Path) -> set[str]:
+    """The checkpoint names a saved ``state`` decided (empty where there is none or it cannot be read:
+    a ``Tracker`` given that state refuses it, naming why)."""
+    try:
+        return {v["name"] for v in json.loads(Path(state).read_text(encoding="utf-8"))["verdicts"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
